@@ -1,0 +1,38 @@
+from setuptools import find_packages, setup
+
+with open("README.md", encoding="utf-8") as f:
+    long_description = f.read()
+
+setup(
+    name="syntax-nmt",
+    version="0.1.0",
+    description="fairseq plugin for syntax-infused neural machine translation "
+    "(source feature embeddings, SG-Net and other syntax-guided attention)",
+    long_description=long_description,
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["syntax_nmt", "syntax_nmt.*"]),
+    package_data={"syntax_nmt.synthetic": ["*.md"]},
+    python_requires=">=3.8",
+    install_requires=[
+        "torch",
+        'fairseq==0.12.2; python_version < "3.11"',
+        'fairseq-fixed==0.12.3.1; python_version >= "3.11"',
+        "spacy>=3.7",
+        "sentencepiece",
+        "subword-nmt",
+        "sacrebleu>=2",
+        "sacremoses",
+        "tqdm",
+        "numpy",
+        "matplotlib",
+    ],
+    extras_require={"dev": ["pytest", "hypothesis"]},
+    entry_points={
+        "console_scripts": [
+            "syntax-nmt-synth = syntax_nmt.synthetic.cli:cli_main",
+            "syntax-nmt-train-spacy = syntax_nmt.annotate.spacy_train:cli_main",
+            "syntax-nmt-annotate = syntax_nmt.annotate.cli:cli_main",
+            "syntax-nmt-binarize = syntax_nmt.data.binarize:cli_main",
+        ]
+    },
+)

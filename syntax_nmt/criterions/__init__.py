@@ -1,0 +1,1 @@
+"""Auxiliary syntax losses (imported explicitly so fairseq registers them)."""

@@ -1,0 +1,1 @@
+"""fairseq models of syntax-nmt (imported explicitly so fairseq registers them)."""

@@ -1,0 +1,1 @@
+"""fairseq tasks of syntax-nmt (imported explicitly so fairseq registers them)."""
