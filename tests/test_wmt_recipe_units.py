@@ -1,0 +1,390 @@
+"""Unit tests of the WMT14 recipe scripts (examples/wmt14_en_de): download,
+prepare, evaluation. The end-to-end run is in test_wmt_recipe.py."""
+
+import hashlib
+import http.server
+import importlib.util
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+RECIPE = Path(__file__).resolve().parent.parent / "examples" / "wmt14_en_de"
+
+
+def load_recipe_module(name: str):
+    """Import examples/wmt14_en_de/NAME.py as module ``wmt14_NAME`` (registered in
+    sys.modules so that multiprocessing workers can unpickle its functions)."""
+    mod_name = f"wmt14_{name}"
+    if mod_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(mod_name, RECIPE / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[mod_name]
+
+
+download = load_recipe_module("download")
+fake_mirror = load_recipe_module("fake_mirror")
+
+TRAIN = [
+    ("The cat sleeps on the mat.", "Die Katze schläft auf der Matte."),
+    ("A well-known state-of-the-art system.", "Ein weithin bekanntes System nach dem neuesten Stand der Technik."),
+    ("I don't know.", "Ich weiß es nicht."),
+    ("", "Leere Quelle."),  # dropped: empty source
+    ("one two three four five six seven", "eins"),  # dropped: ratio
+    ("He said: \"Yes!\"", "Er sagte: „Ja!“"),
+    ("Prices rose by 5 % in 2013.", "Die Preise stiegen 2013 um 5 %."),
+    ("The E-mail arrived at 10 o'clock.", "Die E-Mail kam um 10 Uhr an."),
+    ("We like green apples.", "Wir mögen grüne Äpfel."),
+    ("They went home early.", "Sie gingen früh nach Hause."),
+]
+DEV = [("Good morning.", "Guten Morgen."), ("See you soon.", "Bis bald.")]
+TEST = [("A long-term plan & more.", "Ein langfristiger Plan & mehr."), ("Thank you.", "Danke.")]
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mirror")
+    fake_mirror.build_mirror(str(out), TRAIN, DEV, TEST, test_filtered=TEST[:1])
+    return out
+
+
+def entry_for(path: Path, **hashes):
+    return {"name": path.name, "url": "https://unused.invalid/" + path.name, "group": "train",
+            "size": None, "sha256": None, "md5": None, **hashes}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- download
+def test_manifest_lists_the_official_archives():
+    entries = download.load_manifest()
+    names = [e["name"] for e in download.select(entries, "full")]
+    assert names == ["training-parallel-europarl-v7.tgz", "training-parallel-commoncrawl.tgz",
+                     "training-parallel-nc-v9.tgz", "dev.tgz", "test-full.tgz"]
+    assert [e["name"] for e in download.select(entries, "filtered")][-1] == "test-filtered.tgz"
+    for e in entries:
+        assert e["url"].startswith("https://statmt.org/wmt1") and e["url"].endswith("/" + e["name"])
+        for algo, length in (("sha256", 64), ("md5", 32)):
+            assert e[algo] is None or (len(e[algo]) == length and int(e[algo], 16) >= 0)
+        assert e["checksum_source"]
+
+
+@pytest.mark.parametrize("mirror_form", ["dir", "file_url"])
+def test_download_from_mirror_then_skip(mirror, tmp_path, mirror_form, capsys):
+    src = mirror / "dev.tgz"
+    base = str(mirror) if mirror_form == "dir" else mirror.as_uri()
+    entry = entry_for(src, sha256=sha256(src), size=src.stat().st_size)
+    res = download.download(entry, str(tmp_path), base, quiet=True)
+    assert res["action"] == "downloaded" and res["status"] == "verified (sha256)"
+    assert (tmp_path / "dev.tgz").read_bytes() == src.read_bytes()
+    assert not (tmp_path / "dev.tgz.part").exists()
+    assert (tmp_path / "SHA256SUMS").read_text() == f"{sha256(src)}  dev.tgz\n"
+    # second run: nothing fetched (the mirror is not even consulted)
+    res = download.download(entry, str(tmp_path), str(tmp_path / "no-such-mirror"), quiet=True)
+    assert res["action"] == "skipped" and res["status"] == "verified (sha256)"
+
+
+def test_missing_checksum_is_reported_not_verified(mirror, tmp_path, capsys):
+    manifest = tmp_path / "manifest.json"
+    src = mirror / "test-full.tgz"
+    manifest.write_text(json.dumps({"files": [
+        dict(entry_for(src), group="test-full"),
+        dict(entry_for(mirror / "dev.tgz"), group="dev", md5=hashlib.md5((mirror / "dev.tgz").read_bytes()).hexdigest()),
+    ]}))
+    args = download.get_parser().parse_args(
+        ["--dest", str(tmp_path / "d"), "--manifest", str(manifest), "--mirror", str(mirror), "--quiet"])
+    download.main(args)
+    out = capsys.readouterr().out
+    assert "test-full.tgz: NOT VERIFIED (no checksum in manifest)" in out
+    assert "dev.tgz: verified (md5)" in out
+    sums = (tmp_path / "d" / "SHA256SUMS").read_text().splitlines()
+    assert sums == [f"{sha256(mirror / 'dev.tgz')}  dev.tgz", f"{sha256(src)}  test-full.tgz"]
+
+
+def test_mirror_from_environment(mirror, tmp_path, monkeypatch, capsys):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"files": [dict(entry_for(mirror / "dev.tgz"), group="dev")]}))
+    monkeypatch.setenv(download.MIRROR_ENV, mirror.as_uri())
+    download.main(download.get_parser().parse_args(
+        ["--dest", str(tmp_path / "d"), "--manifest", str(manifest), "--quiet"]))
+    assert (tmp_path / "d" / "dev.tgz").exists()
+
+
+def test_checksum_mismatch_fails_and_keeps_bad_file_aside(mirror, tmp_path):
+    entry = entry_for(mirror / "dev.tgz", sha256="0" * 64)
+    with pytest.raises(download.DownloadError, match="sha256"):
+        download.download(entry, str(tmp_path), str(mirror), quiet=True)
+    assert not (tmp_path / "dev.tgz").exists() and (tmp_path / "dev.tgz.corrupt").exists()
+    entry = entry_for(mirror / "dev.tgz", size=1)
+    with pytest.raises(download.DownloadError, match="size"):
+        download.download(entry, str(tmp_path), str(mirror), quiet=True)
+
+
+def test_local_resume_appends_to_part_file(mirror, tmp_path):
+    src = mirror / "training-parallel-europarl-v7.tgz"
+    data = src.read_bytes()
+    (tmp_path / (src.name + ".part")).write_bytes(data[:100])
+    download.fetch(str(src), str(tmp_path / src.name), quiet=True)
+    assert (tmp_path / src.name).read_bytes() == data
+
+
+class RangeHandler(http.server.BaseHTTPRequestHandler):
+    """Serves ``files`` and honours ``Range: bytes=N-`` unless ``ranges`` is False;
+    records the Range header of each request; can drop the connection mid-body."""
+
+    files: dict = {}
+    ranges = True
+    requests: list = []
+    truncate_first = False
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        rng = self.headers.get("Range")
+        type(self).requests.append(rng)
+        data = self.files.get(self.path.lstrip("/"))
+        if data is None:
+            self.send_error(404)
+            return
+        start = int(rng.split("=")[1].split("-")[0]) if (rng and self.ranges) else 0
+        if start >= len(data) and start:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{len(data)}")
+            self.end_headers()
+            return
+        self.send_response(206 if start else 200)
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.send_header("Content-Length", str(len(data) - start))
+        self.end_headers()
+        body = data[start:]
+        if type(self).truncate_first:
+            type(self).truncate_first = False
+            body = body[: len(body) // 2]  # then close: the client sees a short read
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def http_server(mirror):
+    handler = type("Handler", (RangeHandler,), {
+        "files": {p.name: p.read_bytes() for p in mirror.iterdir()}, "requests": [], "ranges": True})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield handler, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_http_resume_uses_range(http_server, mirror, tmp_path):
+    handler, url = http_server
+    name = "training-parallel-commoncrawl.tgz"
+    data = (mirror / name).read_bytes()
+    (tmp_path / (name + ".part")).write_bytes(data[:50])
+    entry = entry_for(mirror / name, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    res = download.download(entry, str(tmp_path), url, quiet=True)
+    assert res["status"] == "verified (sha256)"
+    assert handler.requests == ["bytes=50-"]
+    assert (tmp_path / name).read_bytes() == data
+
+
+def test_http_server_without_ranges_restarts(http_server, mirror, tmp_path):
+    handler, url = http_server
+    handler.ranges = False
+    name = "dev.tgz"
+    data = (mirror / name).read_bytes()
+    (tmp_path / (name + ".part")).write_bytes(b"garbage-that-is-not-a-prefix")
+    download.fetch(f"{url}/{name}", str(tmp_path / name), quiet=True)
+    assert (tmp_path / name).read_bytes() == data
+
+
+def test_http_interrupted_transfer_resumes_on_retry(http_server, mirror, tmp_path, monkeypatch):
+    handler, url = http_server
+    handler.truncate_first = True
+    monkeypatch.setattr(download.time, "sleep", lambda s: None)
+    name = "training-parallel-nc-v9.tgz"
+    data = (mirror / name).read_bytes()
+    res = download.download(entry_for(mirror / name, size=len(data)), str(tmp_path), url, quiet=True)
+    assert (tmp_path / name).read_bytes() == data
+    assert res["status"].startswith("NOT VERIFIED")
+    assert handler.requests[0] is None and handler.requests[1] == f"bytes={len(data) // 2}-"
+
+
+def test_http_404_fails_without_retrying(http_server, tmp_path):
+    handler, url = http_server
+    with pytest.raises(download.DownloadError, match="404"):
+        download.download(entry_for(Path("missing.tgz")), str(tmp_path), url, retries=3, quiet=True)
+    assert len(handler.requests) == 1
+
+
+# ------------------------------------------------------------------------------ prepare
+prepare = load_recipe_module("prepare")
+
+
+def test_tokenize_normalizes_and_splits_dashes():
+    prepare._init_worker(("en", "de"), escape=False)
+    assert prepare.tokenize("A well-known state-of-the-art system.", "en") == \
+        "A well @-@ known state @-@ of @-@ the @-@ art system ."
+    assert prepare.tokenize("I don't\x07 know.", "en") == "I don 't know ."  # control char removed
+    assert prepare.tokenize("Er sagte: „Ja!“", "de") == 'Er sagte : " Ja ! "'  # punctuation normalized
+    assert prepare.tokenize("Tom & Jerry", "en") == "Tom & Jerry"
+    prepare._init_worker(("en",), escape=True)
+    assert prepare.tokenize("Tom & Jerry", "en") == "Tom &amp; Jerry"
+
+
+@pytest.mark.parametrize("src,tgt,keep", [
+    ("a", "b", True),
+    ("", "b", False),
+    ("a b c", "x y", True),  # ratio 1.5
+    ("a b c d", "x y", False),  # ratio 2
+    (" ".join(["w"] * 250), " ".join(["w"] * 250), True),
+    (" ".join(["w"] * 251), " ".join(["w"] * 250), False),
+])
+def test_keep_pair_matches_clean_corpus_n(src, tgt, keep):
+    assert prepare.keep_pair(src, tgt, 1, 250, 1.5) is keep
+
+
+def test_subsample_is_deterministic_nested_and_sized():
+    n = 10_000
+    masks = {p: prepare.subsample_mask(n, p, seed=7) for p in (1, 5, 10, 25, 50, 100)}
+    assert {p: int(m.sum()) for p, m in masks.items()} == {1: 100, 5: 500, 10: 1000, 25: 2500, 50: 5000, 100: n}
+    assert (prepare.subsample_mask(n, 5, seed=7) == masks[5]).all()
+    assert not (prepare.subsample_mask(n, 5, seed=8) == masks[5]).all()
+    assert (masks[5] <= masks[10]).all() and (masks[10] <= masks[50]).all()  # nested
+    assert prepare.subsample_mask(3, 1, seed=0).sum() == 1
+    with pytest.raises(ValueError):
+        prepare.subsample_mask(10, 0, seed=0)
+
+
+def test_read_sgm_matches_sacrebleu(tmp_path):
+    path = tmp_path / "x.sgm"
+    path.write_bytes(fake_mirror.sgm(["  a  b ", "c & d < e"], "ref", "de"))
+    assert prepare.read_sgm(str(path)) == ["a b", "c & d < e"]
+
+
+def test_tokenize_pairs_parallel_equals_serial():
+    pairs = [(f"Sentence number {i}, well-formed.", f"Satz Nummer {i} ist gut.") for i in range(50)]
+    old = prepare.BATCH
+    prepare.BATCH = 7
+    try:
+        serial = list(prepare.tokenize_pairs(pairs, workers=1))
+        parallel = list(prepare.tokenize_pairs(pairs, workers=2))
+    finally:
+        prepare.BATCH = old
+    assert serial == parallel and len(serial) == 50
+    assert serial[3] == ("Sentence number 3 , well @-@ formed .", "Satz Nummer 3 ist gut .")
+
+
+def run_prepare(mirror, work, out, *extra):
+    args = prepare.get_parser().parse_args([
+        "--download-dir", str(mirror), "--work-dir", str(work), "--out-dir", str(out),
+        "--bpe-merges", "30", "--workers", "1", *extra])
+    return prepare.main(args)
+
+
+def lines(path):
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
+def test_prepare_end_to_end(mirror, tmp_path):
+    stats = run_prepare(mirror, tmp_path / "work", tmp_path / "p100")
+    out = tmp_path / "p100"
+    assert stats["train"]["raw_total"] == len(TRAIN) and stats["train"]["cleaned"] == len(TRAIN) - 2
+    assert stats["train"]["raw"] == {"training/europarl-v7.de-en": 5, "commoncrawl.de-en": 3,
+                                     "training/news-commentary-v9.de-en": 2}
+    assert len(lines(out / "train.en")) == len(lines(out / "train.de")) == len(TRAIN) - 2
+    assert lines(out / "train.en")[1] == "A well @-@ known state @-@ of @-@ the @-@ art system ."
+    assert lines(out / "valid.de") == ["Guten Morgen .", "Bis bald ."]
+    assert lines(out / "test.raw.de") == [p[1] for p in TEST]
+    assert lines(out / "test.en")[0] == "A long @-@ term plan & more ."
+    codes = lines(out / "bpe.codes")
+    assert codes[0].startswith("#version") and 1 < len(codes) <= 31
+    # rerun: every stage is cached
+    mtime = (out / "bpe.codes").stat().st_mtime_ns
+    assert run_prepare(mirror, tmp_path / "work", tmp_path / "p100") == json.loads(
+        (out / "prepare.json").read_text())["stats"]
+    assert (out / "bpe.codes").stat().st_mtime_ns == mtime
+
+    # a 50% subsample: same tokenization cache, lines are aligned pairs from the full data
+    run_prepare(mirror, tmp_path / "work", tmp_path / "p50", "--subsample-percent", "50", "--seed", "3")
+    full = list(zip(lines(out / "train.en"), lines(out / "train.de")))
+    half = list(zip(lines(tmp_path / "p50" / "train.en"), lines(tmp_path / "p50" / "train.de")))
+    assert len(half) == 4 and all(pair in full for pair in half)
+    assert half == [p for p in full if p in half]  # corpus order kept
+    run_prepare(mirror, tmp_path / "work", tmp_path / "p50b", "--subsample-percent", "50", "--seed", "3")
+    assert lines(tmp_path / "p50b" / "train.de") == lines(tmp_path / "p50" / "train.de")
+
+
+def test_prepare_filtered_test_and_sentencepiece(mirror, tmp_path):
+    run_prepare(mirror, tmp_path / "work", tmp_path / "out", "--test-set", "filtered",
+                "--subword", "sentencepiece", "--spm-vocab-size", "60")
+    assert lines(tmp_path / "out" / "test.raw.de") == [TEST[0][1]]
+    assert (tmp_path / "out" / "spm.model").exists()
+
+
+# ----------------------------------------------------------------------------- evaluate
+evaluate = load_recipe_module("evaluate")
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("ein langfristiger Plan", "ein langfristiger Plan"),
+    ("E-Mail", "E ##AT##-##AT## Mail"),
+    ("a-b-c", "a ##AT##-##AT## b-c"),  # perl s///g does not overlap matches either
+    ("long @-@ term", "long @ ##AT##-##AT## @ term"),
+    ("- x -", "- x -"),
+])
+def test_compound_split(line, expected):
+    assert evaluate.compound_split(line) == expected
+
+
+def test_read_hypotheses_orders_by_id(tmp_path):
+    log = tmp_path / "gen.out"
+    log.write_text("S-1\tb\nH-1\t-0.5\tzwei\nD-1\t-0.5\tzwei\nH-0\t-0.1\teins\nH-0\t-0.9\tworse\nH-2\t-1\t\n"
+                   "Generate test with beam=4: BLEU4 = 1.0\n")
+    assert evaluate.read_hypotheses(str(log)) == ["eins", "zwei", ""]
+    log.write_text("H-1\t-0.5\tzwei\n")
+    with pytest.raises(ValueError):
+        evaluate.read_hypotheses(str(log))
+
+
+def write(path, lines_):
+    Path(path).write_text("".join(x + "\n" for x in lines_), encoding="utf-8")
+    return str(path)
+
+
+def test_score_and_significance(tmp_path):
+    refs_raw = ["Die E-Mail kam um 10 Uhr an.", "Wir mögen grüne Äpfel.", "Sie gingen früh nach Hause."] * 4
+    prepare._init_worker(("de",), escape=False)
+    refs_tok = [prepare.tokenize(r, "de") for r in refs_raw]
+    gen = tmp_path / "sys.gen"
+    gen.write_text("".join(f"H-{i}\t-0.1\t{t}\n" for i, t in enumerate(refs_tok)), encoding="utf-8")
+    res = evaluate.score(str(gen), write(tmp_path / "ref.raw", refs_raw), write(tmp_path / "ref.tok", refs_tok),
+                         str(tmp_path / "sys"))
+    assert res["sacrebleu"] == pytest.approx(100.0) and res["compound_split_bleu"] == pytest.approx(100.0)
+    assert res["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+    assert lines(tmp_path / "sys.detok") == refs_raw  # Moses detokenization restores the raw text
+    assert json.loads((tmp_path / "sys.json").read_text())["sentences"] == 12
+
+    # compound splitting gives credit for the parts of a wrong compound
+    hyp = ["Die E @-@ Post kam um 10 Uhr an ."]
+    ref = ["Die E @-@ Mail kam um 10 Uhr an ."]
+    assert evaluate.compound_split_bleu(hyp, ref)[0] > evaluate.BLEU(tokenize="none").corpus_score(hyp, [ref]).score
+
+    base = write(tmp_path / "base.detok", ["Die Post kam an.", "Wir mögen Äpfel.", "Sie gingen."] * 4)
+    rows = evaluate.significance(str(tmp_path / "ref.raw"), ("baseline", base),
+                                 [("syntax", str(tmp_path / "sys.detok"))], "bs", n_samples=200)
+    assert [r["name"] for r in rows] == ["baseline", "syntax"]
+    assert rows[0]["p_value"] is None and 0 <= rows[1]["p_value"] < 0.05
+    text = evaluate.format_significance(rows, "bs")
+    assert "syntax" in text and "p = " in text and "paired bootstrap vs baseline" in text
+    rows_ar = evaluate.significance(str(tmp_path / "ref.raw"), ("baseline", base),
+                                    [("syntax", str(tmp_path / "sys.detok"))], "ar", n_samples=200)
+    assert rows_ar[1]["p_value"] < 0.05
