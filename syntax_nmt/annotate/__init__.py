@@ -1,0 +1,15 @@
+"""Annotation pipeline: source text -> subword text + token-aligned syntax streams.
+
+Modules (one concern each):
+
+* :mod:`~syntax_nmt.annotate.cli`: the ``syntax-nmt-annotate`` command.
+* :mod:`~syntax_nmt.annotate.pipeline`: the job (scan, parse, learn, segment, merge).
+* :mod:`~syntax_nmt.annotate.chunks`: resumable, shardable chunk store.
+* :mod:`~syntax_nmt.annotate.spacy_backend`, :mod:`~syntax_nmt.annotate.conllu_backend`:
+  parsers producing :class:`syntax_nmt.syntax.conllu.Sentence` records.
+* :mod:`~syntax_nmt.annotate.parsed`: multi-root policy and tree check on those records.
+* :mod:`~syntax_nmt.annotate.subwords`: escaping, BPE/sentencepiece segmentation and learning.
+* :mod:`~syntax_nmt.annotate.streams`: pure alignment of word annotations to subwords.
+* :mod:`~syntax_nmt.annotate.textio`: line-exact UTF-8 input and atomic output.
+* :mod:`~syntax_nmt.annotate.spacy_train`: train a small spaCy pipeline from CoNLL-U.
+"""

@@ -1,0 +1,158 @@
+"""spaCy parser backend: one source line -> one word-level :class:`Sentence`.
+
+Raw text is tokenized by the pipeline's own tokenizer; with ``pretokenized=True`` the
+line's space-separated tokens are kept as they are: the backend builds
+``Doc(nlp.vocab, words=line.split(" "))`` itself and only the pipeline components (tagger,
+parser...) run on it. Whitespace tokens (``token.is_space``) are dropped; a word whose
+head was a dropped token is re-attached to that token's nearest non-space ancestor (or
+becomes a root). spaCy's ``ROOT`` label is written as ``root``.
+
+A line that spaCy splits into several sentences has several roots; this is resolved by
+the ``--multi-root`` policy of :mod:`syntax_nmt.annotate.parsed`.
+
+Components that the streams do not need (``ner``, ``lemmatizer``, text classifiers,
+entity linkers, span categorizers) are excluded at load time for speed. Loaded pipelines
+are cached per process (:func:`load_pipeline`); the backend never modifies them.
+"""
+
+import functools
+import logging
+import os
+from collections import deque
+from typing import Iterable, Iterator, Tuple
+
+from syntax_nmt.syntax.conllu import Sentence
+
+from .parsed import check_tree, resolve_roots
+from .textio import InputError
+
+logger = logging.getLogger(__name__)
+
+_UNUSED = ("ner", "lemmatizer", "textcat", "textcat_multilabel", "entity_linker", "entity_ruler", "spancat",
+           "span_finder", "trainable_lemmatizer")
+
+
+def _stamp(model: str):
+    config = os.path.join(model, "config.cfg")
+    return os.stat(config).st_mtime_ns if os.path.exists(config) else None
+
+
+def load_pipeline(model: str, gpu_id: int = -1):
+    """``spacy.load`` without the components the streams do not need, cached per process
+    (keyed by name or path, the mtime of a path's ``config.cfg``, and the GPU).
+
+    Raises:
+        OSError: with installation hints if the pipeline cannot be found.
+    """
+    return _load_pipeline(model, gpu_id, _stamp(model))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_pipeline(model: str, gpu_id: int, stamp):
+    import spacy
+
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    try:
+        return spacy.load(model, exclude=list(_UNUSED))
+    except OSError as e:
+        raise OSError(
+            f"cannot load spaCy pipeline {model!r} ({e}). Install it with `python -m spacy download "
+            f"{model}`, pass the path of a pipeline directory, or train a small one with "
+            f"syntax-nmt-train-spacy."
+        ) from None
+
+
+def doc_to_sentence(doc) -> Sentence:
+    """Convert a parsed spaCy ``Doc`` into a :class:`Sentence`, dropping space tokens."""
+    keep = [t for t in doc if not t.is_space]
+    index = {t.i: k + 1 for k, t in enumerate(keep)}  # spaCy position -> 1-based word id
+    heads, deps = [], []
+    for t in keep:
+        h = t.head
+        while h.i != t.i and h.is_space and h.head.i != h.i:
+            h = h.head  # skip dropped whitespace tokens
+        if h.i == t.i or h.is_space:
+            heads.append(0)
+        else:
+            heads.append(index[h.i])
+        dep = t.dep_
+        deps.append("root" if dep == "ROOT" else dep)
+    return Sentence(
+        words=[t.text for t in keep],
+        upos=[t.pos_ for t in keep],
+        xpos=[t.tag_ for t in keep],
+        heads=heads,
+        deprels=deps,
+        space_after=[bool(t.whitespace_) for t in keep],
+    )
+
+
+class SpacyBackend:
+    """Parse lines with a spaCy pipeline.
+
+    Args:
+        model: installed pipeline name (``en_core_web_sm``) or path to a pipeline directory
+            (e.g. one written by ``syntax-nmt-train-spacy``), or an ``nlp`` object.
+        pretokenized: keep the line's space-separated tokens as words.
+        batch_size: ``nlp.pipe`` batch size.
+        n_process: ``nlp.pipe`` worker processes (CPU only; forced to 1 on GPU).
+        gpu_id: ``-1`` for CPU, else the GPU to run on (``spacy.require_gpu``).
+        multi_root: ``forest`` or ``attach`` (see :mod:`~syntax_nmt.annotate.parsed`).
+        source_name: file name used in error messages.
+    """
+
+    def __init__(self, model, pretokenized=False, batch_size=256, n_process=1, gpu_id=-1,
+                 multi_root="forest", source_name="<source>"):
+        if gpu_id >= 0 and n_process != 1:
+            logger.warning("--n-process %d ignored on GPU (spaCy multiprocessing is CPU only)", n_process)
+            n_process = 1
+        nlp = load_pipeline(model, gpu_id) if isinstance(model, str) else model
+        if "parser" not in nlp.pipe_names:
+            logger.warning("spaCy pipeline %s has no parser: every word will be a root", nlp.pipe_names)
+        self.nlp = nlp
+        self.pretokenized = pretokenized
+        self.batch_size = batch_size
+        self.n_process = n_process
+        self.multi_root = multi_root
+        self.source_name = source_name
+        self.max_chars = nlp.max_length
+
+    def parse(self, lines: Iterable[Tuple[int, str, object]]) -> Iterator[Tuple[int, Sentence, object]]:
+        """Parse ``(lineno, text, context)`` items, in order.
+
+        Args:
+            lines: normalized lines with their 1-based line number and any context object
+                (passed through untouched). Empty text gives an empty sentence.
+
+        Yields:
+            ``(lineno, sentence, context)`` for every input item, in input order.
+        """
+        from spacy.tokens import Doc
+
+        pending = deque()  # (lineno, context) of texts handed to spaCy, in order
+
+        def texts():
+            for lineno, text, ctx in lines:
+                if len(text) > self.max_chars:
+                    raise InputError(
+                        f"{self.source_name}:{lineno}: line has {len(text)} characters, more than spaCy's "
+                        f"max_length {self.max_chars}; use --max-words to blank such lines"
+                    )
+                pending.append((lineno, ctx))
+                if self.pretokenized:
+                    words = text.split(" ") if text else []
+                    yield Doc(self.nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False] * bool(words))
+                else:
+                    yield text
+
+        # nlp.pipe yields docs in input order (also with n_process > 1); contexts are kept
+        # here rather than with as_tuples, which a component returning a new Doc would drop.
+        for doc in self.nlp.pipe(texts(), batch_size=self.batch_size, n_process=self.n_process):
+            lineno, ctx = pending.popleft()
+            sentence = doc_to_sentence(doc)
+            try:
+                check_tree(sentence)
+            except ValueError as e:
+                raise InputError(f"{self.source_name}:{lineno}: spaCy produced an invalid tree: {e}") from None
+            yield lineno, resolve_roots(sentence, self.multi_root), ctx

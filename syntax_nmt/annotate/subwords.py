@@ -1,0 +1,204 @@
+"""Subword segmentation of parsed words (subword-nmt BPE, sentencepiece, or none).
+
+Segmentation is done word by word: :meth:`Segmenter.segment` maps a list of words to
+one list of pieces per word, so the alignment of pieces to parser words is exact by
+construction (no re-tokenization, no guessing from markers).
+
+* ``bpe``: :class:`subword_nmt.apply_bpe.BPE`; non-final pieces carry the ``@@``
+  separator (undo with ``sed -r 's/(@@ )|(@@ ?$)//g'``).
+* ``spm``: :class:`sentencepiece.SentencePieceProcessor`; the words of a sentence are
+  encoded in one batched call, each word getting its own ``▁``-prefixed pieces (the same
+  pieces as sentence-level encoding, since sentencepiece never merges across whitespace).
+* ``none``: every word is one piece.
+
+Escaping (:func:`escape_word`), applied to source words after parsing (the parser sees the
+original text) and to target tokens, before learning and segmenting, so that a word can
+never be confused with the subword markers of the chosen scheme:
+
+* ``bpe``: every ``@@`` inside a word becomes ``＠＠`` (two U+FF20 FULLWIDTH COMMERCIAL AT),
+  so ``@@`` in the output always is the BPE separator. Single ``@`` are untouched.
+* ``spm``: every ``▁`` (U+2581, sentencepiece's word-boundary mark) becomes ``_``.
+* ``none``: nothing to escape.
+* ``|`` and all other characters pass through unchanged (the streams are separate files,
+  so ``|`` has no factor-separator meaning here).
+
+Words never contain whitespace (input whitespace is collapsed before parsing). As a last
+guard, :meth:`Segmenter.segment` raises if a model ever yields an empty piece or one with
+whitespace, since that would shift features against tokens.
+
+Learning (:func:`learn_model`) uses the escaped source words *after parsing* plus the
+escaped target tokens, as one joint model: ``bpe`` learns ``N`` merge operations
+(:func:`subword_nmt.learn_bpe.learn_bpe` on a joint word-count dictionary); ``spm`` trains
+a model with vocabulary size ``N`` (:meth:`sentencepiece.SentencePieceTrainer.train`).
+"""
+
+import hashlib
+import io
+import os
+from collections import Counter
+from typing import Iterable, List, Sequence
+
+SCHEMES = ("bpe", "spm", "none")
+BPE_SEPARATOR = "@@"
+SPM_SPACE = "\u2581"
+_BPE_ESCAPE = "\uff20\uff20"
+
+
+def escape_word(word: str, scheme: str) -> str:
+    """Escape a word so it cannot contain the subword markers of ``scheme``."""
+    if scheme == "bpe":
+        return word.replace(BPE_SEPARATOR, _BPE_ESCAPE) if BPE_SEPARATOR in word else word
+    if scheme == "spm":
+        return word.replace(SPM_SPACE, "_") if SPM_SPACE in word else word
+    return word
+
+
+def file_sha256(path: str) -> str:
+    """Hex SHA-256 of a file (identifies the subword model a chunk was segmented with)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class Segmenter:
+    """Base class: segments a sentence's words into per-word piece lists."""
+
+    scheme = "none"
+
+    def _segment(self, words: Sequence[str]) -> List[List[str]]:
+        return [[w] for w in words]
+
+    def segment(self, words: Sequence[str]) -> List[List[str]]:
+        """Segment escaped words.
+
+        Args:
+            words: ``n`` escaped words without whitespace.
+
+        Returns:
+            ``n`` non-empty lists of whitespace-free pieces.
+
+        Raises:
+            ValueError: if the model produced an empty piece, a piece with whitespace, or
+                no piece for a word (would misalign features and tokens).
+        """
+        pieces = self._segment(words)
+        if len(pieces) != len(words):
+            raise ValueError(f"subword model returned {len(pieces)} segmentations for {len(words)} words")
+        flat = [x for p in pieces for x in p]
+        if not all(pieces) or len(" ".join(flat).split()) != len(flat):
+            for word, p in zip(words, pieces):
+                if not p or any(len(x.split()) != 1 or x.split()[0] != x for x in p):
+                    raise ValueError(f"subword model segmented word {word!r} into {p!r}")
+        return pieces
+
+
+class BpeSegmenter(Segmenter):
+    """subword-nmt BPE from a codes file."""
+
+    scheme = "bpe"
+
+    def __init__(self, codes_path: str):
+        from subword_nmt.apply_bpe import BPE
+
+        with open(codes_path, encoding="utf-8") as f:
+            self.bpe = BPE(f, separator=BPE_SEPARATOR)
+
+    def _segment(self, words):
+        seg = self.bpe.segment_tokens
+        return [seg([w]) for w in words]
+
+
+class SpmSegmenter(Segmenter):
+    """sentencepiece model (``.model`` file)."""
+
+    scheme = "spm"
+
+    def __init__(self, model_path: str):
+        import sentencepiece as spm
+
+        self.sp = spm.SentencePieceProcessor(model_file=model_path)
+
+    def _segment(self, words):
+        if not words:
+            return []
+        pieces = self.sp.encode(list(words), out_type=str)
+        # A word made only of characters the normalizer deletes (e.g. U+200B) encodes to
+        # nothing; keep it as one word-boundary piece so that it still has a position.
+        return [p if p else [SPM_SPACE] for p in pieces]
+
+
+def load_segmenter(scheme: str, model_path: str = None) -> Segmenter:
+    """Build the segmenter for ``scheme`` from a model file (none for ``none``)."""
+    if scheme == "none":
+        return Segmenter()
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown subword scheme {scheme!r}, expected one of {SCHEMES}")
+    if not model_path:
+        raise ValueError(f"--subword {scheme} needs --subword-model or --learn-subword")
+    if not os.path.isfile(model_path):
+        raise FileNotFoundError(f"subword model {model_path} does not exist")
+    return BpeSegmenter(model_path) if scheme == "bpe" else SpmSegmenter(model_path)
+
+
+def spm_model_path(path: str) -> str:
+    """The ``.model`` file sentencepiece writes for ``--subword-model-out PATH``
+    (``PATH`` if it ends with ``.model``, else ``PATH.model``; the vocabulary goes next
+    to it with suffix ``.vocab``)."""
+    return path if path.endswith(".model") else path + ".model"
+
+
+def learn_model(
+    scheme: str,
+    lines: Iterable[str],
+    size: int,
+    out_path: str,
+    spm_model_type: str = "unigram",
+    spm_input_sentence_size: int = 2_000_000,
+) -> str:
+    """Learn a joint subword model from escaped, space-separated lines.
+
+    Args:
+        scheme: ``"bpe"`` (``size`` merge operations) or ``"spm"`` (vocabulary ``size``).
+        lines: escaped source-word and target-token lines (streamed once).
+        size: number of merges (bpe) or vocabulary size (spm, a soft limit).
+        out_path: codes file (bpe), or model path (spm, see :func:`spm_model_path`).
+        spm_model_type: sentencepiece ``model_type`` (``unigram`` or ``bpe``).
+        spm_input_sentence_size: sentences sampled by sentencepiece for training.
+
+    Returns:
+        The path of the written model file (written atomically).
+    """
+    if scheme == "bpe":
+        from subword_nmt.learn_bpe import learn_bpe
+
+        counts = Counter()
+        for line in lines:
+            counts.update(line.split())
+        vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in counts.items()))
+        tmp = f"{out_path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+            learn_bpe(vocab, out, size, is_dict=True)
+        os.replace(tmp, out_path)
+        return out_path
+    if scheme == "spm":
+        import sentencepiece as spm
+
+        model = spm_model_path(out_path)
+        tmp_prefix = f"{model[:-len('.model')]}.tmp-{os.getpid()}"
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=(line for line in lines if line),
+            model_prefix=tmp_prefix,
+            vocab_size=size,
+            model_type=spm_model_type,
+            character_coverage=1.0,
+            hard_vocab_limit=False,
+            input_sentence_size=spm_input_sentence_size,
+            shuffle_input_sentence=True,
+            minloglevel=2,
+        )
+        os.replace(tmp_prefix + ".vocab", model[: -len(".model")] + ".vocab")
+        os.replace(tmp_prefix + ".model", model)
+        return model
+    raise ValueError(f"cannot learn a subword model for scheme {scheme!r}")

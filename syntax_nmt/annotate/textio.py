@@ -1,0 +1,49 @@
+"""Streaming, line-exact text input for the annotation pipeline.
+
+Lines are split on ``\\n`` only (a stray ``\\r`` or U+2028 inside a line does not start
+a new line, unlike Python's universal newlines), decoded as UTF-8 one line at a time so
+that a decoding error names the file and line, and a leading byte-order mark is dropped.
+:func:`normalize` collapses every run of Unicode whitespace (tabs, no-break spaces,
+``\\r``, ideographic spaces... everything ``str.split()`` splits on, which is also what
+fairseq's tokenizer splits on) to one ASCII space and strips the ends, so that a word never
+contains whitespace and fairseq sees exactly the tokens we counted.
+"""
+
+import os
+from typing import Iterator
+
+
+class InputError(ValueError):
+    """Bad input data; the message names the file and (1-based) line."""
+
+
+def normalize(line: str) -> str:
+    """Collapse Unicode whitespace runs to single spaces and strip both ends."""
+    return " ".join(line.split())
+
+
+def read_lines(path: str) -> Iterator[str]:
+    """Yield the normalized lines of a UTF-8 text file, streaming.
+
+    Raises:
+        InputError: on invalid UTF-8, naming file and line.
+    """
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"{path}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            yield normalize(line)
+
+
+def atomic_write_lines(path: str, lines) -> None:
+    """Write ``lines`` (each without newline) to ``path`` via a temp file and rename."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line)
+            f.write("\n")
+    os.replace(tmp, path)
