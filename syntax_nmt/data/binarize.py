@@ -1,0 +1,198 @@
+"""``syntax-nmt-binarize``: fairseq-preprocess for the subword text plus the source streams.
+
+The subword source/target text goes through fairseq's own preprocessing (every
+``fairseq-preprocess`` option works: ``--joined-dictionary``, ``--workers``,
+``--srcdict``...). Each tag stream (pos, case, subword, dep) is then binarized with
+fairseq's own binarizer into ``{destdir}/{split}.{src}-{tgt}.{stream}.{bin,idx}``
+with its own small dictionary ``dict.{stream}.txt``; heads are written as raw
+int16 offsets (int32 if a sentence needs it). Finally every stream is checked
+against the binarized source, sentence by sentence.
+"""
+
+import logging
+import os
+import sys
+import time
+from argparse import Namespace
+from typing import List, Optional
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from syntax_nmt.data.streams import (
+    HEAD_STREAM,
+    SPECIAL_HEAD,
+    TAG_STREAMS,
+    parse_stream_list,
+    stream_data_prefix,
+    stream_dict_path,
+)
+
+logger = logging.getLogger("syntax_nmt.binarize")
+
+EPILOG = """example:
+  syntax-nmt-binarize --source-lang en --target-lang de \\
+      --trainpref data/train --validpref data/valid --testpref data/test \\
+      --destdir data-bin --joined-dictionary --workers 8
+
+reads data/train.en, data/train.de and the streams data/train.{pos,case,subword,dep,head}
+written by syntax-nmt-annotate; train with
+  fairseq-train data-bin --user-dir $(python -c 'import syntax_nmt,os;print(os.path.dirname(syntax_nmt.__file__))') \\
+      --task syntax_translation --arch syntax_transformer_wmt_en_de ...
+"""
+
+
+class StreamMismatchError(ValueError):
+    """A stream does not line up with the source text."""
+
+
+def get_parser():
+    from fairseq import options
+
+    parser = options.get_preprocessing_parser()
+    parser.description = __doc__.splitlines()[0]
+    parser.epilog = EPILOG
+    group = parser.add_argument_group("syntax-nmt streams")
+    group.add_argument(
+        "--streams",
+        default="auto",
+        help="comma-separated streams to binarize (pos,case,subword,dep,head); "
+        "'auto' (default): every {trainpref}.{stream} file that exists",
+    )
+    group.add_argument(
+        "--streamdict-dir",
+        default=None,
+        help="reuse dict.{stream}.txt from this directory (default: the directory of --srcdict if given, "
+        "else build the dictionaries from the training streams)",
+    )
+    return parser
+
+
+def _prefixes(args) -> List[tuple]:
+    """[(input_prefix, output_split)] as fairseq-preprocess names them."""
+    out = []
+    if args.trainpref:
+        out.append((args.trainpref, "train"))
+    for pref_arg, name in ((args.validpref, "valid"), (args.testpref, "test")):
+        if pref_arg:
+            for k, pref in enumerate(pref_arg.split(",")):
+                out.append((pref, f"{name}{k}" if k > 0 else name))
+    return out
+
+
+def resolve_streams(args) -> List[str]:
+    if args.streams != "auto":
+        return parse_stream_list(args.streams)
+    first = args.trainpref or (args.validpref or args.testpref or "").split(",")[0]
+    return [s for s in TAG_STREAMS + (HEAD_STREAM,) if os.path.exists(f"{first}.{s}")]
+
+
+def parse_heads(line: str, path: str = "<heads>", lineno: int = 0) -> np.ndarray:
+    """One line of relative head offsets -> int array with the EOS value appended."""
+    try:
+        values = [int(x) for x in line.split()]
+    except ValueError as e:
+        raise StreamMismatchError(f"{path}:{lineno}: head offsets must be integers ({e})") from None
+    n = len(values)
+    for i, v in enumerate(values):
+        if not 0 <= i + v < n:
+            raise StreamMismatchError(f"{path}:{lineno}: head offset {v} of token {i + 1} points outside the sentence")
+    return np.asarray(values + [SPECIAL_HEAD], dtype=np.int64)
+
+
+def binarize_heads(input_file: str, output_prefix: str, impl: str = "mmap") -> int:
+    """Write one head-offset line per sentence as an indexed dataset; returns the sentence count."""
+    from fairseq.data import indexed_dataset
+
+    rows = []
+    with open(input_file, encoding="utf-8") as f:
+        for lineno, line in enumerate(tqdm(f, desc=f"heads {os.path.basename(input_file)}", unit=" lines",
+                                           disable=None, leave=False), 1):
+            rows.append(parse_heads(line, input_file, lineno))
+    max_abs = max((int(np.abs(r).max()) for r in rows if len(r)), default=0)
+    dtype = np.int16 if max_abs < 2 ** 15 else np.int32
+    if impl == "mmap":
+        builder = indexed_dataset.MMapIndexedDatasetBuilder(output_prefix + ".bin", dtype=dtype)
+    else:
+        raise ValueError(f"heads are only written with --dataset-impl mmap, not {impl!r}")
+    for r in rows:
+        builder.add_item(torch.from_numpy(r.astype(dtype)))
+    builder.finalize(output_prefix + ".idx")
+    return len(rows)
+
+
+def check_stream_sizes(data_path: str, split: str, src: str, tgt: str, streams: List[str], impl: str,
+                       text_prefix: Optional[str] = None) -> None:
+    """Raise :class:`StreamMismatchError` unless every stream has the source's per-sentence lengths."""
+    from fairseq.data import indexed_dataset
+
+    src_ds = indexed_dataset.make_dataset(os.path.join(data_path, f"{split}.{src}-{tgt}.{src}"), impl=impl)
+    for stream in streams:
+        ds = indexed_dataset.make_dataset(stream_data_prefix(data_path, split, src, tgt, stream), impl=impl)
+        where = f"{text_prefix}.{stream}" if text_prefix else f"split {split!r}"
+        if ds is None:
+            raise StreamMismatchError(f"stream {stream!r} of split {split!r} is missing in {data_path}")
+        if len(ds) != len(src_ds):
+            raise StreamMismatchError(
+                f"{where}: stream {stream!r} of split {split!r} has {len(ds)} lines, the source has {len(src_ds)}"
+            )
+        bad = np.nonzero(np.asarray(ds.sizes) != np.asarray(src_ds.sizes))[0]
+        if len(bad):
+            i = int(bad[0])
+            raise StreamMismatchError(
+                f"{where}:{i + 1}: stream {stream!r} of split {split!r} has {ds.sizes[i] - 1} tokens, "
+                f"the source line has {src_ds.sizes[i] - 1} ({len(bad)} mismatching lines in all)"
+            )
+
+
+def main(args: Namespace) -> None:
+    from fairseq.data import Dictionary
+    from fairseq_cli import preprocess
+
+    start = time.time()
+    streams = resolve_streams(args)
+    splits = _prefixes(args)
+    for prefix, split in splits:  # fail before any work if a stream file is missing
+        for s in streams:
+            if not os.path.exists(f"{prefix}.{s}"):
+                raise FileNotFoundError(f"stream file {prefix}.{s} for split {split!r} not found")
+    streamdict_dir = args.streamdict_dir or (os.path.dirname(args.srcdict) if args.srcdict else None)
+
+    preprocess.main(args)  # subword text: fairseq's own preprocessing
+
+    for stream in streams:
+        if stream == HEAD_STREAM:
+            for prefix, split in splits:
+                binarize_heads(f"{prefix}.{stream}",
+                               stream_data_prefix(args.destdir, split, args.source_lang, args.target_lang, stream),
+                               args.dataset_impl)
+            continue
+        if streamdict_dir:
+            vocab = Dictionary.load(stream_dict_path(streamdict_dir, stream))
+        else:
+            if not args.trainpref:
+                raise ValueError(f"no training data to build dict.{stream}.txt from: pass --trainpref or --streamdict-dir")
+            vocab = Dictionary()
+            Dictionary.add_file_to_dictionary(f"{args.trainpref}.{stream}", vocab, tokenize=str.split,
+                                              num_workers=args.workers)
+            vocab.finalize(threshold=0, nwords=-1, padding_factor=1)
+        vocab.save(stream_dict_path(args.destdir, stream))
+        preprocess._make_all(stream, vocab, args)
+
+    for prefix, split in splits:
+        check_stream_sizes(args.destdir, split, args.source_lang, args.target_lang, streams, args.dataset_impl,
+                           text_prefix=prefix)
+    logger.info("binarized streams %s for splits %s in %.1fs -> %s", ",".join(streams) or "(none)",
+                ",".join(s for _, s in splits), time.time() - start, args.destdir)
+
+
+def cli_main(argv=None) -> None:
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
+                        stream=sys.stderr)
+    args = get_parser().parse_args(argv)
+    main(args)
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,96 @@
+"""A fairseq language-pair dataset that carries per-token source streams.
+
+Wraps fairseq's :class:`~fairseq.data.LanguagePairDataset` (batching, sorting,
+size filtering and collation stay fairseq's) and adds ``net_input["src_streams"]``:
+one ``(batch, src_len)`` LongTensor per stream, padded exactly like
+``src_tokens`` (same side, same width), so each token's features and head sit at
+that token's position under left or right padding.
+"""
+
+from typing import Dict, List
+
+import numpy as np
+import torch
+from fairseq.data import BaseWrapperDataset, FairseqDataset, data_utils
+
+
+class TruncateSourceDataset(BaseWrapperDataset):
+    """Keep the first ``max_len - 1`` items and the final special item (EOS).
+
+    The stream counterpart of fairseq's ``--truncate-source`` (strip EOS,
+    truncate, append EOS); it works for head offsets too, whose EOS value (0)
+    also occurs inside sentences.
+    """
+
+    def __init__(self, dataset, max_len: int):
+        super().__init__(dataset)
+        self.max_len = max_len
+        self._sizes = np.minimum(np.asarray(dataset.sizes), max_len)
+
+    def __getitem__(self, index):
+        item = self.dataset[index]
+        if len(item) > self.max_len:
+            item = torch.cat([item[: self.max_len - 1], item[-1:]])
+        return item
+
+    @property
+    def sizes(self):
+        return self._sizes
+
+
+class StreamLanguagePairDataset(BaseWrapperDataset):
+    """Language pairs plus aligned source streams.
+
+    Args:
+        dataset (LanguagePairDataset): the pairs, built as fairseq's translation task does.
+        streams (Dict[str, FairseqDataset]): per-stream datasets, item ``i`` a 1-D tensor
+            with exactly ``len(dataset.src[i])`` values (EOS/BOS included).
+        pad_values (Dict[str, int]): the padding value of each stream.
+    """
+
+    def __init__(self, dataset, streams: Dict[str, FairseqDataset], pad_values: Dict[str, int]):
+        super().__init__(dataset)
+        self.streams = streams
+        self.pad_values = pad_values
+        for name, ds in streams.items():
+            if len(ds) != len(dataset):
+                raise ValueError(f"stream {name!r} has {len(ds)} sentences, the source has {len(dataset)}")
+
+    def __getattr__(self, name):  # src, tgt, left_pad_source... of the wrapped pair dataset
+        if name in ("dataset", "streams", "pad_values") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+    def __getitem__(self, index):
+        example = self.dataset[index]
+        example["streams"] = {name: ds[index] for name, ds in self.streams.items()}
+        return example
+
+    def collater(self, samples: List[dict], pad_to_length=None):
+        batch = self.dataset.collater(samples, pad_to_length=pad_to_length)
+        if not batch or not self.streams:
+            return batch
+        src_tokens = batch["net_input"]["src_tokens"]
+        by_id = {int(s["id"]): s for s in samples}
+        order = [by_id[i] for i in batch["id"].tolist()]
+        batch["net_input"]["src_streams"] = {
+            name: data_utils.collate_tokens(
+                [s["streams"][name] for s in order],
+                self.pad_values[name],
+                left_pad=self.dataset.left_pad_source,
+                pad_to_length=src_tokens.size(1),
+            ).long()
+            for name in self.streams
+        }
+        return batch
+
+    @property
+    def supports_prefetch(self):
+        return self.dataset.supports_prefetch and all(
+            getattr(ds, "supports_prefetch", False) for ds in self.streams.values()
+        )
+
+    def prefetch(self, indices):
+        self.dataset.prefetch(indices)
+        for ds in self.streams.values():
+            ds.prefetch(indices)

@@ -1,0 +1,53 @@
+"""Names and file layout of the per-token source streams (no fairseq import).
+
+Text streams sit beside the subword source file written by ``syntax-nmt-annotate``
+(``{prefix}.{stream}``); binarized ones sit beside fairseq's own data
+(``{destdir}/{split}.{src}-{tgt}.{stream}.{bin,idx}``, tag dictionaries in
+``{destdir}/dict.{stream}.txt``). Heads are stored as raw integer offsets.
+"""
+
+import os
+from typing import List
+
+#: Streams whose values are tags from a small vocabulary (fairseq Dictionary ids).
+TAG_STREAMS = ("pos", "case", "subword", "dep")
+#: Heads: relative offset to the first subword of the head word, 0 at roots/specials.
+HEAD_STREAM = "head"
+ALL_STREAMS = TAG_STREAMS + (HEAD_STREAM,)
+#: Value stored for EOS/BOS/pad positions of the head stream (each points to itself).
+SPECIAL_HEAD = 0
+
+
+def parse_stream_list(value) -> List[str]:
+    """``"pos,case"`` / ``["pos", "case"]`` / ``None`` -> validated, ordered, de-duplicated list."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        if item not in ALL_STREAMS:
+            raise ValueError(f"unknown stream {item!r}; known streams: {', '.join(ALL_STREAMS)}")
+        if item not in names:
+            names.append(item)
+    return names
+
+
+def stream_data_prefix(data_path: str, split: str, src: str, tgt: str, stream: str) -> str:
+    """Path prefix (without ``.bin``/``.idx``) of a binarized stream."""
+    return os.path.join(data_path, f"{split}.{src}-{tgt}.{stream}")
+
+
+def stream_dict_path(data_path: str, stream: str) -> str:
+    return os.path.join(data_path, f"dict.{stream}.txt")
+
+
+def streams_in_dir(data_path: str, src: str, tgt: str) -> List[str]:
+    """Streams binarized in ``data_path``: tag streams with a dictionary, and heads if any split has them."""
+    found = [s for s in TAG_STREAMS if os.path.exists(stream_dict_path(data_path, s))]
+    suffix = f".{src}-{tgt}.{HEAD_STREAM}.idx"
+    if os.path.isdir(data_path) and any(f.endswith(suffix) for f in os.listdir(data_path)):
+        found.append(HEAD_STREAM)
+    return found

@@ -1,0 +1,75 @@
+"""A tiny parallel corpus with aligned streams, made without any parser.
+
+Sentences are random trees over a small vocabulary; words are split into one to
+three pieces with ``@@``; every stream is derived from the tokens, as
+``syntax-nmt-annotate`` would write it. The target is the source words reversed
+with a suffix, so a model can learn something in a few updates.
+"""
+
+import os
+import random
+from typing import Dict, List
+
+POS = ["NOUN", "VERB", "ADJ", "DET", "ADP"]
+DEPS = ["nsubj", "obj", "amod", "det", "case", "obl"]
+
+
+def random_sentence(rng: random.Random, vocab: List[str]) -> Dict[str, List[str]]:
+    n = rng.randint(1, 9)
+    words = [rng.choice(vocab) for _ in range(n)]
+    words[0] = words[0].capitalize()
+    root = rng.randrange(n)
+    heads = []  # absolute word index of the head, -1 for the root (a random tree: attach to an earlier node)
+    order = [root] + [i for i in range(n) if i != root]
+    placed = [root]
+    head_of = {root: -1}
+    for i in order[1:]:
+        head_of[i] = rng.choice(placed)
+        placed.append(i)
+    heads = [head_of[i] for i in range(n)]
+    pieces = []
+    for w in words:
+        k = min(len(w), rng.choice([1, 1, 2, 3]))
+        cuts = sorted(rng.sample(range(1, len(w)), k - 1)) if k > 1 else []
+        parts = [w[a:b] for a, b in zip([0] + cuts, cuts + [len(w)])]
+        pieces.append([p + "@@" for p in parts[:-1]] + [parts[-1]])
+    first = []
+    pos = 0
+    for p in pieces:
+        first.append(pos)
+        pos += len(p)
+    out = {k: [] for k in ("src", "pos", "case", "subword", "head", "dep")}
+    for wi, (w, p) in enumerate(zip(words, pieces)):
+        for k, piece in enumerate(p):
+            here = first[wi] + k
+            out["src"].append(piece)
+            out["pos"].append(POS[len(w) % len(POS)])
+            out["case"].append("C" if w[0].isupper() else "L")
+            out["subword"].append("O" if len(p) == 1 else "B" if k == 0 else "E" if k == len(p) - 1 else "M")
+            out["head"].append(str(0 if heads[wi] < 0 else first[heads[wi]] - here))
+            out["dep"].append("root" if heads[wi] < 0 else DEPS[len(words[heads[wi]]) % len(DEPS)])
+    out["tgt"] = [w.lower() + "en" for w in reversed(words)]
+    return out
+
+
+def write_corpus(out_dir: str, sizes=None, seed: int = 0, src: str = "en", tgt: str = "de") -> Dict[str, str]:
+    """Write ``{split}.{en,de,pos,case,subword,head,dep}``; returns split -> prefix."""
+    sizes = sizes or {"train": 200, "valid": 20, "test": 20}
+    rng = random.Random(seed)
+    vocab = ["haus", "baum", "katze", "hund", "garten", "sonne", "mond", "stern", "wasser", "feuer",
+             "erde", "luft", "berg", "tal", "fluss", "see", "wald", "feld", "stadt", "dorf"]
+    os.makedirs(out_dir, exist_ok=True)
+    prefixes = {}
+    for split, n in sizes.items():
+        prefix = os.path.join(out_dir, split)
+        files = {k: open(f"{prefix}.{ext}", "w", encoding="utf-8")
+                 for k, ext in (("src", src), ("tgt", tgt), ("pos", "pos"), ("case", "case"),
+                                ("subword", "subword"), ("head", "head"), ("dep", "dep"))}
+        for _ in range(n):
+            s = random_sentence(rng, vocab)
+            for k, f in files.items():
+                f.write(" ".join(s[k]) + "\n")
+        for f in files.values():
+            f.close()
+        prefixes[split] = prefix
+    return prefixes
