@@ -1,0 +1,63 @@
+"""Shared fixtures: a tiny stream corpus, its binarized form, and helpers to build models."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import fairseq  # noqa: E402,F401  (import first so the plugin registers itself)
+
+import syntax_nmt  # noqa: E402
+
+from streamdata import write_corpus  # noqa: E402
+
+USER_DIR = os.path.dirname(os.path.abspath(syntax_nmt.__file__))
+BIN = os.path.dirname(sys.executable)
+
+
+def run_cli(name, *args, cwd=None, check=True, timeout=600):
+    """Run one of the installed command lines (fairseq's or ours) and return the completed process."""
+    exe = os.path.join(BIN, name)
+    proc = subprocess.run([exe, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{name} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def stream_corpus(tmp_path_factory):
+    """Text files {train,valid,test}.{en,de,pos,case,subword,head,dep} (train 240, valid 20, test 21 lines)."""
+    root = tmp_path_factory.mktemp("streams")
+    return write_corpus(str(root / "text"), sizes={"train": 240, "valid": 20, "test": 21}, seed=3)
+
+
+@pytest.fixture(scope="session")
+def stream_bin(stream_corpus, tmp_path_factory):
+    """The corpus binarized with syntax-nmt-binarize (joined dictionary)."""
+    from syntax_nmt.data import binarize
+
+    dest = str(tmp_path_factory.mktemp("bin") / "data-bin")
+    binarize.cli_main([
+        "--source-lang", "en", "--target-lang", "de",
+        "--trainpref", stream_corpus["train"], "--validpref", stream_corpus["valid"],
+        "--testpref", stream_corpus["test"], "--destdir", dest, "--joined-dictionary", "--workers", "1",
+    ])
+    return dest
+
+
+def build_task_and_model(data, *extra, arch="syntax_transformer_tiny", task="syntax_translation"):
+    """Parse fairseq training arguments, set up the task and build the model (in-process)."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, [data, "--user-dir", USER_DIR, "--task", task, "--arch", arch, *map(str, extra)]
+    )
+    cfg = convert_namespace_to_omegaconf(args)
+    t = tasks.setup_task(cfg.task)
+    model = t.build_model(cfg.model)
+    return t, model, cfg

@@ -1,0 +1,165 @@
+"""The syntax_transformer model: equivalences with stock fairseq, dimensions, SG-Net invariants, decoding."""
+
+import copy
+
+import pytest
+import torch
+
+from conftest import build_task_and_model
+from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+
+
+def _n_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+def _batch(task, split="valid", n=8):
+    task.load_dataset(split)
+    ds = task.dataset(split)
+    return ds.collater([ds[i] for i in range(n)])
+
+
+def test_no_features_is_the_stock_transformer(stream_bin):
+    torch.manual_seed(0)
+    t_syn, syn, _ = build_task_and_model(stream_bin, "--source-features", "", "--encoder-embed-dim", 32,
+                                         "--decoder-embed-dim", 32, arch="syntax_transformer_tiny")
+    torch.manual_seed(0)
+    t_std, std, _ = build_task_and_model(stream_bin, "--encoder-embed-dim", 32, "--decoder-embed-dim", 32,
+                                         arch="transformer_tiny", task="translation")
+    assert _n_params(syn) == _n_params(std)
+    assert list(syn.state_dict()) == list(std.state_dict())
+    syn.load_state_dict(std.state_dict())
+    syn.eval(), std.eval()
+    batch = _batch(t_syn)
+    net = batch["net_input"]
+    out_syn = syn(**net)[0]
+    out_std = std(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])[0]
+    assert torch.equal(out_syn, out_std)
+
+
+@pytest.mark.parametrize("merge,combine,dim", [("sum", "concat", 8), ("concat", "concat", 4), ("sum", "add", 64)])
+def test_parameter_count_matches_the_paper_formula(stream_bin, merge, combine, dim):
+    """Features: stock params - V_src * (feature width) [concat] + sum_k |F_k| * d."""
+    task, model, cfg = build_task_and_model(stream_bin, "--feature-merge", merge, "--feature-combine", combine,
+                                            "--feature-embed-dim", dim)
+    _, std, _ = build_task_and_model(stream_bin, arch="transformer_tiny", task="translation",
+                                     )
+    feats = ["pos", "case", "subword"]
+    width = dim if merge == "sum" else dim * len(feats)
+    v_src = len(task.source_dictionary)
+    expected = _n_params(std) + sum(len(task.stream_dicts[f]) * dim for f in feats)
+    if combine == "concat":
+        expected -= v_src * width
+    assert _n_params(model) == expected
+    assert model.encoder.embed_tokens.embedding_dim == 64
+
+
+def test_paper_architecture_dimensions(stream_bin):
+    """syntax_transformer_wmt_en_de: 492-dim source words + 20-dim summed features, decoder 512."""
+    _, model, _ = build_task_and_model(stream_bin, arch="syntax_transformer_wmt_en_de")
+    emb = model.encoder.embed_tokens
+    assert emb.word.embedding_dim == 492
+    assert {n: e.embedding_dim for n, e in emb.features.items()} == {"pos": 20, "case": 20, "subword": 20}
+    assert emb.embedding_dim == 512
+    assert model.decoder.embed_tokens.embedding_dim == 512
+    assert len(model.encoder.layers) == 6 and len(model.decoder.layers) == 6
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--share-all-embeddings"], "share-all-embeddings"),
+    (["--feature-combine", "add"], "feature-combine add"),
+    (["--feature-embed-dim", "64"], "no room for words"),
+    (["--encoder-attention-heads", "3"], "not divisible"),
+    (["--source-features", "pos,head"], "cannot be embedded"),
+])
+def test_conflicting_options_fail_clearly(stream_bin, extra, message):
+    with pytest.raises(ValueError, match=message):
+        build_task_and_model(stream_bin, *extra)
+
+
+def test_sgnet_alpha_one_gives_the_plain_encoder(stream_bin):
+    task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-alpha", 1.0)
+    _, plain, _ = build_task_and_model(stream_bin)
+    missing = plain.load_state_dict(sg.state_dict(), strict=False)
+    assert not missing.missing_keys and all(k.startswith("encoder.syntax_layer") for k in missing.unexpected_keys)
+    sg.eval(), plain.eval()
+    net = _batch(task)["net_input"]
+    assert torch.equal(sg.encoder(**{k: v for k, v in net.items() if k != "prev_output_tokens"})["encoder_out"][0],
+                       plain.encoder(**{k: v for k, v in net.items() if k != "prev_output_tokens"})["encoder_out"][0])
+    assert torch.equal(sg(**net)[0], plain(**net)[0])
+
+
+def test_sgnet_layer_with_an_all_allowing_mask_is_a_plain_encoder_layer(stream_bin, monkeypatch):
+    task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--dropout", 0)
+    layer: SGNetLayer = sg.encoder.syntax_layer
+    layer.eval()
+    import syntax_nmt.models.modules.sgnet_layer as mod
+
+    monkeypatch.setattr(mod, "sdoi_mask", lambda heads, *a: torch.ones(*heads.shape, heads.size(1), dtype=torch.bool))
+    x = torch.randn(7, 3, 64)
+    pad = torch.zeros(3, 7, dtype=torch.bool)
+    z = torch.zeros(3, 7, dtype=torch.long)
+    out = layer(x, z, z.bool(), z.bool(), pad)
+    plain = layer.layer(x, encoder_padding_mask=pad)
+    torch.testing.assert_close(out, 0.5 * x + 0.5 * plain)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_sgnet_encoder_has_no_nan_in_low_precision(stream_bin, dtype):
+    task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet")
+    sg.eval()
+    sg.to(dtype)
+    net = _batch(task, n=12)["net_input"]
+    out = sg.encoder(net["src_tokens"], net["src_lengths"], src_streams=net["src_streams"])["encoder_out"][0]
+    assert out.dtype == dtype
+    assert torch.isfinite(out.float()).all()
+
+
+def test_learned_alpha_gets_gradients(stream_bin):
+    task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-learn-alpha")
+    net = _batch(task)["net_input"]
+    sg(**net)[0].sum().backward()
+    assert sg.encoder.syntax_layer.aggregate.logit.grad is not None
+
+
+def _generator(task, model, beam):
+    from argparse import Namespace
+
+    return task.build_generator([model], Namespace(beam=beam, max_len_b=20, max_len_a=0, min_len=1))
+
+
+@pytest.mark.parametrize("arch_args", [[], ["--syntax-attention", "sgnet"]])
+def test_beam_one_equals_greedy_and_batched_equals_one_by_one(stream_bin, arch_args):
+    torch.manual_seed(1)
+    task, model, _ = build_task_and_model(stream_bin, *arch_args)
+    model.eval()
+    batch = _batch(task, "test", n=6)
+    gen = _generator(task, model, beam=1)
+    hyps = task.inference_step(gen, [model], batch)
+    tgt = task.target_dictionary
+    net = batch["net_input"]
+    enc_in = {k: v for k, v in net.items() if k != "prev_output_tokens"}
+    with torch.no_grad():
+        enc = model.encoder(**enc_in)
+        for i in range(len(batch["id"])):  # greedy, no cache, from the model's forward
+            one = model.encoder.reorder_encoder_out(enc, torch.tensor([i]))
+            prev = torch.tensor([[tgt.eos()]])
+            for _ in range(20):
+                logits = model.decoder(prev, encoder_out=one)[0][0, -1]
+                logits[tgt.pad()] = -float("inf")
+                nxt = logits.argmax()
+                prev = torch.cat([prev, nxt.view(1, 1)], dim=1)
+                if nxt == tgt.eos():
+                    break
+            greedy = prev[0, 1:].tolist()
+            if greedy[-1] != tgt.eos():  # the generator ends a hypothesis at max length with a forced EOS
+                greedy.append(tgt.eos())
+            assert greedy == hyps[i][0]["tokens"].tolist()
+    # batched == one by one (beam 3), with padding changing from batch to batch
+    gen3 = _generator(task, model, beam=3)
+    batched = task.inference_step(gen3, [model], batch)
+    ds = task.dataset("test")
+    for i, sid in enumerate(batch["id"].tolist()):
+        single = task.inference_step(gen3, [model], ds.collater([ds[sid]]))
+        assert single[0][0]["tokens"].tolist() == batched[i][0]["tokens"].tolist()
+        torch.testing.assert_close(single[0][0]["score"], batched[i][0]["score"], atol=1e-4, rtol=1e-4)
