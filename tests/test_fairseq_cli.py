@@ -1,0 +1,73 @@
+"""The real command lines: fairseq-train --user-dir ... --task syntax_translation, then fairseq-generate."""
+
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import USER_DIR, run_cli
+
+pytestmark = pytest.mark.e2e
+
+TRAIN = [
+    "--user-dir", USER_DIR, "--task", "syntax_translation",
+    "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
+    "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    "--max-tokens", "1500", "--max-update", "8", "--seed", "1", "--no-epoch-checkpoints",
+    "--log-format", "simple", "--log-interval", "4", "--no-progress-bar",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(stream_bin, tmp_path_factory):
+    """An SG-Net + features model trained a few updates through fairseq-train (2 data workers)."""
+    save = tmp_path_factory.mktemp("ckpt")
+    proc = run_cli("fairseq-train", stream_bin, *TRAIN, "--arch", "syntax_transformer_tiny",
+                   "--syntax-attention", "sgnet", "--num-workers", "2", "--required-batch-size-multiple", "4",
+                   "--max-source-positions", "40", "--skip-invalid-size-inputs-valid-test", "--save-dir", save)
+    assert "done training" in proc.stdout + proc.stderr
+    return os.path.join(save, "checkpoint_last.pt")
+
+
+def _hypotheses(output):
+    return [line for line in output.splitlines() if line.startswith("H-")]
+
+
+def test_generate_translates_every_test_line(stream_bin, stream_corpus, trained):
+    proc = run_cli("fairseq-generate", stream_bin, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                   "--path", trained, "--beam", "3", "--nbest", "2", "--remove-bpe", "--batch-size", "8")
+    hyps = _hypotheses(proc.stdout)
+    n_test = sum(1 for _ in open(stream_corpus["test"] + ".en"))
+    ids = [int(re.match(r"H-(\d+)", h).group(1)) for h in hyps]
+    assert sorted(set(ids)) == list(range(n_test))  # a hypothesis for every test line (21: not a multiple of 8)
+    assert len(hyps) == 2 * n_test  # --nbest 2
+    sources = [line.split("\t", 1)[1] for line in proc.stdout.splitlines() if line.startswith("S-")]
+    assert sources and not any("@@" in s for s in sources)  # --remove-bpe
+
+
+def test_generate_without_a_stream_the_model_needs_names_it(stream_bin, trained, tmp_path):
+    partial = tmp_path / "no-head"
+    shutil.copytree(stream_bin, partial)
+    for f in os.listdir(partial):
+        if ".head." in f:
+            os.remove(partial / f)
+    proc = run_cli("fairseq-generate", partial, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                   "--path", trained, "--beam", "2", check=False)
+    assert proc.returncode != 0
+    assert "missing streams ['head']" in proc.stderr
+
+
+def test_generate_with_extra_streams_names_them(stream_bin, trained):
+    proc = run_cli("fairseq-generate", stream_bin, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                   "--source-streams", "pos,case,subword,head,dep", "--path", trained, check=False)
+    assert proc.returncode != 0
+    assert "extra streams ['dep']" in proc.stderr
+
+
+def test_stock_transformer_trains_on_the_same_data(stream_bin, tmp_path):
+    """The binarized directory is also a plain fairseq translation directory (the baseline)."""
+    proc = run_cli("fairseq-train", stream_bin, "--task", "translation", "--arch", "transformer_tiny", "--optimizer", "adam",
+                   "--lr", "0.005", "--max-tokens", "1500", "--max-update", "2", "--save-dir", tmp_path / "ckpt",
+                   "--no-progress-bar")
+    assert "done training" in proc.stdout + proc.stderr
