@@ -6,6 +6,7 @@ import http.server
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -388,3 +389,63 @@ def test_score_and_significance(tmp_path):
     rows_ar = evaluate.significance(str(tmp_path / "ref.raw"), ("baseline", base),
                                     [("syntax", str(tmp_path / "sys.detok"))], "ar", n_samples=200)
     assert rows_ar[1]["p_value"] < 0.05
+
+
+# ----------------------------------------------------------------------- train.sh flags
+def run_train_sh(tmp_path, config, **env):
+    """Run train.sh with a stand-in trainer that records its arguments; returns them."""
+    fake = tmp_path / "fake-train"
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$ARGS_OUT"\n')
+    fake.chmod(0o755)
+    out = tmp_path / f"{config}.args"
+    full_env = dict(os.environ, DATA=str(tmp_path / "bin"), SAVE=str(tmp_path / "ckpt" / config),
+                    FAIRSEQ_TRAIN=str(fake), ARGS_OUT=str(out), AVERAGE="0", USER_DIR="/plugin", **env)
+    proc = subprocess.run(["bash", str(RECIPE / "train.sh"), config, "--extra-flag"], env=full_env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out.read_text().splitlines()
+
+
+def flag(args, name):
+    return args[args.index(name) + 1]
+
+
+@pytest.mark.parametrize("config,arch,warmup", [
+    ("baseline", "transformer_wmt_en_de", "4000"),
+    ("syntax", "syntax_transformer_wmt_en_de", "4000"),
+    ("sgnet", "syntax_transformer_sgnet_wmt_en_de", "8000"),
+    ("syntax_sgnet", "syntax_transformer_sgnet_wmt_en_de", "8000"),
+])
+def test_train_sh_flags(tmp_path, config, arch, warmup):
+    one = run_train_sh(tmp_path, config)
+    assert flag(one, "--arch") == arch and flag(one, "--warmup-updates") == warmup
+    assert flag(one, "--user-dir") == "/plugin" and one[-1] == "--extra-flag"
+    assert flag(one, "--lr") == "7e-4" and flag(one, "--lr-scheduler") == "inverse_sqrt"
+    assert flag(one, "--adam-betas") == "(0.9, 0.98)" and flag(one, "--label-smoothing") == "0.1"
+    assert flag(one, "--max-tokens") == "4096" and flag(one, "--update-freq") == "8"
+    assert flag(one, "--distributed-world-size") == "1" and "--fp16" in one
+    eight = run_train_sh(tmp_path, config, NGPU="8", LR="5e-4")
+    assert flag(eight, "--update-freq") == "1" and flag(eight, "--distributed-world-size") == "8"
+    assert flag(eight, "--lr") == "5e-4"
+    cpu = run_train_sh(tmp_path, config, CPU="1", TINY="1")
+    assert "--cpu" in cpu and "--fp16" not in cpu and "--distributed-world-size" not in cpu
+    features = config in ("syntax", "syntax_sgnet")
+    assert ("--source-features" in one and flag(one, "--source-features") == "pos,case,subword") == features
+    assert flag(one, "--task") == ("translation" if config == "baseline" else "syntax_translation")
+    if features:  # 492-d word + 20-d features: encoder and decoder embeddings cannot be shared
+        assert flag(one, "--feature-embed-dim") == "20" and flag(one, "--feature-merge") == "sum"
+        assert flag(one, "--feature-combine") == "concat"
+        assert "--share-decoder-input-output-embed" in one and "--share-all-embeddings" not in one
+    else:
+        assert "--share-all-embeddings" in one
+    if "sgnet" in config:
+        assert flag(one, "--syntax-attention") == "sgnet"
+    if config == "sgnet":
+        assert flag(one, "--source-features") == ""
+    assert flag(cpu, "--arch") == ("transformer" if config == "baseline" else "syntax_transformer_tiny")
+
+
+def test_train_sh_rejects_unknown_config(tmp_path):
+    proc = subprocess.run(["bash", str(RECIPE / "train.sh"), "nope"], capture_output=True, text=True,
+                          env=dict(os.environ, DATA="d", SAVE=str(tmp_path)))
+    assert proc.returncode != 0 and "unknown config 'nope'" in proc.stderr

@@ -11,6 +11,9 @@ detokenized with sacremoses (``NAME.detok``), and reports
   ``a-b`` becomes ``a ##AT##-##AT## b`` on both sides, then BLEU on the
   tokens, here sacrebleu with ``tokenize="none"``, i.e. multi-bleu).
 
+``summary``: a table of several scored systems with the p-values of
+``significance`` against the baseline.
+
 ``significance``: paired bootstrap resampling (``bs``) or approximate
 randomization (``ar``) of systems against a baseline with
 ``sacrebleu.significance.PairedTest``, i.e. ``sacrebleu REF -i BASE SYS...
@@ -21,7 +24,7 @@ import argparse
 import json
 import os
 import re
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from sacrebleu.metrics import BLEU
 
@@ -149,6 +152,34 @@ def format_significance(rows: List[Dict], test_type: str) -> str:
     return "\n".join(lines)
 
 
+def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = None, test_type: str = "bs",
+            n_samples: int = 0, title: str = "") -> str:
+    """A table of the scores of ``score`` (``PREFIX.json``) for several systems, with the
+    p-value of a paired test against ``baseline`` (a prefix, also listed first)."""
+    prefixes = ([baseline] if baseline else []) + [p for p in prefixes if p != baseline]
+    results = []
+    for prefix in prefixes:
+        with open(prefix + ".json") as f:
+            results.append(json.load(f))
+    p_values = {}
+    if baseline and len(prefixes) > 1:
+        rows = significance(ref_raw, (results[0]["name"], baseline + ".detok"),
+                            [(r["name"], p + ".detok") for r, p in zip(results[1:], prefixes[1:])],
+                            test_type, n_samples)
+        p_values = {r["name"]: r["p_value"] for r in rows[1:]}
+    label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
+    lines = [title] if title else []
+    lines.append(f"{'system':<16} {'sacreBLEU':>9} {'tok. BLEU':>9}  {'p (' + label + ')' if p_values else ''}")
+    for r in results:
+        p = p_values.get(r["name"])
+        p_str = "baseline" if baseline and r is results[0] else ("" if p is None else f"{p:.4f}{'*' if p < 0.05 else ''}")
+        lines.append(f"{r['name']:<16} {r['sacrebleu']:>9.2f} {r['compound_split_bleu']:>9.2f}  {p_str}")
+    lines.append("tok. BLEU: tokenized, compound-split BLEU (as published WMT14 numbers); "
+                 "* p < 0.05 against the baseline")
+    lines.append(f"sacreBLEU signature: {results[0]['signature']}")
+    return "\n".join(lines)
+
+
 def _named(spec: str) -> Tuple[str, str]:
     name, sep, path = spec.partition("=")
     if not sep:
@@ -162,6 +193,10 @@ def main(args: argparse.Namespace):
         print(f"{result['name']}: {result['sacrebleu_str']}\n  signature: {result['signature']}\n"
               f"  compound-split tokenized {result['compound_split_bleu_str']}")
         return result
+    if args.command == "summary":
+        text = summary(args.ref_raw, args.prefixes, args.baseline, args.test, args.n_samples, args.title)
+        print(text)
+        return text
     rows = significance(args.ref_raw, _named(args.baseline), [_named(s) for s in args.systems],
                         args.test, args.n_samples)
     print(format_significance(rows, args.test))
@@ -195,6 +230,13 @@ def get_parser() -> argparse.ArgumentParser:
                    help="paired bootstrap (bs) or approximate randomization (ar)")
     p.add_argument("--n-samples", type=int, default=0, help="0: sacrebleu's default (1000 bs / 10000 ar)")
     p.add_argument("--output", help="write the rows as JSON")
+    p = sub.add_parser("summary", help="table of several scored systems, with significance against a baseline")
+    p.add_argument("--ref-raw", required=True, help="untokenized reference")
+    p.add_argument("--baseline", help="out-prefix of the baseline (of the score command)")
+    p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command")
+    p.add_argument("--test", choices=["bs", "ar"], default="bs")
+    p.add_argument("--n-samples", type=int, default=0)
+    p.add_argument("--title", default="")
     return parser
 
 

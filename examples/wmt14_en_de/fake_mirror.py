@@ -16,16 +16,18 @@ test-full.tgz                       test-full/newstest2014-deen-{src.en,ref.de}.
 test-filtered.tgz                   test/newstest2014-deen-{src.en,ref.de}.sgm
 ==================================  ==================================================
 
-``python fake_mirror.py --out-dir DIR --synthetic 600`` fills it from the
-project's synthetic corpus (``syntax_nmt.synthetic``).
+``DIR/manifest.json`` lists the stand-ins with their own checksums wherever the
+official manifest has one: ``download.py --mirror DIR --manifest DIR/manifest.json``.
 """
 
-import argparse
+import hashlib
 import io
+import json
 import os
 import tarfile
 from typing import List, Sequence, Tuple
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 Pair = Tuple[str, str]
 TRAIN_SPLIT = (  # (archive, member prefix, share of the training pairs)
     ("training-parallel-europarl-v7.tgz", "training/europarl-v7.de-en", 0.5),
@@ -85,4 +87,27 @@ def build_mirror(out_dir: str, train: Sequence[Pair], dev: Sequence[Pair], test:
             (f"{folder}/newstest2014-deen-src.de.sgm", sgm([p[1] for p in pairs], "src", "de")),
             (f"{folder}/newstest2014-deen-ref.en.sgm", sgm([p[0] for p in pairs], "ref", "en")),
         ])
+    write_manifest(out_dir, paths)
     return paths
+
+
+def write_manifest(out_dir: str, paths: Sequence[str]) -> str:
+    """``out_dir/manifest.json`` for the fake archives: the official manifest with each
+    known checksum (and size) replaced by that of the fake file, and unknown ones left
+    unknown, so ``download.py --manifest`` exercises the same verification paths."""
+    with open(os.path.join(HERE, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    by_name = {os.path.basename(p): p for p in paths}
+    for entry in manifest["files"]:
+        path = by_name[entry["name"]]
+        data = open(path, "rb").read()
+        for key, value in (("size", len(data)), ("sha256", hashlib.sha256(data).hexdigest()),
+                           ("md5", hashlib.md5(data).hexdigest())):
+            if entry.get(key) is not None:
+                entry[key] = value
+        entry["checksum_source"] = "fake_mirror.py (hash of the stand-in archive)"
+    manifest["description"] = "Stand-in archives written by fake_mirror.py, NOT the WMT14 data."
+    out = os.path.join(out_dir, "manifest.json")
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2)
+    return out

@@ -1,0 +1,98 @@
+#!/usr/bin/env python
+"""Average the parameters of fairseq checkpoints (Vaswani et al., 2017, sec. 6.1).
+
+fairseq's ``scripts/average_checkpoints.py`` is not part of the pip package
+(neither ``fairseq`` nor ``fairseq-fixed`` ships ``scripts/``), so this is a
+drop-in with the same options. It reuses fairseq's own pieces: checkpoint
+discovery (``checkpoint_utils.checkpoint_paths``, the helper fairseq uses to
+prune old checkpoints) and atomic saving (``checkpoint_utils.torch_persistent_save``).
+Importing ``syntax_nmt`` allow-lists the non-tensor objects of fairseq
+checkpoints for torch's weights-only loading.
+"""
+
+import argparse
+import collections
+import os
+import sys
+from typing import List, Optional
+
+import torch
+from fairseq import checkpoint_utils
+
+import syntax_nmt.checkpoint_compat  # noqa: F401  (weights-only loading of fairseq checkpoints)
+
+
+def last_n_checkpoints(directory: str, n: int, update_based: bool, upper_bound: Optional[int] = None) -> List[str]:
+    """The ``n`` newest ``checkpoint{E}.pt`` (or ``checkpoint_{E}_{U}.pt``) files in ``directory``."""
+    pattern = r"checkpoint_\d+_(\d+)\.pt" if update_based else r"checkpoint(\d+)\.pt"
+    found = checkpoint_utils.checkpoint_paths(directory, pattern=pattern, keep_match=True)
+    paths = [p for p, num in found if upper_bound is None or num <= upper_bound]
+    if len(paths) < n:
+        raise ValueError(f"found {len(paths)} checkpoints matching {pattern} in {directory}, need {n}")
+    return paths[:n]
+
+
+def average_checkpoints(inputs: List[str]) -> dict:
+    """Average the ``model`` parameters of ``inputs``; everything else comes from the first one.
+
+    Floating-point parameters are accumulated in float32 (fp16 checkpoints too)
+    and cast back to their dtype; integer buffers use floor division, like fairseq.
+    """
+    new_state, sums, dtypes = None, collections.OrderedDict(), {}
+    for path in inputs:
+        with open(path, "rb") as f:
+            state = torch.load(f, map_location="cpu")
+        if new_state is None:
+            new_state = state
+        params = state["model"]
+        if sums and list(params) != list(sums):
+            raise KeyError(f"{path}: parameter names differ from {inputs[0]}")
+        for name, p in params.items():
+            dtypes.setdefault(name, p.dtype)
+            p = p.float() if p.is_floating_point() else p
+            sums[name] = p.clone() if name not in sums else sums[name] + p
+    averaged = collections.OrderedDict()
+    for name, total in sums.items():
+        if total.is_floating_point():
+            averaged[name] = (total / len(inputs)).to(dtypes[name])
+        else:
+            averaged[name] = total // len(inputs)
+    new_state["model"] = averaged
+    return new_state
+
+
+def main(args: argparse.Namespace) -> None:
+    inputs = args.inputs
+    num = args.num_epoch_checkpoints or args.num_update_checkpoints
+    if num:
+        if len(inputs) != 1 or not os.path.isdir(inputs[0]):
+            raise SystemExit("--num-*-checkpoints needs exactly one --inputs directory")
+        inputs = last_n_checkpoints(inputs[0], num, bool(args.num_update_checkpoints), args.checkpoint_upper_bound)
+    print("averaging checkpoints:\n  " + "\n  ".join(inputs), file=sys.stderr)
+    checkpoint_utils.torch_persistent_save(average_checkpoints(inputs), args.output)
+    print(f"wrote {args.output}", file=sys.stderr)
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example: python scripts/average_checkpoints.py --inputs checkpoints/syntax "
+        "--num-update-checkpoints 5 --output checkpoints/syntax/checkpoint_avg.pt",
+    )
+    parser.add_argument("--inputs", required=True, nargs="+",
+                        help="checkpoint files, or one directory with --num-*-checkpoints")
+    parser.add_argument("--output", required=True, help="averaged checkpoint to write")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--num-epoch-checkpoints", type=int, help="average the last N checkpoint{E}.pt")
+    group.add_argument("--num-update-checkpoints", type=int, help="average the last N checkpoint_{E}_{U}.pt")
+    parser.add_argument("--checkpoint-upper-bound", type=int,
+                        help="ignore checkpoints after this epoch (or update)")
+    return parser
+
+
+def cli_main() -> None:
+    main(get_parser().parse_args())
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,205 @@
+"""End to end: the WMT14 en-de recipe (examples/wmt14_en_de/run_all.sh), offline.
+
+The test builds tar.gz stand-ins for the statmt.org archives (same names and
+inner layout) from the synthetic corpus, serves them as a ``file://`` mirror
+with a manifest holding their checksums, trains a tiny spaCy parser, and then
+runs exactly what a user runs, ``run_all.sh``, with tiny sizes: download,
+prepare (sacremoses, cleaning, subsample, BPE), syntax-nmt-annotate,
+syntax-nmt-binarize, fairseq-train of the baseline and the syntax-infused +
+SG-Net model for a few CPU updates, checkpoint averaging, fairseq-generate,
+sacreBLEU with signature, compound-split BLEU and a paired bootstrap test.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fairseq")
+pytest.importorskip("spacy")
+
+RECIPE = Path(__file__).resolve().parent.parent / "examples" / "wmt14_en_de"
+SIZES = {"train": 400, "valid": 24, "test": 30}
+CONFIGS = "baseline syntax_sgnet"  # stock fairseq vs. features + SG-Net (covers every model flag of the recipe)
+
+pytestmark = pytest.mark.e2e
+
+
+def _fake_mirror():
+    spec = importlib.util.spec_from_file_location("wmt14_fake_mirror", RECIPE / "fake_mirror.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read(path):
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
+@pytest.fixture(scope="module")
+def recipe_run(tmp_path_factory):
+    from syntax_nmt.annotate.spacy_train import train_spacy_pipeline
+    from syntax_nmt.synthetic.generate import generate_corpus
+
+    root = tmp_path_factory.mktemp("wmt14")
+    t0 = time.time()
+    corpus = generate_corpus(str(root / "synth"), SIZES, seed=3)
+    pairs = {split: list(zip(_read(p["en"]), _read(p["de"]))) for split, p in corpus.items()}
+    mirror = root / "mirror"
+    _fake_mirror().build_mirror(str(mirror), pairs["train"], pairs["valid"], pairs["test"])
+    spacy_model = train_spacy_pipeline(corpus["train"]["en.conllu"], corpus["valid"]["en.conllu"],
+                                       root / "spacy-en", max_steps=60)
+    setup_s = time.time() - t0
+
+    bindir = os.path.dirname(sys.executable)
+    env = dict(
+        os.environ,
+        PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+        PYTHON=sys.executable,
+        WORK=str(root / "run"),
+        WMT14_MIRROR=mirror.as_uri(),
+        MANIFEST=str(mirror / "manifest.json"),
+        BPE_MERGES="300",
+        WORKERS="2",
+        SPACY_MODEL=str(spacy_model),
+        ANNOTATE_PROCS="1",
+        CHUNK_SIZE="150",
+        CONFIGS=CONFIGS,
+        TINY="1",
+        CPU="1",
+        MAX_TOKENS="2048",
+        UPDATE_FREQ="1",
+        MAX_UPDATE="4",
+        SAVE_INTERVAL="2",
+        AVERAGE="2",
+        WARMUP="2",
+        LR="1e-3",
+        GEN_ARGS="--max-len-a 1.2 --max-len-b 5",
+        SACREBLEU_SEED="7",
+    )
+    t0 = time.time()
+    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=env, capture_output=True, text=True)
+    run_s = time.time() - t0
+    log = proc.stdout + proc.stderr
+    (root / "run_all.log").write_text(log)
+    assert proc.returncode == 0, log[-6000:]
+    print(f"\nsetup {setup_s:.0f}s, run_all.sh {run_s:.0f}s")
+    return root / "run", proc.stdout, env, log
+
+
+def test_download_verified_and_recorded(recipe_run):
+    work, stdout, _, _ = recipe_run
+    for name in ("training-parallel-europarl-v7.tgz", "training-parallel-commoncrawl.tgz",
+                 "training-parallel-nc-v9.tgz"):
+        assert f"downloaded {name}: verified (sha256)" in stdout
+    assert "downloaded test-full.tgz: verified (md5)" in stdout
+    assert "downloaded dev.tgz: NOT VERIFIED (no checksum in manifest)" in stdout
+    assert len(_read(work / "download" / "SHA256SUMS")) == 5
+
+
+def test_prepared_and_annotated_data_line_up(recipe_run):
+    work, _, _, _ = recipe_run
+    prep, ann = work / "prep" / "p100", work / "annotated" / "p100"
+    stats = json.loads((prep / "prepare.json").read_text())["stats"]
+    assert stats["train"]["raw_total"] == SIZES["train"] and stats["test"] == SIZES["test"]
+    assert len(_read(prep / "test.raw.de")) == SIZES["test"]
+    for split in ("train", "valid", "test"):
+        src = _read(ann / f"{split}.en")
+        assert len(src) == len(_read(ann / f"{split}.de")) == len(_read(prep / f"{split}.en"))
+        for stream in ("pos", "case", "subword", "head", "dep"):
+            fields = [len(line.split()) for line in _read(ann / f"{split}.{stream}")]
+            assert fields == [len(line.split()) for line in src], (split, stream)
+    assert any("@@" in line for line in _read(ann / "train.en"))  # BPE applied
+    data_bin = work / "data-bin" / "p100"
+    for stream in ("pos", "case", "subword", "dep", "head"):
+        assert (data_bin / f"test.en-de.{stream}.bin").exists()
+
+
+def test_training_averaged_checkpoints(recipe_run):
+    work, _, _, log = recipe_run
+    for config in CONFIGS.split():
+        ckpt = work / "checkpoints" / "p100" / config
+        assert (ckpt / "checkpoint_avg.pt").exists()
+        assert f"{ckpt}/checkpoint_1_4.pt\n  {ckpt}/checkpoint_1_2.pt\nwrote {ckpt}/checkpoint_avg.pt" in log
+    import torch
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401
+
+    ckpt = work / "checkpoints" / "p100" / "syntax_sgnet"
+    two = [torch.load(ckpt / f"checkpoint_1_{u}.pt", map_location="cpu")["model"] for u in (2, 4)]
+    avg = torch.load(ckpt / "checkpoint_avg.pt", map_location="cpu")
+    assert list(avg["model"]) == list(two[0]) and "cfg" in avg
+    floats = [name for name, value in avg["model"].items() if value.is_floating_point()]
+    assert floats
+    for name in floats:
+        expected = (two[0][name] + two[1][name]) / 2
+        assert torch.allclose(avg["model"][name], expected, atol=1e-6), name
+
+
+def test_scores_and_significance(recipe_run):
+    work, stdout, _, _ = recipe_run
+    eval_dir = work / "eval" / "p100"
+    for config in CONFIGS.split():
+        res = json.loads((eval_dir / f"{config}.json").read_text())
+        assert res["sentences"] == SIZES["test"]
+        assert 0.0 <= res["sacrebleu"] <= 100.0 and 0.0 <= res["compound_split_bleu"] <= 100.0
+        assert res["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+        assert len(_read(eval_dir / f"{config}.detok")) == SIZES["test"]
+    summary = (eval_dir / "summary.txt").read_text()
+    assert "sacreBLEU signature: nrefs:1|case:mixed" in summary
+    lines = {line.split()[0]: line for line in summary.splitlines() if line.split()}
+    assert lines["baseline"].rstrip().endswith("baseline")
+    p_value = float(lines["syntax_sgnet"].split()[3].rstrip("*"))
+    assert 0.0 <= p_value <= 1.0
+    assert "paired bootstrap" in summary
+
+
+def test_rerun_skips_finished_stages(recipe_run):
+    work, _, env, _ = recipe_run
+    t0 = time.time()
+    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=dict(env, STAGES="download prepare binarize train"),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "skipped" in proc.stdout and "is up to date" in proc.stdout
+    assert f"{work}/data-bin/p100 is complete" in proc.stdout
+    assert proc.stdout.count("is complete") == 1 + len(CONFIGS.split())
+    assert time.time() - t0 < 60
+
+
+@pytest.mark.parametrize("config", ["baseline", "syntax", "sgnet", "syntax_sgnet"])
+def test_full_size_configs_build(recipe_run, tmp_path, config):
+    """train.sh's full-size flags for every configuration parse in fairseq and build the
+    intended Transformer-base models on the recipe's binarized data (no training)."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    work = recipe_run[0]
+    fake = tmp_path / "fake-train"
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$ARGS_OUT"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PYTHON=sys.executable, DATA=str(work / "data-bin" / "p100"), SAVE=str(tmp_path / "ckpt"),
+               FAIRSEQ_TRAIN=str(fake), ARGS_OUT=str(tmp_path / "args"), AVERAGE="0", NGPU="8")
+    proc = subprocess.run(["bash", str(RECIPE / "train.sh"), config], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    argv = (tmp_path / "args").read_text().splitlines()
+    argv[argv.index("--distributed-world-size") + 1] = "1"  # building needs no GPUs
+
+    args = options.parse_args_and_arch(options.get_training_parser(), argv)
+    cfg = convert_namespace_to_omegaconf(args)
+    model = tasks.setup_task(cfg.task).build_model(cfg.model)
+    enc, dec = model.encoder, model.decoder
+    assert len(enc.layers) == 6 and len(dec.layers) == 6 and dec.embed_tokens.embedding_dim == 512
+    assert enc.embed_tokens.embedding_dim == 512  # word (+ features) width seen by the encoder
+    if config in ("syntax", "syntax_sgnet"):
+        assert enc.embed_tokens.word.embedding_dim == 492  # 512 - 20 for the summed pos/case/subword features
+        assert sorted(enc.embed_tokens.features) == ["case", "pos", "subword"]
+        assert dec.output_projection.weight is dec.embed_tokens.weight
+    else:
+        assert enc.embed_tokens is dec.embed_tokens  # --share-all-embeddings
+    has_sgnet = any(type(m).__name__ == "SGNetLayer" for m in enc.modules())
+    assert has_sgnet == ("sgnet" in config)
