@@ -97,7 +97,10 @@ def extract_members(archive: str, members: Sequence[str], out_dir: str) -> List[
         if os.path.isabs(m) or ".." in m.split("/"):
             raise ValueError(f"unsafe member name {m!r}")
     done_sizes = os.path.join(out_dir, ".sizes.json")
-    sizes = json.load(open(done_sizes)) if os.path.exists(done_sizes) else {}
+    sizes = {}
+    if os.path.exists(done_sizes):
+        with open(done_sizes) as f:
+            sizes = json.load(f)
     todo = {m for m in members if not (os.path.exists(paths[m]) and sizes.get(m) == os.path.getsize(paths[m]))}
     if todo:
         with tarfile.open(archive, "r:*") as tar:
