@@ -1,0 +1,247 @@
+"""Score fairseq-generate output on newstest2014 and test significance.
+
+``score``: reads the ``H-`` lines of a ``fairseq-generate --remove-bpe ...``
+log (tokenized German), writes the hypotheses tokenized (``NAME.tok``) and
+detokenized with sacremoses (``NAME.detok``), and reports
+
+* detokenized sacreBLEU against the raw reference, with its signature;
+* the tokenized, compound-split BLEU that published WMT14 numbers use
+  (fairseq's ``compound_split_bleu.sh`` / tensor2tensor's ``##AT##`` trick:
+  ``a-b`` becomes ``a ##AT##-##AT## b`` on both sides, then BLEU on the
+  tokens, here sacrebleu with ``tokenize="none"``, i.e. multi-bleu).
+
+``summary``: a table of several scored systems with the p-values of
+``significance`` against the baseline.
+
+``significance``: paired bootstrap resampling (``bs``) or approximate
+randomization (``ar``) of systems against a baseline with
+``sacrebleu.significance.PairedTest``, i.e. ``sacrebleu REF -i BASE SYS...
+--paired-bs``.
+"""
+
+import argparse
+import json
+import os
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from sacrebleu.metrics import BLEU
+
+_COMPOUND = re.compile(r"(\S)-(\S)")
+
+
+def read_lines(path: str) -> List[str]:
+    with open(path, encoding="utf-8", newline="\n") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def write_lines(path: str, lines: Sequence[str]) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def read_hypotheses(generate_log: str) -> List[str]:
+    """Best hypothesis per sentence from a fairseq-generate log, in corpus order.
+
+    Args:
+        generate_log: stdout of ``fairseq-generate`` (``H-<id>\\t<score>\\t<text>`` lines).
+
+    Raises:
+        ValueError: when the sentence ids are not exactly ``0 .. n-1``.
+    """
+    hyps: Dict[int, str] = {}
+    with open(generate_log, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("H-"):
+                fields = line.rstrip("\n").split("\t")
+                sid = int(fields[0][2:])
+                if sid not in hyps:  # first hypothesis is the best one (--nbest > 1)
+                    hyps[sid] = fields[2] if len(fields) > 2 else ""
+    if sorted(hyps) != list(range(len(hyps))):
+        raise ValueError(f"{generate_log}: hypothesis ids are not 0..{len(hyps) - 1}")
+    return [hyps[i] for i in range(len(hyps))]
+
+
+def compound_split(line: str) -> str:
+    """``perl -ple 's{(\\S)-(\\S)}{$1 ##AT##-##AT## $2}g'`` of compound_split_bleu.sh."""
+    return _COMPOUND.sub(r"\1 ##AT##-##AT## \2", line)
+
+
+def detokenize(lines: Sequence[str], lang: str = "de") -> List[str]:
+    """Moses detokenization (sacremoses), undoing ``@-@`` aggressive dash splits."""
+    from sacremoses import MosesDetokenizer
+
+    detok = MosesDetokenizer(lang=lang)
+    return [detok.detokenize(line.split()) for line in lines]
+
+
+def detok_bleu(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, str, str]:
+    """sacreBLEU (13a tokenization) of detokenized hypotheses; (score, formatted, signature)."""
+    bleu = BLEU()
+    res = bleu.corpus_score(list(hyps), [list(refs)])
+    return res.score, str(res), str(bleu.get_signature())
+
+
+def compound_split_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tuple[float, str]:
+    """Tokenized BLEU after compound splitting (multi-bleu on tokens); (score, formatted)."""
+    bleu = BLEU(tokenize="none", force=True)
+    res = bleu.corpus_score([compound_split(h) for h in hyps_tok], [[compound_split(r) for r in refs_tok]])
+    return res.score, str(res)
+
+
+def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: str = "de") -> Dict:
+    """Extract, detokenize and score one system; writes ``out_prefix.{tok,detok,json}``."""
+    hyps_tok = read_hypotheses(generate_log)
+    refs_raw, refs_tok = read_lines(ref_raw), read_lines(ref_tok)
+    if not len(hyps_tok) == len(refs_raw) == len(refs_tok):
+        raise ValueError(f"{len(hyps_tok)} hypotheses, {len(refs_raw)} raw and {len(refs_tok)} tokenized references")
+    hyps = detokenize(hyps_tok, lang)
+    write_lines(out_prefix + ".tok", hyps_tok)
+    write_lines(out_prefix + ".detok", hyps)
+    bleu, bleu_str, signature = detok_bleu(hyps, refs_raw)
+    split_bleu, split_str = compound_split_bleu(hyps_tok, refs_tok)
+    result = {
+        "name": os.path.basename(out_prefix), "sentences": len(hyps),
+        "sacrebleu": bleu, "sacrebleu_str": bleu_str, "signature": signature,
+        "compound_split_bleu": split_bleu, "compound_split_bleu_str": split_str,
+    }
+    with open(out_prefix + ".json", "w") as f:
+        json.dump(result, f, indent=2)
+    return result
+
+
+def significance(ref_raw: str, baseline: Tuple[str, str], systems: Sequence[Tuple[str, str]],
+                 test_type: str = "bs", n_samples: int = 0, seed: int = 12345) -> List[Dict]:
+    """Paired significance of each system against the baseline (sacrebleu.significance).
+
+    Args:
+        ref_raw: untokenized reference file.
+        baseline, systems: ``(name, detokenized hypothesis file)``.
+        test_type: ``"bs"`` (paired bootstrap, 1000 samples) or ``"ar"``
+            (approximate randomization, 10000 trials) when ``n_samples`` is 0.
+
+    Returns:
+        One dict per system: name, BLEU, bootstrap mean and 95% CI (``bs``) and p-value.
+    """
+    from sacrebleu.significance import PairedTest
+
+    os.environ.setdefault("SACREBLEU_SEED", str(seed))  # sacrebleu seeds its resampling from this
+    named = [(name, read_lines(path)) for name, path in [baseline, *systems]]
+    refs = [read_lines(ref_raw)]
+    test = PairedTest(named, {"BLEU": BLEU()}, references=refs, test_type=test_type, n_samples=n_samples)
+    _, scores = test()
+    rows = []
+    for (name, _), res in zip(named, scores["BLEU"]):
+        rows.append({"name": name, "bleu": res.score, "mean": res.mean, "ci": res.ci, "p_value": res.p_value})
+    return rows
+
+
+def format_significance(rows: List[Dict], test_type: str) -> str:
+    """One line per system: ``name BLEU (mu +- ci) p = ...``; ``*`` marks p < 0.05."""
+    label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
+    lines = []
+    for i, r in enumerate(rows):
+        spread = f" (mu = {r['mean']:.2f} +- {r['ci']:.2f})" if r.get("mean") is not None else ""
+        if i == 0:
+            lines.append(f"{r['name']:<16} BLEU = {r['bleu']:.2f}{spread}  [baseline]")
+        else:
+            star = "*" if r["p_value"] < 0.05 else " "
+            lines.append(f"{r['name']:<16} BLEU = {r['bleu']:.2f}{spread}  p = {r['p_value']:.4f}{star} "
+                         f"({label} vs {rows[0]['name']})")
+    return "\n".join(lines)
+
+
+def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = None, test_type: str = "bs",
+            n_samples: int = 0, title: str = "") -> str:
+    """A table of the scores of ``score`` (``PREFIX.json``) for several systems, with the
+    p-value of a paired test against ``baseline`` (a prefix, also listed first)."""
+    prefixes = ([baseline] if baseline else []) + [p for p in prefixes if p != baseline]
+    results = []
+    for prefix in prefixes:
+        with open(prefix + ".json") as f:
+            results.append(json.load(f))
+    p_values = {}
+    if baseline and len(prefixes) > 1:
+        rows = significance(ref_raw, (results[0]["name"], baseline + ".detok"),
+                            [(r["name"], p + ".detok") for r, p in zip(results[1:], prefixes[1:])],
+                            test_type, n_samples)
+        p_values = {r["name"]: r["p_value"] for r in rows[1:]}
+    label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
+    lines = [title] if title else []
+    lines.append(f"{'system':<16} {'sacreBLEU':>9} {'tok. BLEU':>9}  {'p (' + label + ')' if p_values else ''}")
+    for r in results:
+        p = p_values.get(r["name"])
+        p_str = "baseline" if baseline and r is results[0] else ("" if p is None else f"{p:.4f}{'*' if p < 0.05 else ''}")
+        lines.append(f"{r['name']:<16} {r['sacrebleu']:>9.2f} {r['compound_split_bleu']:>9.2f}  {p_str}")
+    lines.append("tok. BLEU: tokenized, compound-split BLEU (as published WMT14 numbers); "
+                 "* p < 0.05 against the baseline")
+    lines.append(f"sacreBLEU signature: {results[0]['signature']}")
+    return "\n".join(lines)
+
+
+def _named(spec: str) -> Tuple[str, str]:
+    name, sep, path = spec.partition("=")
+    if not sep:
+        name, path = os.path.splitext(os.path.basename(spec))[0], spec
+    return name, path
+
+
+def main(args: argparse.Namespace):
+    if args.command == "score":
+        result = score(args.gen, args.ref_raw, args.ref_tok, args.out_prefix, args.lang)
+        print(f"{result['name']}: {result['sacrebleu_str']}\n  signature: {result['signature']}\n"
+              f"  compound-split tokenized {result['compound_split_bleu_str']}")
+        return result
+    if args.command == "summary":
+        text = summary(args.ref_raw, args.prefixes, args.baseline, args.test, args.n_samples, args.title)
+        print(text)
+        return text
+    rows = significance(args.ref_raw, _named(args.baseline), [_named(s) for s in args.systems],
+                        args.test, args.n_samples)
+    print(format_significance(rows, args.test))
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump(rows, f, indent=2)
+    return rows
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  syntax-nmt-evaluate score --gen gen.out --ref-raw prep/test.raw.de "
+        "--ref-tok prep/test.de --out-prefix eval/syntax\n"
+        "  syntax-nmt-evaluate significance --ref-raw prep/test.raw.de "
+        "--baseline baseline=eval/baseline.detok syntax=eval/syntax.detok",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("score", help="extract, detokenize and score one fairseq-generate log")
+    p.add_argument("--gen", required=True, help="fairseq-generate output (run with --remove-bpe)")
+    p.add_argument("--ref-raw", required=True, help="untokenized reference (test.raw.de)")
+    p.add_argument("--ref-tok", required=True, help="tokenized reference (test.de of prepare.py)")
+    p.add_argument("--out-prefix", required=True, help="writes PREFIX.tok, PREFIX.detok, PREFIX.json")
+    p.add_argument("--lang", default="de", help="target language for detokenization")
+    p = sub.add_parser("significance", help="paired significance test against a baseline")
+    p.add_argument("--ref-raw", required=True, help="untokenized reference")
+    p.add_argument("--baseline", required=True, help="[NAME=]detokenized baseline hypotheses")
+    p.add_argument("systems", nargs="+", help="[NAME=]detokenized system hypotheses")
+    p.add_argument("--test", choices=["bs", "ar"], default="bs",
+                   help="paired bootstrap (bs) or approximate randomization (ar)")
+    p.add_argument("--n-samples", type=int, default=0, help="0: sacrebleu's default (1000 bs / 10000 ar)")
+    p.add_argument("--output", help="write the rows as JSON")
+    p = sub.add_parser("summary", help="table of several scored systems, with significance against a baseline")
+    p.add_argument("--ref-raw", required=True, help="untokenized reference")
+    p.add_argument("--baseline", help="out-prefix of the baseline (of the score command)")
+    p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command")
+    p.add_argument("--test", choices=["bs", "ar"], default="bs")
+    p.add_argument("--n-samples", type=int, default=0)
+    p.add_argument("--title", default="")
+    return parser
+
+
+def cli_main() -> None:
+    main(get_parser().parse_args())
+
+
+if __name__ == "__main__":
+    cli_main()
