@@ -33,10 +33,10 @@ test-slow: install
 	$(PY) -m pytest tests -m slow $(PYTEST_ARGS)
 
 demo: install
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.demo --out $(DEMO_DIR)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.demo --out $(DEMO_DIR) $(DEMO_ARGS)
 
 bench: install
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.bench --out $(BENCH_DIR)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.bench --out $(BENCH_DIR) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(DEMO_DIR) $(BENCH_DIR) .pytest_cache

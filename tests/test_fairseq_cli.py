@@ -71,3 +71,14 @@ def test_stock_transformer_trains_on_the_same_data(stream_bin, tmp_path):
                    "--lr", "0.005", "--max-tokens", "1500", "--max-update", "2", "--save-dir", tmp_path / "ckpt",
                    "--no-progress-bar")
     assert "done training" in proc.stdout + proc.stderr
+
+
+def test_checkpoint_loads_weights_only(trained):
+    """torch's weights-only loading stays on: the plugin allow-lists what fairseq checkpoints hold."""
+    import torch
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401
+
+    state = torch.load(trained, map_location="cpu", weights_only=True)
+    assert state["cfg"]["model"].source_streams == "pos,case,subword,head"
+    assert state["cfg"]["model"].source_stream_dicts.startswith("pos:")

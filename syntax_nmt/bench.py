@@ -1,0 +1,184 @@
+"""``make bench``: speed and memory of every encoder option against the stock fairseq Transformer.
+
+One run builds one binarized data set (synthetic corpus, annotated from its gold
+CoNLL-U through the CoNLL-U backend, so no parser training is needed), trains each
+system with the same budget through ``fairseq-train`` and translates the test set
+with ``fairseq-generate``. It reports, per system and as ratios to the stock
+``transformer`` measured in the same run:
+
+* training speed: target tokens/s over the whole run (fairseq's ``wps``), and
+  wall-clock seconds;
+* generation speed: sentences/s of ``fairseq-generate`` (beam 4);
+* peak memory: the peak resident set size of the training process (CPU), or
+  fairseq's peak GPU allocation when it trains on a GPU;
+* parameter counts.
+
+Targets (issue 4): SG-Net training >= 0.9x and generation >= 0.95x the stock model.
+Results are also written to ``BENCH_DIR/bench.json`` and plotted to ``bench.png``.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+from syntax_nmt.demo import MODEL_ARGS, OPTIM_ARGS, SYSTEMS, Demo, _count_params, _exe, _user_dir
+
+TARGETS = {"sgnet": {"train_wps": 0.9, "gen_sps": 0.95}}
+
+
+def _run_measured(cmd: List[str], log: str) -> Dict[str, float]:
+    """Run a command, write its output to ``log``, return wall seconds and peak RSS (MiB)."""
+    start = time.time()
+    with open(log, "w", encoding="utf-8") as f:
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=f, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, output=f"see {log}")
+    return {"seconds": time.time() - start, "max_rss_mib": usage.ru_maxrss / 1024}
+
+
+def _last_float(pattern: str, text: str) -> float:
+    found = re.findall(pattern, text)
+    if not found:
+        raise ValueError(f"pattern {pattern!r} not found in the log")
+    return float(found[-1])
+
+
+class Bench(Demo):
+    def __init__(self, args):
+        super().__init__(args)
+        self.steps = 4
+
+    def annotate(self):
+        """Streams from the gold trees (CoNLL-U backend): the benchmark measures models, not parsers."""
+        a = self.args
+        self.header(f"annotate the gold CoNLL-U, joint BPE ({a.bpe} merges)")
+        c, t = self.path("corpus"), self.path("text")
+        for split in ("train", "valid", "test"):
+            if self.done(f"annotate-{split}"):
+                continue
+            sub = (["--learn-subword", a.bpe, "--subword-model-out", f"{t}/bpe.codes"] if split == "train"
+                   else ["--subword-model", f"{t}/bpe.codes"])
+            self.run([_exe("syntax-nmt-annotate"), "--backend", "conllu", "--conllu", f"{c}/{split}.en.conllu",
+                      "--target", f"{c}/{split}.tok.de", "--src-lang", "en", "--tgt-lang", "de",
+                      "-o", f"{t}/{split}", "--subword", "bpe", *sub, "--overwrite", "--quiet"])
+            self.mark(f"annotate-{split}")
+
+    def measure(self, name: str) -> Dict[str, float]:
+        a = self.args
+        task, arch, extra = SYSTEMS[name]
+        save = self.path("checkpoints", name)
+        train_log, gen_log = self.path(f"train-{name}.log"), self.path(f"gen-{name}.log")
+        print(f"--- {name}: train {a.max_update} updates", flush=True)
+        t = _run_measured([_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
+                           "--arch", arch, *MODEL_ARGS, *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
+                           "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save,
+                           "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "10",
+                           "--num-workers", "0", "--disable-validation", "--no-progress-bar"], train_log)
+        text = open(train_log, encoding="utf-8").read()
+        wps = _last_float(r"\| train \|.*?\| wps ([\d.]+)", text)
+        gpu = re.findall(r"gb_free ([\d.]+)", text)
+        print(f"--- {name}: generate", flush=True)
+        _run_measured([_exe("fairseq-generate"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
+                       "--path", os.path.join(save, "checkpoint_last.pt"), "--beam", "4", "--batch-size", "64",
+                       "--remove-bpe", "--required-batch-size-multiple", "1", "--max-len-b", "50"], gen_log)
+        sps = _last_float(r"Translated .*?\(([\d.]+) sentences/s", open(gen_log, encoding="utf-8").read())
+        row = {"system": name, "train_wps": wps, "train_seconds": t["seconds"], "peak_rss_mib": t["max_rss_mib"],
+               "gen_sps": sps, "params": _count_params(os.path.join(save, "checkpoint_last.pt"))}
+        if gpu:
+            row["gpu_gb_free_min"] = min(float(g) for g in gpu)
+        print(f"    {json.dumps(row)}", flush=True)
+        return row
+
+    def main(self):
+        start = time.time()
+        self.corpus()
+        self.annotate()
+        self.binarize()
+        self.header(f"train and translate: {', '.join(self.args.systems)}")
+        rows = [self.measure(s) for s in self.args.systems]
+        base = rows[0]
+        for r in rows:
+            for k in ("train_wps", "gen_sps", "peak_rss_mib", "params"):
+                r[f"{k}_ratio"] = r[k] / base[k]
+        self.print_table(rows)
+        with open(self.path("bench.json"), "w") as f:
+            json.dump(rows, f, indent=2)
+        self.plot(rows)
+        print(f"bench finished in {time.time() - start:.0f}s; bench.json and bench.png in {self.out}")
+
+    def print_table(self, rows):
+        base = rows[0]["system"]
+        print(f"\n=== ratios to the stock {base} measured in this run "
+              f"({self.args.max_update} updates of {self.args.max_tokens} tokens; generation beam 4)")
+        head = (f"{'system':<16} {'train tok/s':>11} {'ratio':>6} {'gen sent/s':>10} {'ratio':>6} "
+                f"{'peak RSS MiB':>12} {'ratio':>6} {'params':>9} {'ratio':>6}  target")
+        print(head)
+        print("-" * len(head))
+        for r in rows:
+            target = TARGETS.get(r["system"])
+            verdict = ""
+            if target:
+                ok = all(r[f"{k}_ratio"] >= v for k, v in target.items())
+                verdict = ("met" if ok else "MISSED") + " (" + ", ".join(f"{k} >= {v}x" for k, v in target.items()) + ")"
+            print(f"{r['system']:<16} {r['train_wps']:>11.0f} {r['train_wps_ratio']:>6.2f} {r['gen_sps']:>10.1f} "
+                  f"{r['gen_sps_ratio']:>6.2f} {r['peak_rss_mib']:>12.0f} {r['peak_rss_mib_ratio']:>6.2f} "
+                  f"{r['params']:>9,} {r['params_ratio']:>6.2f}  {verdict}")
+
+    def plot(self, rows):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        keys = [("train_wps_ratio", "training tokens/s"), ("gen_sps_ratio", "generation sentences/s"),
+                ("peak_rss_mib_ratio", "peak memory"), ("params_ratio", "parameters")]
+        fig, ax = plt.subplots(figsize=(8, 4))
+        width = 0.8 / len(rows)
+        for i, r in enumerate(rows):
+            ax.bar([k + i * width for k in range(len(keys))], [r[k] for k, _ in keys], width, label=r["system"])
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks([k + width * (len(rows) - 1) / 2 for k in range(len(keys))])
+        ax.set_xticklabels([label for _, label in keys])
+        ax.set_ylabel(f"ratio to {rows[0]['system']}")
+        ax.set_title("syntax-nmt benchmark (same data, same budget)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(self.path("bench.png"), dpi=100)
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                epilog="example:\n  python -m syntax_nmt.bench --out bench-out --max-update 100",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="bench-out")
+    p.add_argument("--train", type=int, default=8000)
+    p.add_argument("--valid", type=int, default=200)
+    p.add_argument("--test", type=int, default=500)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bpe", type=int, default=4000)
+    p.add_argument("--max-update", type=int, default=100)
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--systems", default="transformer,syntax-infused,sgnet,syntax+sgnet",
+                   help=f"comma-separated, the first is the reference; from {', '.join(SYSTEMS)}")
+    p.add_argument("--verbose", action="store_true")
+    return p
+
+
+def cli_main(argv=None) -> None:
+    args = get_parser().parse_args(argv)
+    args.systems = [s for s in args.systems.split(",") if s]
+    unknown = [s for s in args.systems if s not in SYSTEMS]
+    if unknown:
+        raise SystemExit(f"unknown systems {unknown}; choose from {list(SYSTEMS)}")
+    Bench(args).main()
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())
