@@ -378,7 +378,8 @@ class Job:
 
         logger.info("learning a joint %s model (%d) on the parsed source and the target", a.subword, a.learn_subword)
         t0 = time.time()
-        path = learn_model(a.subword, lines(), a.learn_subword, a.subword_model_out, spm_model_type=a.spm_model_type)
+        path = learn_model(a.subword, lines(), a.learn_subword, a.subword_model_out, spm_model_type=a.spm_model_type,
+                           quiet=a.quiet)
         logger.info("learned %s in %.1f s", path, time.time() - t0)
         with open(stamp + ".tmp", "w", encoding="utf-8") as f:
             json.dump({"path": os.path.abspath(path), "sha256": file_sha256(path)}, f)

@@ -64,27 +64,32 @@ def _load_pipeline(model: str, gpu_id: int, stamp):
 
 
 def doc_to_sentence(doc) -> Sentence:
-    """Convert a parsed spaCy ``Doc`` into a :class:`Sentence`, dropping space tokens."""
-    keep = [t for t in doc if not t.is_space]
-    index = {t.i: k + 1 for k, t in enumerate(keep)}  # spaCy position -> 1-based word id
-    heads, deps = [], []
-    for t in keep:
-        h = t.head
-        while h.i != t.i and h.is_space and h.head.i != h.i:
-            h = h.head  # skip dropped whitespace tokens
-        if h.i == t.i or h.is_space:
-            heads.append(0)
-        else:
-            heads.append(index[h.i])
-        dep = t.dep_
-        deps.append("root" if dep == "ROOT" else dep)
+    """Convert a parsed spaCy ``Doc`` into a :class:`Sentence`, dropping space tokens.
+
+    Reads all attributes with one ``Doc.to_array`` call (no per-token Python objects).
+    """
+    from spacy.attrs import DEP, HEAD, IS_SPACE, ORTH, POS, SPACY, TAG
+
+    if not len(doc):
+        return Sentence([], [], [], [], [])
+    strings = doc.vocab.strings
+    orth, pos, tag, dep, is_space, spacy_ = zip(*doc.to_array([ORTH, POS, TAG, DEP, IS_SPACE, SPACY]).tolist())
+    head = [i + r for i, r in enumerate(doc.to_array(HEAD).astype("int64").tolist())]  # absolute, root = self
+    keep = range(len(doc))
+    if any(is_space):
+        for i in keep:  # re-attach to the nearest non-space ancestor
+            while is_space[head[i]] and head[head[i]] != head[i]:
+                head[i] = head[head[i]]
+        keep = [i for i in keep if not is_space[i]]
+    index = {i: k + 1 for k, i in enumerate(keep)}  # spaCy position -> 1-based word id
+    deps = [strings[dep[i]] for i in keep]
     return Sentence(
-        words=[t.text for t in keep],
-        upos=[t.pos_ for t in keep],
-        xpos=[t.tag_ for t in keep],
-        heads=heads,
-        deprels=deps,
-        space_after=[bool(t.whitespace_) for t in keep],
+        words=[strings[orth[i]] for i in keep],
+        upos=[strings[pos[i]] for i in keep],
+        xpos=[strings[tag[i]] for i in keep],
+        heads=[0 if head[i] == i or is_space[head[i]] else index[head[i]] for i in keep],
+        deprels=["root" if d == "ROOT" else d for d in deps],
+        space_after=[bool(spacy_[i]) for i in keep],
     )
 
 

@@ -101,29 +101,25 @@ def align_streams(
         raise ValueError(f"unknown POS tagset {pos_tagset!r}, expected one of {POS_TAGSETS}")
     tags = sentence.upos if pos_tagset == "upos" else sentence.xpos
 
+    sizes = [len(p) for p in pieces]
+    if not all(sizes):
+        raise ValueError("a word has no subword pieces")
     first = []  # position of the first piece of each word
     m = 0
-    for p in pieces:
-        if not p:
-            raise ValueError("a word has no subword pieces")
+    for k in sizes:
         first.append(m)
-        m += len(p)
-
-    out: Dict[str, List[str]] = {name: [] for name in STREAMS}
-    for i, p in enumerate(pieces):
-        k = len(p)
-        h = sentence.heads[i]
-        if not 0 <= h <= n:
-            raise ValueError(f"head {h} of word {i + 1} is outside the sentence of {n} words")
-        out["pos"] += [_field(tags[i])] * k
-        out["case"] += [case_tag(sentence.words[i], case)] * k
-        out["subword"] += subword_tags(k)
-        out["dep"] += [_field(sentence.deprels[i])] * k
-        if h == 0:
-            out["head"] += ["0"] * k
-        else:
-            target = first[h - 1]
-            out["head"] += [str(target - j) for j in range(first[i], first[i] + k)]
+        m += k
+    heads = sentence.heads
+    if heads and not 0 <= min(heads) <= max(heads) <= n:
+        raise ValueError(f"a head in {heads} is outside the sentence of {n} words")
+    out: Dict[str, List[str]] = {
+        "pos": [f for t, k in zip(tags, sizes) for f in [_field(t)] * k],
+        "case": [f for w, k in zip(sentence.words, sizes) for f in [case_tag(w, case)] * k],
+        "subword": [f for k in sizes for f in (["O"] if k == 1 else subword_tags(k))],
+        "head": [str(first[h - 1] - j) if h else "0"
+                 for h, s, k in zip(heads, first, sizes) for j in range(s, s + k)],
+        "dep": [f for t, k in zip(sentence.deprels, sizes) for f in [_field(t)] * k],
+    }
     for name, fields in out.items():
         assert len(fields) == m, (name, len(fields), m)
     return out

@@ -32,6 +32,7 @@ escaped target tokens, as one joint model: ``bpe`` learns ``N`` merge operations
 a model with vocabulary size ``N`` (:meth:`sentencepiece.SentencePieceTrainer.train`).
 """
 
+import contextlib
 import hashlib
 import io
 import os
@@ -99,15 +100,27 @@ class BpeSegmenter(Segmenter):
 
     scheme = "bpe"
 
+    #: Words whose segmentation is memoized (cleared when full; bounds memory at WMT scale).
+    cache_size = 1_000_000
+
     def __init__(self, codes_path: str):
         from subword_nmt.apply_bpe import BPE
 
         with open(codes_path, encoding="utf-8") as f:
             self.bpe = BPE(f, separator=BPE_SEPARATOR)
+        self._cache = {}
 
     def _segment(self, words):
-        seg = self.bpe.segment_tokens
-        return [seg([w]) for w in words]
+        cache = self._cache
+        out = []
+        for w in words:
+            p = cache.get(w)
+            if p is None:
+                if len(cache) >= self.cache_size:
+                    cache.clear()
+                p = cache[w] = self.bpe.segment_tokens([w])
+            out.append(p)
+        return out
 
 
 class SpmSegmenter(Segmenter):
@@ -156,6 +169,7 @@ def learn_model(
     out_path: str,
     spm_model_type: str = "unigram",
     spm_input_sentence_size: int = 2_000_000,
+    quiet: bool = False,
 ) -> str:
     """Learn a joint subword model from escaped, space-separated lines.
 
@@ -166,6 +180,8 @@ def learn_model(
         out_path: codes file (bpe), or model path (spm, see :func:`spm_model_path`).
         spm_model_type: sentencepiece ``model_type`` (``unigram`` or ``bpe``).
         spm_input_sentence_size: sentences sampled by sentencepiece for training.
+        quiet: hide subword-nmt's progress bar and messages (sentencepiece's log is
+            always limited to warnings).
 
     Returns:
         The path of the written model file (written atomically).
@@ -178,7 +194,8 @@ def learn_model(
             counts.update(line.split())
         vocab = io.StringIO("".join(f"{w} {c}\n" for w, c in counts.items()))
         tmp = f"{out_path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as out, \
+                contextlib.redirect_stderr(io.StringIO()) if quiet else contextlib.nullcontext():
             learn_bpe(vocab, out, size, is_dict=True)
         os.replace(tmp, out_path)
         return out_path
