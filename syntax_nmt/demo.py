@@ -92,7 +92,7 @@ class Demo:
                 f.write(line)
                 if self.args.verbose or any(k in line for k in ("| train_inner |", "| valid |", "done training",
                                                                  "Translated", "Error", "error")):
-                    print("  " + line.rstrip()[-160:], flush=True)
+                    print("  " + line.rstrip().split(" | INFO | ")[-1][:200], flush=True)
             if proc.wait() != 0:
                 raise subprocess.CalledProcessError(proc.returncode, cmd, output=f"see {log}")
 
