@@ -128,6 +128,9 @@ class ChunkStore:
         for _ in range(2):
             try:
                 fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileNotFoundError:  # the directory is gone: another run merged already
+                self.lock_owner = "a run that already merged"
+                return False
             except FileExistsError:
                 try:
                     with open(lock, encoding="utf-8") as f:
