@@ -55,20 +55,9 @@ class Bench(Demo):
         super().__init__(args)
         self.steps = 4
 
-    def annotate(self):
+    def parser_args(self, split: str) -> List[str]:
         """Streams from the gold trees (CoNLL-U backend): the benchmark measures models, not parsers."""
-        a = self.args
-        self.header(f"annotate the gold CoNLL-U, joint BPE ({a.bpe} merges)")
-        c, t = self.path("corpus"), self.path("text")
-        for split in ("train", "valid", "test"):
-            if self.done(f"annotate-{split}"):
-                continue
-            sub = (["--learn-subword", a.bpe, "--subword-model-out", f"{t}/bpe.codes"] if split == "train"
-                   else ["--subword-model", f"{t}/bpe.codes"])
-            self.run([_exe("syntax-nmt-annotate"), "--backend", "conllu", "--conllu", f"{c}/{split}.en.conllu",
-                      "--target", f"{c}/{split}.tok.de", "--src-lang", "en", "--tgt-lang", "de",
-                      "-o", f"{t}/{split}", "--subword", "bpe", *sub, "--overwrite", "--quiet"])
-            self.mark(f"annotate-{split}")
+        return ["--backend", "conllu", "--conllu", self.path("corpus", f"{split}.en.conllu")]
 
     def measure(self, name: str) -> Dict[str, float]:
         a = self.args

@@ -128,18 +128,23 @@ class Demo:
         else:
             print("already there")
 
+    def parser_args(self, split: str) -> List[str]:
+        """How ``syntax-nmt-annotate`` reads and parses one split: spaCy on the raw English."""
+        return ["--source", self.path("corpus", f"{split}.en"), "--backend", "spacy",
+                "--spacy-model", self.path("spacy-en")]
+
     def annotate(self):
         a = self.args
-        self.header(f"annotate: spaCy parse of the raw English, joint BPE ({a.bpe} merges), aligned streams")
-        c, t = self.path("corpus"), self.path("text")
+        self.header(f"annotate: parse the English, joint BPE ({a.bpe} merges), aligned streams")
+        t = self.path("text")
         for split in ("train", "valid", "test"):
             if self.done(f"annotate-{split}"):
                 continue
             sub = (["--learn-subword", a.bpe, "--subword-model-out", f"{t}/bpe.codes"] if split == "train"
                    else ["--subword-model", f"{t}/bpe.codes"])
-            self.run([_exe("syntax-nmt-annotate"), "--source", f"{c}/{split}.en", "--target", f"{c}/{split}.tok.de",
-                      "--src-lang", "en", "--tgt-lang", "de", "-o", f"{t}/{split}", "--backend", "spacy",
-                      "--spacy-model", self.path("spacy-en"), "--subword", "bpe", *sub, "--overwrite"])
+            self.run([_exe("syntax-nmt-annotate"), *self.parser_args(split),
+                      "--target", self.path("corpus", f"{split}.tok.de"), "--src-lang", "en", "--tgt-lang", "de",
+                      "-o", f"{t}/{split}", "--subword", "bpe", *sub, "--overwrite", "--quiet"])
             self.mark(f"annotate-{split}")
 
     def binarize(self):
