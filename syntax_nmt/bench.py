@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Dict, List
 
-from syntax_nmt.demo import MODEL_ARGS, OPTIM_ARGS, SYSTEMS, Demo, _count_params, _exe, _user_dir
+from syntax_nmt.demo import OPTIM_ARGS, SYSTEMS, Demo, _count_params, _exe, _user_dir
 
 TARGETS = {"sgnet": {"train_wps": 0.9, "gen_sps": 0.95}}
 
@@ -59,6 +59,15 @@ class Bench(Demo):
         """Streams from the gold trees (CoNLL-U backend): the benchmark measures models, not parsers."""
         return ["--backend", "conllu", "--conllu", self.path("corpus", f"{split}.en.conllu")]
 
+    def model_args(self) -> List[str]:
+        """Transformer-base depth (6+6 layers, FFN 4x) at a width a CPU run can afford."""
+        a = self.args
+        return ["--encoder-layers", a.layers, "--decoder-layers", a.layers,
+                "--encoder-embed-dim", a.dim, "--decoder-embed-dim", a.dim,
+                "--encoder-ffn-embed-dim", 4 * a.dim, "--decoder-ffn-embed-dim", 4 * a.dim,
+                "--encoder-attention-heads", a.heads, "--decoder-attention-heads", a.heads,
+                "--share-decoder-input-output-embed", "--dropout", "0.1"]
+
     def measure(self, name: str) -> Dict[str, float]:
         a = self.args
         task, arch, extra = SYSTEMS[name]
@@ -66,7 +75,7 @@ class Bench(Demo):
         train_log, gen_log = self.path(f"train-{name}.log"), self.path(f"gen-{name}.log")
         print(f"--- {name}: train {a.max_update} updates", flush=True)
         t = _run_measured([_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
-                           "--arch", arch, *MODEL_ARGS, *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
+                           "--arch", arch, *self.model_args(), *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
                            "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save,
                            "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "10",
                            "--num-workers", "0", "--disable-validation", "--no-progress-bar"], train_log)
@@ -152,7 +161,10 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--test", type=int, default=500)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bpe", type=int, default=4000)
-    p.add_argument("--max-update", type=int, default=100)
+    p.add_argument("--max-update", type=int, default=60)
+    p.add_argument("--layers", type=int, default=6, help="encoder and decoder layers (Transformer base: 6)")
+    p.add_argument("--dim", type=int, default=256, help="model dimension (Transformer base: 512); FFN is 4x")
+    p.add_argument("--heads", type=int, default=4, help="attention heads (Transformer base: 8)")
     p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--systems", default="transformer,syntax-infused,sgnet,syntax+sgnet",
                    help=f"comma-separated, the first is the reference; from {', '.join(SYSTEMS)}")

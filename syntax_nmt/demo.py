@@ -163,6 +163,9 @@ class Demo:
         else:
             print("already there")
 
+    def model_args(self) -> List[str]:
+        return MODEL_ARGS
+
     def train(self, name: str):
         a = self.args
         task, arch, extra = SYSTEMS[name]
@@ -171,7 +174,7 @@ class Demo:
             print(f"{name}: already trained")
             return
         cmd = [_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
-               "--arch", arch, *MODEL_ARGS, *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
+               "--arch", arch, *self.model_args(), *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
                "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save, "--no-epoch-checkpoints",
                "--log-format", "simple", "--log-interval", "25", "--num-workers", "0",
                "--validate-interval-updates", a.max_update]
