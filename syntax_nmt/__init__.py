@@ -21,5 +21,5 @@ def register_with_fairseq() -> None:
     from syntax_nmt import criterions  # noqa: F401
 
 
-if "fairseq" in sys.modules:
+if sys.modules.get("fairseq") is not None:
     register_with_fairseq()
