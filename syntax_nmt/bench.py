@@ -8,7 +8,8 @@ with ``fairseq-generate``. It reports, per system and as ratios to the stock
 
 * training speed: target tokens/s over the whole run (fairseq's ``wps``), and
   wall-clock seconds;
-* generation speed: sentences/s of ``fairseq-generate`` (beam 4);
+* generation speed: sentences/s of ``fairseq-generate`` (beam 4), every hypothesis
+  forced to the same length so that all systems do the same decoding work;
 * peak memory: the peak resident set size of the training process (CPU), or
   fairseq's peak GPU allocation when it trains on a GPU;
 * parameter counts.
@@ -85,7 +86,10 @@ class Bench(Demo):
         print(f"--- {name}: generate", flush=True)
         _run_measured([_exe("fairseq-generate"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
                        "--path", os.path.join(save, "checkpoint_last.pt"), "--beam", "4", "--batch-size", "64",
-                       "--remove-bpe", "--required-batch-size-multiple", "1", "--max-len-b", "50"], gen_log)
+                       "--remove-bpe", "--required-batch-size-multiple", "1",
+                       # every hypothesis exactly --gen-len tokens: the same decoding work for every system,
+                       # whatever an under-trained model predicts
+                       "--min-len", a.gen_len, "--max-len-a", "0", "--max-len-b", a.gen_len], gen_log)
         sps = _last_float(r"Translated .*?\(([\d.]+) sentences/s", open(gen_log, encoding="utf-8").read())
         row = {"system": name, "train_wps": wps, "train_seconds": t["seconds"], "peak_rss_mib": t["max_rss_mib"],
                "gen_sps": sps, "params": _count_params(os.path.join(save, "checkpoint_last.pt"))}
@@ -137,7 +141,7 @@ class Bench(Demo):
 
         keys = [("train_wps_ratio", "training tokens/s"), ("gen_sps_ratio", "generation sentences/s"),
                 ("peak_rss_mib_ratio", "peak memory"), ("params_ratio", "parameters")]
-        fig, ax = plt.subplots(figsize=(8, 4))
+        fig, ax = plt.subplots(figsize=(10, 4))
         width = 0.8 / len(rows)
         for i, r in enumerate(rows):
             ax.bar([k + i * width for k in range(len(keys))], [r[k] for k, _ in keys], width, label=r["system"])
@@ -146,7 +150,7 @@ class Bench(Demo):
         ax.set_xticklabels([label for _, label in keys])
         ax.set_ylabel(f"ratio to {rows[0]['system']}")
         ax.set_title("syntax-nmt benchmark (same data, same budget)")
-        ax.legend()
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
         fig.savefig(self.path("bench.png"), dpi=100)
 
@@ -156,12 +160,13 @@ def get_parser() -> argparse.ArgumentParser:
                                 epilog="example:\n  python -m syntax_nmt.bench --out bench-out --max-update 100",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="bench-out")
-    p.add_argument("--train", type=int, default=8000)
+    p.add_argument("--train", type=int, default=6000)
     p.add_argument("--valid", type=int, default=200)
     p.add_argument("--test", type=int, default=500)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bpe", type=int, default=4000)
-    p.add_argument("--max-update", type=int, default=60)
+    p.add_argument("--max-update", type=int, default=40)
+    p.add_argument("--gen-len", type=int, default=30, help="length every generated hypothesis is forced to")
     p.add_argument("--layers", type=int, default=6, help="encoder and decoder layers (Transformer base: 6)")
     p.add_argument("--dim", type=int, default=256, help="model dimension (Transformer base: 512); FFN is 4x")
     p.add_argument("--heads", type=int, default=4, help="attention heads (Transformer base: 8)")
