@@ -33,7 +33,6 @@ train/dev file contents and settings (recorded in ``output_dir/syntax_nmt_train.
 
 import argparse
 import contextlib
-import hashlib
 import io
 import json
 import logging
@@ -44,6 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Union
+
+from syntax_nmt.annotate.subwords import file_sha256
 
 #: Marker file written into ``output_dir``; its ``key`` identifies inputs and settings.
 STAMP_NAME = "syntax_nmt_train.json"
@@ -166,22 +167,14 @@ def build_config(
 _DEV_SCORE_KEYS = ("tag_acc", "pos_acc", "morph_acc", "dep_uas", "dep_las", "sents_f")
 
 
-def _sha256(path: PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _training_key(train_conllu, dev_conllu, settings: Dict) -> Dict:
     import spacy
 
     return {
         "recipe": RECIPE_VERSION,
         "spacy": spacy.about.__version__,
-        "train_sha256": _sha256(train_conllu),
-        "dev_sha256": _sha256(dev_conllu),
+        "train_sha256": file_sha256(str(train_conllu)),
+        "dev_sha256": file_sha256(str(dev_conllu)),
         **settings,
     }
 
