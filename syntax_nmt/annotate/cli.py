@@ -88,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one")
     parse.add_argument("--conllu", metavar="FILE", help="CoNLL-U from an external parser (--backend conllu), one "
                        "sentence block per non-empty source line (run the parser without sentence splitting)")
+    parse.add_argument("--parser-unescape", action=argparse.BooleanOptionalAction, default=None,
+                       help="with --pretokenized (spaCy backend; on by default there): show the parser the plain form "
+                       "of Moses placeholders and escapes (@-@ -> -, @/@ -> /, &apos; -> ', &quot; -> \", &amp; -> &, "
+                       "other HTML character references too); the tokens, their subwords and every stream stay as in "
+                       "the input. --no-parser-unescape parses the tokens as they are")
     parse.add_argument("--multi-root", choices=MULTI_ROOT_POLICIES, default="forest",
                        help="a line parsed as several sentences (several roots): forest = keep every root with head "
                        "0; attach = attach later roots to the first one with label 'parataxis' (default: %(default)s)")
@@ -142,6 +147,13 @@ def check_args(args: argparse.Namespace) -> None:
             args.spacy_model = "en_core_web_sm" if args.src_lang == "en" else f"{args.src_lang}_core_news_sm"
     elif not args.conllu:
         raise ValueError("--backend conllu needs --conllu FILE")
+    unescape = getattr(args, "parser_unescape", None)
+    if unescape is None:
+        args.parser_unescape = bool(args.pretokenized and args.backend == "spacy")
+    elif unescape and not args.pretokenized:
+        raise ValueError("--parser-unescape needs --pretokenized (raw text is tokenized by spaCy itself)")
+    elif unescape and args.backend != "spacy":
+        raise ValueError("--parser-unescape applies to the spaCy backend (a CoNLL-U parse is used as it is)")
     if args.target and not args.tgt_lang:
         raise ValueError("--target needs --tgt-lang")
     if args.subword == "none":

@@ -79,6 +79,7 @@ def parse_settings(args, num_lines: int) -> Dict:
         "backend": args.backend,
         "spacy_model": args.spacy_model if args.backend == "spacy" else None,
         "pretokenized": args.pretokenized,
+        "parser_unescape": args.parser_unescape,
         "multi_root": args.multi_root,
         "max_words": args.max_words,
     }
@@ -161,7 +162,7 @@ def build_backend(args):
 
         return SpacyBackend(args.spacy_model, pretokenized=args.pretokenized, batch_size=args.batch_size,
                             n_process=args.n_process, gpu_id=args.gpu_id, multi_root=args.multi_root,
-                            source_name=args.source)
+                            source_name=args.source, parser_unescape=args.parser_unescape)
     from .conllu_backend import ConlluBackend
 
     return ConlluBackend(args.conllu, args.source, pretokenized=args.pretokenized, multi_root=args.multi_root)
