@@ -16,6 +16,7 @@ import sys
 from typing import List, Optional, Sequence, Union
 
 from .parsed import MULTI_ROOT_POLICIES
+from .settings import parse_moses_settings
 from .streams import CASE_SCHEMES, POS_TAGSETS
 from .subwords import SCHEMES
 
@@ -48,7 +49,9 @@ every line of P.pos/P.case/P.subword/P.head/P.dep has exactly as many fields as 
 of P.<src-lang>. Input whitespace (tabs, no-break spaces...) is collapsed to single spaces.
 Words containing subword markers are escaped: '@@' -> '＠＠' (bpe), '▁' -> '_' (spm).
 Work is split into chunks written atomically to P.chunks/, so a killed run resumes where
-it stopped; outputs are merged once every chunk is done.
+it stopped; outputs are merged once every chunk is done. The settings that shaped the
+outputs are written to P.annotation.json (syntax-nmt-binarize copies them to the data
+directory, for inference on raw text).
 """
 
 
@@ -68,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--output-prefix", "-o", required=True, metavar="P", help="output prefix P (directories are created)")
     io.add_argument("--pretokenized", action="store_true",
                     help="the source is tokenized already: keep its space-separated tokens as the words")
+    io.add_argument("--moses-settings", metavar="SPEC",
+                    help="how the text was Moses-processed before annotation, recorded in P.annotation.json so that "
+                    "raw text at inference is processed the same way, e.g. "
+                    "lang=en,normalize=1,aggressive_dash_splits=1,escape=0 (all four keys)")
     io.add_argument("--write-conllu", action="store_true",
                     help="also write the word-level parse as P.S.conllu (one block per non-empty line, "
                     "'# sent_id = <line number>'; empty lines have no block)")
@@ -154,6 +161,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise ValueError("--parser-unescape needs --pretokenized (raw text is tokenized by spaCy itself)")
     elif unescape and args.backend != "spacy":
         raise ValueError("--parser-unescape applies to the spaCy backend (a CoNLL-U parse is used as it is)")
+    parse_moses_settings(getattr(args, "moses_settings", None))
     if args.target and not args.tgt_lang:
         raise ValueError("--target needs --tgt-lang")
     if args.subword == "none":

@@ -37,6 +37,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 from syntax_nmt.syntax.conllu import Sentence, format_conllu
 
 from .chunks import ChunkStore
+from .settings import settings_from_args, settings_path, write_settings
 from .streams import STREAMS, align_streams
 from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter, spm_model_path
 from .textio import InputError, read_lines
@@ -342,6 +343,7 @@ class Job:
                 for k in tqdm(todo, unit="chunk", disable=a.quiet, desc="segment"):
                     self._render_chunk(store, k)
             store.merge()
+            write_settings(settings_path(a.output_prefix), settings_from_args(a))
             totals = dict.fromkeys(_STAT_KEYS, 0)
             for k in range(store.num_chunks):
                 info = store.done_info(k)

@@ -18,9 +18,15 @@ never be confused with the subword markers of the chosen scheme:
 * ``bpe``: every ``@@`` inside a word becomes ``＠＠`` (two U+FF20 FULLWIDTH COMMERCIAL AT),
   so ``@@`` in the output always is the BPE separator. Single ``@`` are untouched.
 * ``spm``: every ``▁`` (U+2581, sentencepiece's word-boundary mark) becomes ``_``.
-* ``none``: nothing to escape.
+* ``none``: no subword marker to escape.
+* every scheme: fairseq's special symbols ``<s>``, ``</s>``, ``<pad>`` and ``<unk>`` inside a
+  word get ``‹ ›`` (U+2039, U+203A, which NFKC leaves alone) for their angle brackets
+  (``</s>`` -> ``‹/s›``), so a word or piece of the text never becomes fairseq's BOS, EOS,
+  padding or unknown symbol (a literal ``</s>`` would be binarized as the EOS id).
 * ``|`` and all other characters pass through unchanged (the streams are separate files,
   so ``|`` has no factor-separator meaning here).
+
+These rules are version :data:`ESCAPE_VERSION` of the annotation settings.
 
 Words never contain whitespace (input whitespace is collapsed before parsing). As a last
 guard, :meth:`Segmenter.segment` raises if a model ever yields an empty piece or one with
@@ -45,8 +51,18 @@ SPM_SPACE = "\u2581"
 _BPE_ESCAPE = "\uff20\uff20"
 
 
+#: Version tag of the escaping rules (recorded in the annotation settings); bump on any change.
+ESCAPE_VERSION = "v1"
+#: fairseq's special symbols, escaped inside words.
+FAIRSEQ_SPECIALS = ("<s>", "</s>", "<pad>", "<unk>")
+
+
 def escape_word(word: str, scheme: str) -> str:
-    """Escape a word so it cannot contain the subword markers of ``scheme``."""
+    """Escape a word so it cannot contain the subword markers of ``scheme`` nor fairseq's special symbols."""
+    if "<" in word:
+        for sym in FAIRSEQ_SPECIALS:
+            if sym in word:
+                word = word.replace(sym, "\u2039" + sym[1:-1] + "\u203a")
     if scheme == "bpe":
         return word.replace(BPE_SEPARATOR, _BPE_ESCAPE) if BPE_SEPARATOR in word else word
     if scheme == "spm":
@@ -106,8 +122,24 @@ class BpeSegmenter(Segmenter):
     def __init__(self, codes_path: str):
         from subword_nmt.apply_bpe import BPE
 
-        with open(codes_path, encoding="utf-8") as f:
-            self.bpe = BPE(f, separator=BPE_SEPARATOR)
+        with open(codes_path, "rb") as f:
+            data = f.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            hint = "; a sentencepiece model? use --subword spm" if data[:1] == b"\n" else ""
+            raise ValueError(f"{codes_path} is not a subword-nmt BPE codes file (not UTF-8 text at byte "
+                             f"{e.start}{hint})") from None
+        lines = text.rstrip("\n").split("\n")
+        offset = 2 if lines[0].startswith("#version:") else 1
+        merges = lines[offset - 1:]
+        if merges == [""]:  # learned from too little data: no merge at all, every word is split into characters
+            merges = []
+        for i, line in enumerate(merges):
+            if len(line.strip("\r\n ").split(" ")) != 2:
+                raise ValueError(f"{codes_path}:{i + offset}: not a subword-nmt BPE codes file (a line must hold two "
+                                 f"symbols separated by a space, got {line[:60]!r})")
+        self.bpe = BPE(io.StringIO(text), merges=len(merges) or 0, separator=BPE_SEPARATOR)
         self._cache = {}
 
     def _segment(self, words):

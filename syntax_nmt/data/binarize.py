@@ -7,6 +7,12 @@ fairseq's own binarizer into ``{destdir}/{split}.{src}-{tgt}.{stream}.{bin,idx}`
 with its own small dictionary ``dict.{stream}.txt``; heads are written as raw
 int16 offsets (int32 if a sentence needs it). Finally every stream is checked
 against the binarized source, sentence by sentence.
+
+The annotation settings written by ``syntax-nmt-annotate`` beside each split
+(``{prefix}.annotation.json``) must agree across splits; they are copied to
+``{destdir}/annotation.json`` (for inference on raw text). Splits without settings
+(text annotated by an older version, or not by syntax-nmt-annotate) are binarized with a
+warning, unless other splits have them (an error: the splits may differ).
 """
 
 import logging
@@ -27,6 +33,14 @@ from syntax_nmt.data.streams import (
     parse_stream_list,
     stream_data_prefix,
     stream_dict_path,
+)
+
+from syntax_nmt.annotate.settings import (
+    DATA_SETTINGS_NAME,
+    check_compatible,
+    read_settings,
+    settings_path,
+    write_settings,
 )
 
 logger = logging.getLogger("syntax_nmt.binarize")
@@ -146,6 +160,33 @@ def check_stream_sizes(data_path: str, split: str, src: str, tgt: str, streams: 
             )
 
 
+def annotation_settings(splits: List[tuple]) -> Optional[dict]:
+    """The annotation settings shared by every split, or None if no split has any.
+
+    Raises:
+        ValueError: if only some splits have a settings file, or two of them differ
+            (naming the setting and both files).
+    """
+    found, missing = {}, []
+    for prefix, _ in splits:
+        path = settings_path(prefix)
+        if os.path.exists(path):
+            found[path] = read_settings(path)
+        else:
+            missing.append(path)
+    if not found:
+        logger.warning("no annotation settings (%s) beside the text: inference on raw text will not know how the "
+                       "data was annotated", settings_path(splits[0][0]) if splits else "PREFIX.annotation.json")
+        return None
+    first = next(iter(found))
+    if missing:
+        raise ValueError(f"{missing[0]} does not exist but {first} does: annotate every split with the same "
+                         f"syntax-nmt-annotate settings")
+    for path, settings in found.items():
+        check_compatible(found[first], settings, first, path)
+    return found[first]
+
+
 def main(args: Namespace) -> None:
     from fairseq.data import Dictionary
     from fairseq_cli import preprocess
@@ -158,6 +199,7 @@ def main(args: Namespace) -> None:
             if not os.path.exists(f"{prefix}.{s}"):
                 raise FileNotFoundError(f"stream file {prefix}.{s} for split {split!r} not found")
     streamdict_dir = args.streamdict_dir or (os.path.dirname(args.srcdict) if args.srcdict else None)
+    settings = annotation_settings(splits)
 
     preprocess.main(args)  # subword text: fairseq's own preprocessing
 
@@ -183,6 +225,8 @@ def main(args: Namespace) -> None:
     for prefix, split in splits:
         check_stream_sizes(args.destdir, split, args.source_lang, args.target_lang, streams, args.dataset_impl,
                            text_prefix=prefix)
+    if settings is not None:
+        write_settings(os.path.join(args.destdir, DATA_SETTINGS_NAME), settings)
     logger.info("binarized streams %s for splits %s in %.1fs -> %s", ",".join(streams) or "(none)",
                 ",".join(s for _, s in splits), time.time() - start, args.destdir)
 
