@@ -84,9 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--max-words", type=int, default=0, metavar="N",
                     help="source lines with more than N whitespace-separated words are handled by --on-long "
                     "(default: 0 = no limit; 250 is sensible for WMT)")
+    io.add_argument("--max-subwords", type=int, default=0, metavar="N",
+                    help="pairs whose source or target line has more than N subword tokens are handled by --on-long; "
+                    "this is what fairseq's --max-source-positions/--max-target-positions bound (fairseq adds </s>: "
+                    "1023 for the default 1024) (default: 0 = no limit)")
     io.add_argument("--on-long", choices=("blank", "error"), default="blank",
-                    help="line over --max-words: blank = write an empty line to every output, target included "
-                    "(never dropped, so files stay line-aligned); error = stop before parsing (default: %(default)s)")
+                    help="line over --max-words, over --max-subwords, or (spaCy) over 1,000,000 characters: blank = "
+                    "write an empty line to every output, target included (never dropped, so files stay "
+                    "line-aligned); error = stop, naming file and line (default: %(default)s)")
 
     parse = p.add_argument_group("parsing")
     parse.add_argument("--backend", choices=("spacy", "conllu"), default="spacy", help="parser (default: %(default)s)")
@@ -177,8 +182,8 @@ def check_args(args: argparse.Namespace) -> None:
                          f"--learn-subword N --subword-model-out PATH")
     if args.subword_model_out and not args.learn_subword:
         raise ValueError("--subword-model-out is only used with --learn-subword")
-    if args.learn_subword < 0 or args.max_words < 0:
-        raise ValueError("--learn-subword and --max-words must be >= 0")
+    if args.learn_subword < 0 or args.max_words < 0 or getattr(args, "max_subwords", 0) < 0:
+        raise ValueError("--learn-subword, --max-words and --max-subwords must be >= 0")
     if not 0 <= args.shard_id < args.num_shards:
         raise ValueError(f"--shard-id must be in [0, --num-shards={args.num_shards}), got {args.shard_id}")
     if args.chunk_size < 1 or args.batch_size < 1 or args.n_process < 1:
@@ -212,12 +217,11 @@ def cli_main(argv: Optional[List[str]] = None) -> None:
         datefmt="%Y-%m-%d %H:%M:%S",
         level=logging.WARNING if args.quiet else logging.INFO,
         stream=sys.stderr,
-        force=True,  # fairseq, imported by the syntax_nmt package, configures logging at import
+        force=True,  # replace any handler a library configured at import
     )
-    try:
-        sys.exit(main(args))
-    except (ValueError, OSError) as e:
-        sys.exit(f"syntax-nmt-annotate: error: {e}")
+    from syntax_nmt.cli_errors import run
+
+    sys.exit(run("syntax-nmt-annotate", main, args))
 
 
 if __name__ == "__main__":

@@ -156,22 +156,47 @@ class BpeSegmenter(Segmenter):
 
 
 class SpmSegmenter(Segmenter):
-    """sentencepiece model (``.model`` file)."""
+    """sentencepiece model (``.model`` file).
+
+    Every word gets exactly one word start: a piece list that begins with ``▁`` and has no
+    other ``▁``-initial piece. sentencepiece's normalizer (NFKC by default) can turn one
+    parser word into several spm words, e.g. U+200B ZERO WIDTH SPACE becomes a space, and
+    ``´ ¨ ‾`` become a space plus a combining mark (``don´t`` -> ``don ́t``); such a word is
+    encoded again from its normalized form with those spaces removed (``▁dońt``), so the
+    ``▁`` markers and the B/M/E/O stream always agree. A word that normalizes to nothing
+    (only U+200B) is one ``▁`` piece, so that it still has a position.
+    """
 
     scheme = "spm"
 
     def __init__(self, model_path: str):
         import sentencepiece as spm
 
-        self.sp = spm.SentencePieceProcessor(model_file=model_path)
+        try:
+            self.sp = spm.SentencePieceProcessor(model_file=model_path)
+        except (RuntimeError, OSError) as e:
+            raise ValueError(f"{model_path} is not a sentencepiece model ({str(e).strip()}; BPE codes? use "
+                             f"--subword bpe)") from None
+
+    def _one_word(self, word: str) -> List[str]:
+        joined = self.sp.normalize(word).replace(SPM_SPACE, "").replace(" ", "")
+        pieces = self.sp.encode(joined, out_type=str) if joined else []
+        if not _one_start(pieces):  # cannot happen with NFKC (idempotent); merge as a last resort
+            rest = [x.lstrip(SPM_SPACE) for x in pieces[1:]]
+            pieces = [SPM_SPACE + pieces[0].lstrip(SPM_SPACE)] if pieces else []
+            pieces += [x for x in rest if x]
+        return pieces or [SPM_SPACE]
 
     def _segment(self, words):
         if not words:
             return []
         pieces = self.sp.encode(list(words), out_type=str)
-        # A word made only of characters the normalizer deletes (e.g. U+200B) encodes to
-        # nothing; keep it as one word-boundary piece so that it still has a position.
-        return [p if p else [SPM_SPACE] for p in pieces]
+        return [p if _one_start(p) else self._one_word(w) for w, p in zip(words, pieces)]
+
+
+def _one_start(pieces: List[str]) -> bool:
+    """True if ``pieces`` begins with ``▁`` and no later piece does."""
+    return bool(pieces) and pieces[0].startswith(SPM_SPACE) and not any(x.startswith(SPM_SPACE) for x in pieces[1:])
 
 
 def load_segmenter(scheme: str, model_path: str = None) -> Segmenter:
@@ -236,18 +261,26 @@ def learn_model(
 
         model = spm_model_path(out_path)
         tmp_prefix = f"{model[:-len('.model')]}.tmp-{os.getpid()}"
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=(line for line in lines if line),
-            model_prefix=tmp_prefix,
-            vocab_size=size,
-            model_type=spm_model_type,
-            character_coverage=1.0,
-            hard_vocab_limit=False,
-            input_sentence_size=spm_input_sentence_size,
-            shuffle_input_sentence=True,
-            minloglevel=2,
-        )
+        try:
+            _train_spm(spm, lines, tmp_prefix, size, spm_model_type, spm_input_sentence_size)
+        except RuntimeError as e:  # e.g. "Vocabulary size is smaller than required_chars"
+            msg = str(e).strip().split("] ")[-1]
+            raise ValueError(f"learning a sentencepiece model of size {size} failed: {msg}") from None
         os.replace(tmp_prefix + ".vocab", model[: -len(".model")] + ".vocab")
         os.replace(tmp_prefix + ".model", model)
         return model
     raise ValueError(f"cannot learn a subword model for scheme {scheme!r}")
+
+
+def _train_spm(spm, lines, tmp_prefix, size, spm_model_type, spm_input_sentence_size):
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=(line for line in lines if line),
+        model_prefix=tmp_prefix,
+        vocab_size=size,
+        model_type=spm_model_type,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        input_sentence_size=spm_input_sentence_size,
+        shuffle_input_sentence=True,
+        minloglevel=2,
+    )

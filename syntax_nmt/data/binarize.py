@@ -187,6 +187,58 @@ def annotation_settings(splits: List[tuple]) -> Optional[dict]:
     return found[first]
 
 
+def _count_lines(path: str) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def check_text(splits: List[tuple], src: str, tgt: Optional[str], streams: List[str]) -> None:
+    """Check the text files before anything is written: the source (and target) files exist and
+    are not empty, and every stream line has as many fields as its source line (heads also
+    point inside their sentence).
+
+    Raises:
+        StreamMismatchError: naming the file and line.
+        FileNotFoundError: naming a missing file.
+    """
+    for prefix, split in splits:
+        for lang in (src, tgt):
+            if lang is None:
+                continue
+            path = f"{prefix}.{lang}"
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path} (split {split!r}) does not exist")
+            if os.path.getsize(path) == 0:
+                raise StreamMismatchError(f"{path} (split {split!r}) is empty: fairseq cannot binarize an empty file")
+        if not streams:
+            continue
+        src_path = f"{prefix}.{src}"
+        files = {s: open(f"{prefix}.{s}", encoding="utf-8") for s in streams}
+        try:
+            with open(src_path, encoding="utf-8") as fsrc:
+                lineno = 0
+                for lineno, line in enumerate(fsrc, 1):
+                    n = len(line.split())
+                    for s, f in files.items():
+                        other = f.readline()
+                        if not other:
+                            raise StreamMismatchError(f"{prefix}.{s} has {lineno - 1} lines, {src_path} has more")
+                        m = len(other.split())
+                        if m != n:
+                            raise StreamMismatchError(f"{prefix}.{s}:{lineno}: {m} fields, but the source line "
+                                                      f"{src_path}:{lineno} has {n} tokens")
+                        if s == HEAD_STREAM:
+                            parse_heads(other, f"{prefix}.{s}", lineno)
+            for s, f in files.items():
+                if f.readline():
+                    raise StreamMismatchError(f"{prefix}.{s} has more lines than {src_path} ({lineno})")
+        except UnicodeDecodeError as e:
+            raise StreamMismatchError(f"{prefix}: invalid UTF-8 in a text file of split {split!r} ({e.reason})") from None
+        finally:
+            for f in files.values():
+                f.close()
+
+
 def main(args: Namespace) -> None:
     from fairseq.data import Dictionary
     from fairseq_cli import preprocess
@@ -199,7 +251,13 @@ def main(args: Namespace) -> None:
             if not os.path.exists(f"{prefix}.{s}"):
                 raise FileNotFoundError(f"stream file {prefix}.{s} for split {split!r} not found")
     streamdict_dir = args.streamdict_dir or (os.path.dirname(args.srcdict) if args.srcdict else None)
+    if streamdict_dir:
+        for s in streams:
+            if s != HEAD_STREAM and not os.path.exists(stream_dict_path(streamdict_dir, s)):
+                raise FileNotFoundError(f"--streamdict-dir {streamdict_dir} has no dictionary for stream {s!r} "
+                                        f"({stream_dict_path(streamdict_dir, s)})")
     settings = annotation_settings(splits)
+    check_text(splits, args.source_lang, None if args.only_source else args.target_lang, streams)
 
     preprocess.main(args)  # subword text: fairseq's own preprocessing
 
@@ -233,9 +291,11 @@ def main(args: Namespace) -> None:
 
 def cli_main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
-                        stream=sys.stderr)
+                        stream=sys.stderr, force=True)
+    from syntax_nmt.cli_errors import run
+
     args = get_parser().parse_args(argv)
-    main(args)
+    run("syntax-nmt-binarize", main, args)
 
 
 if __name__ == "__main__":
