@@ -47,7 +47,13 @@ Parse source text (raw, or pre-tokenized with --pretokenized), segment it into s
 word by word, and write the subword text plus syntax streams aligned token for token:
 every line of P.pos/P.case/P.subword/P.head/P.dep has exactly as many fields as the line
 of P.<src-lang>. Input whitespace (tabs, no-break spaces...) is collapsed to single spaces.
-Words containing subword markers are escaped: '@@' -> '＠＠' (bpe), '▁' -> '_' (spm).
+Words containing subword markers are escaped: '@@' -> '＠＠' (bpe), '▁' -> '_' (spm);
+fairseq's special symbols inside words too: '</s>' -> '‹/s›' (also <s>, <pad>, <unk>).
+With --pretokenized, the parser sees Moses placeholders and escapes in plain form
+('@-@' -> '-', '&apos;' -> "'"; --no-parser-unescape turns this off); the outputs keep
+the tokens. Over-long lines (--max-words, --max-subwords, 1,000,000 characters) are
+blanked or refused (--on-long). A rerun into existing outputs made from other input
+files or settings is refused (--overwrite redoes them).
 Work is split into chunks written atomically to P.chunks/, so a killed run resumes where
 it stopped; outputs are merged once every chunk is done. The settings that shaped the
 outputs are written to P.annotation.json (syntax-nmt-binarize copies them to the data
