@@ -51,8 +51,7 @@ from .chunks import ChunkStore
 from .settings import settings_from_args, settings_path, write_settings
 from .streams import STREAMS, align_streams
 from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter, spm_model_path
-from .textio import atomic_write_lines
-from .textio import InputError, read_lines
+from .textio import InputError, atomic_write_lines, read_lines
 
 logger = logging.getLogger("syntax_nmt.annotate")
 
