@@ -239,8 +239,10 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cli_main() -> None:
-    main(get_parser().parse_args())
+def cli_main(argv: Optional[List[str]] = None) -> None:
+    from syntax_nmt.cli_errors import run
+
+    run("syntax-nmt-evaluate", main, get_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

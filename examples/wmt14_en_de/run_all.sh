@@ -86,6 +86,8 @@ fi
 
 if has_stage annotate; then
     stage_start annotate
+    # how prepare.py processed the text (sacremoses; no --escape), recorded for inference on raw text
+    MOSES_SETTINGS="lang=en,normalize=1,aggressive_dash_splits=1,escape=0"
     if [[ "$SUBWORD" == bpe ]]; then SUBWORD_ARGS=(--subword bpe --subword-model "$PREP/bpe.codes")
     else SUBWORD_ARGS=(--subword spm --subword-model "$PREP/spm.model"); fi
     annotate() {  # annotate SPLIT [extra args]
@@ -93,6 +95,7 @@ if has_stage annotate; then
         shift
         syntax-nmt-annotate --source "$PREP/$split.en" --target "$PREP/$split.de" --src-lang en --tgt-lang de \
             --pretokenized --spacy-model "$SPACY_MODEL" "${SUBWORD_ARGS[@]}" --output-prefix "$ANN/$split" \
+            --moses-settings "$MOSES_SETTINGS" \
             --n-process "$ANNOTATE_PROCS" --batch-size "$ANNOTATE_BATCH" --chunk-size "$CHUNK_SIZE" "$@"
     }
     # all at once: the training shards (the last one to finish merges the outputs), dev and test
