@@ -216,11 +216,11 @@ def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = Non
 
     label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
     lines = [title] if title else []
-    lines.append(f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} {'split BLEU':>10}")
+    lines.append(f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} {'split BLEU':>11}")
     for r in results:
         lines.append(f"{r['name']:<16} {r['sacrebleu']:>9.2f} {p_str('sacrebleu', r):>9} "
                      f"{num(r.get('tokenized_bleu')):>9} {p_str('tokenized', r):>9} "
-                     f"{r['compound_split_bleu']:>10.2f}")
+                     f"{r['compound_split_bleu']:>11.2f}")
     lines.append("tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, "
                  "compound-split BLEU (as most WMT14 papers)")
     if baseline and len(prefixes) > 1:
