@@ -260,3 +260,23 @@ def test_pre_registry_sgnet_checkpoint_state_is_upgraded(stream_bin):
     for k, v in model.state_dict().items():
         if not k.endswith("keep_specials"):
             assert torch.equal(fresh.state_dict()[k], v), k
+
+
+def test_sgnet_checkpoint_activations_gives_identical_gradients(stream_bin):
+    """Recomputing the SG-Net layer in the backward pass (dropout on) changes no gradient."""
+    grads = []
+    for extra in ([], ["--sgnet-checkpoint-activations"]):
+        torch.manual_seed(3)
+        task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-learn-alpha",
+                                              "--dropout", 0.3, *extra)
+        assert model.encoder.syntax_modules["sgnet"].checkpoint == bool(extra)
+        model.train()
+        batch = _batch(task)
+        torch.manual_seed(4)
+        model(**batch["net_input"])[0].sum().backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    for n in grads[0]:
+        torch.testing.assert_close(grads[0][n], grads[1][n], atol=1e-6, rtol=1e-5, msg=n)
+    layer_grads = [n for n in grads[0] if ".syntax_modules.sgnet.layer." in n]
+    assert layer_grads and all(grads[1][n].abs().sum() > 0 for n in layer_grads)
