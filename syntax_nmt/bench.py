@@ -14,7 +14,9 @@ with ``fairseq-generate``. It reports, per system and as ratios to the stock
   fairseq's peak GPU allocation when it trains on a GPU;
 * parameter counts.
 
-Targets (issue 4): SG-Net training >= 0.9x and generation >= 0.95x the stock model.
+Targets (issue 4): SG-Net training >= 0.9x and generation >= 0.95x the stock model; (issue 8):
+SEPREM (with its DP and HP losses) training >= 0.85x, LISA (with its parse loss) >= 0.95x,
+generation >= 0.9x for both.
 Results are also written to ``BENCH_DIR/bench.json`` and plotted to ``bench.png``.
 """
 
@@ -29,7 +31,9 @@ from typing import Dict, List
 
 from syntax_nmt.demo import OPTIM_ARGS, SYSTEMS, Demo, _count_params, _exe, _user_dir
 
-TARGETS = {"sgnet": {"train_wps": 0.9, "gen_sps": 0.95}}
+TARGETS = {"sgnet": {"train_wps": 0.9, "gen_sps": 0.95},
+           "seprem": {"train_wps": 0.85, "gen_sps": 0.9},
+           "lisa": {"train_wps": 0.95, "gen_sps": 0.9}}
 
 
 def _run_measured(cmd: List[str], log: str) -> Dict[str, float]:
@@ -76,7 +80,7 @@ class Bench(Demo):
         train_log, gen_log = self.path(f"train-{name}.log"), self.path(f"gen-{name}.log")
         print(f"--- {name}: train {a.max_update} updates", flush=True)
         t = _run_measured([_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
-                           "--arch", arch, *self.model_args(), *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
+                           "--arch", arch, *self.model_args(), *OPTIM_ARGS, *extra, "--max-tokens", a.max_tokens,
                            "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save,
                            "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "10",
                            "--num-workers", "0", "--disable-validation", "--no-progress-bar"], train_log)
@@ -171,7 +175,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", type=int, default=256, help="model dimension (Transformer base: 512); FFN is 4x")
     p.add_argument("--heads", type=int, default=4, help="attention heads (Transformer base: 8)")
     p.add_argument("--max-tokens", type=int, default=4096)
-    p.add_argument("--systems", default="transformer,syntax-infused,sgnet,syntax+sgnet",
+    p.add_argument("--systems", default="transformer,syntax-infused,sgnet,syntax+sgnet,seprem,lisa",
                    help=f"comma-separated, the first is the reference; from {', '.join(SYSTEMS)}")
     p.add_argument("--verbose", action="store_true")
     return p

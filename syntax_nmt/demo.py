@@ -25,12 +25,14 @@ import sys
 import time
 from typing import Dict, List
 
-#: name -> (fairseq task, arch, extra model options)
+#: name -> (fairseq task, arch, extra options; they come after the shared ones, so they may change the criterion)
 SYSTEMS: Dict[str, tuple] = {
     "transformer": ("translation", "transformer_tiny", []),
     "syntax-infused": ("syntax_translation", "syntax_transformer_tiny", []),
     "sgnet": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "sgnet"]),
     "syntax+sgnet": ("syntax_translation", "syntax_transformer_tiny", ["--syntax-attention", "sgnet"]),
+    "seprem": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "seprem", "--criterion", "label_smoothed_cross_entropy_with_syntax", "--dp-loss-weight", "1", "--hp-loss-weight", "1"]),
+    "lisa": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "lisa", "--criterion", "label_smoothed_cross_entropy_with_syntax"]),
 }
 
 #: Model size and optimisation shared by every system (identical budgets).
@@ -174,7 +176,7 @@ class Demo:
             print(f"{name}: already trained")
             return
         cmd = [_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
-               "--arch", arch, *self.model_args(), *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
+               "--arch", arch, *self.model_args(), *OPTIM_ARGS, *extra, "--max-tokens", a.max_tokens,
                "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save, "--no-epoch-checkpoints",
                "--log-format", "simple", "--log-interval", "25", "--num-workers", "0",
                "--validate-interval-updates", a.max_update]

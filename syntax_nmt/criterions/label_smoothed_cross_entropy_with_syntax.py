@@ -22,6 +22,7 @@ with its accuracy ``*_acc``. The DP and HP classifiers are parameters of this cr
 optimizes and checkpoints them under ``"criterion"``; the translation model does not change).
 """
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
@@ -40,6 +41,8 @@ from torch import Tensor, nn
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES
 from syntax_nmt.syntax.aux_losses import classification_terms, distance_classes, masked_log_softmax, sample_pairs
 from syntax_nmt.syntax.tree import connected_word_pairs, real_word_starts, subword_parents_from_tree
+
+logger = logging.getLogger(__name__)
 
 SYNTAX_LOSSES = ("lisa", "dp", "hp")
 
@@ -128,6 +131,23 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
                 self._syntax_logging[f"{name}_count"] = count.data
                 self._syntax_logging[f"{name}_correct"] = correct.data
         return loss, nll_loss
+
+    def load_state_dict(self, state_dict, strict: bool = True, **kwargs):
+        """Restore the DP/HP classifiers from a checkpoint's ``"criterion"`` entry.
+
+        The syntax losses may change between runs (a checkpoint trained without DP, resumed with
+        it, stores ``None`` there): classifiers the checkpoint lacks keep their fresh
+        initialisation and ones it has but this run does not use are dropped, both with a warning.
+        """
+        state_dict = dict(state_dict or {})
+        own = self.state_dict()
+        usable = {k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape}
+        fresh = sorted(set(own) - set(usable))
+        dropped = sorted(set(state_dict) - set(usable))
+        if fresh or dropped:
+            logger.warning("syntax criterion: checkpoint lacks %s (initialised fresh), ignores %s",
+                           fresh or "nothing", dropped or "nothing")
+        return super().load_state_dict(usable, strict=False)
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
