@@ -353,3 +353,19 @@ def test_seprem_and_lisa_combine_with_every_method(stream_bin):
     assert torch.isfinite(out).all()
     ctx = extra["encoder_out"]["syntax"]
     assert ctx.outputs[LISA_SCORES].shape == (8, net["src_tokens"].shape[1], net["src_tokens"].shape[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_seprem_lisa_and_the_syntax_losses_are_finite_in_low_precision(stream_bin, dtype):
+    task, model, cfg = build_task_and_model(
+        stream_bin, "--syntax-attention", "seprem,lisa", "--criterion", "label_smoothed_cross_entropy_with_syntax",
+        "--dp-loss-weight", 1, "--hp-loss-weight", 1)
+    crit = task.build_criterion(cfg.criterion)
+    model.to(dtype), crit.to(dtype)
+    net = _batch(task, n=12)["net_input"]
+    out = model(**net)
+    assert out[0].dtype == dtype and torch.isfinite(out[0].float()).all()
+    terms = crit.syntax_terms(out)
+    assert list(terms) == ["lisa", "dp", "hp"]
+    for _, nll_sum, count, _ in terms.values():
+        assert nll_sum.dtype == torch.float32 and torch.isfinite(nll_sum) and count > 0
