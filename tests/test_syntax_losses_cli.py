@@ -87,11 +87,12 @@ def test_checkpoint_is_weights_only_with_the_classifiers_under_criterion(trained
 
 
 def test_training_resumes_with_the_criterion_state(trained, stream_bin):
-    """'all' resumes its DP/HP classifiers; 'lisa' (no classifiers saved) resumes with DP added."""
+    """'all' resumes its DP/HP classifiers; 'lisa' (no classifiers saved) continues with DP added."""
     name, save, _ = trained
     if name == "seprem":
         pytest.skip("two resumes are enough")
-    more = ["--dp-loss-weight", "0.3"] if name == "lisa" else []
+    # new DP parameters change the optimizer's parameter set: fairseq needs --reset-optimizer for that
+    more = ["--dp-loss-weight", "0.3", "--reset-optimizer"] if name == "lisa" else []
     proc = run_cli("fairseq-train", stream_bin, *TRAIN, *RUNS[name], *more, "--save-dir", save, "--max-update", "8")
     out = proc.stdout + proc.stderr
     assert "Loaded checkpoint" in out and "done training" in out
