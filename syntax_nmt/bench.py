@@ -49,6 +49,8 @@ TARGETS = {
     "sla": {"train_wps": 0.85, "gen_sps": 0.9},
     "syntax_bert": {"train_wps": 0.6, "gen_sps": 0.9},
     "all": {"gen_sps": 0.9},
+    "seprem": {"train_wps": 0.85, "gen_sps": 0.9},
+    "lisa": {"train_wps": 0.95, "gen_sps": 0.9},
 }
 
 
@@ -96,15 +98,15 @@ class Bench(Demo):
         train_log, gen_log = self.path(f"train-{name}.log"), self.path(f"gen-{name}.log")
         print(f"--- {name}: train {a.max_update} updates", flush=True)
         t = _run_measured([_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
-                           "--arch", arch, *self.model_args(), *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
+                           "--arch", arch, *OPTIM_ARGS, *extra, *self.model_args(), "--max-tokens", a.max_tokens,
                            *(["--fp16"] if a.fp16 else []),
                            "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save,
                            "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "10",
                            "--num-workers", "0", "--disable-validation", "--no-progress-bar"], train_log)
         mem = json.loads(subprocess.run(
             [sys.executable, "-m", "syntax_nmt.bench_memory", "--steps", "3", self.path("data-bin"),
-             "--user-dir", _user_dir(), "--task", task, "--arch", arch, *map(str, self.model_args()),
-             *map(str, extra), *OPTIM_ARGS, "--max-tokens", str(a.max_tokens), "--seed", str(a.seed),
+             "--user-dir", _user_dir(), "--task", task, "--arch", arch, *OPTIM_ARGS, *map(str, extra),
+             *map(str, self.model_args()), "--max-tokens", str(a.max_tokens), "--seed", str(a.seed),
              *(["--fp16"] if a.fp16 else [])],
             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         text = open(train_log, encoding="utf-8").read()

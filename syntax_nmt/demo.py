@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Dict, List
 
-#: name -> (fairseq task, arch, extra model options)
+#: name -> (fairseq task, arch, extra options; they come after the shared ones, so they may change the criterion)
 SYSTEMS: Dict[str, tuple] = {
     "transformer": ("translation", "transformer_tiny", []),
     "syntax-infused": ("syntax_translation", "syntax_transformer_tiny", []),
@@ -34,9 +34,16 @@ SYSTEMS: Dict[str, tuple] = {
     "sla": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "sla"]),
     "syntax_bert": ("syntax_translation", "syntax_transformer_tiny",
                     ["--source-features", "", "--syntax-attention", "syntax_bert", "--syntax-bert-max-distance", "3"]),
-    # every method together, with the features: SLA in the first layer, Syntax-BERT in the second
+    "seprem": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "seprem", "--criterion", "label_smoothed_cross_entropy_with_syntax", "--dp-loss-weight", "1", "--hp-loss-weight", "1"]),
+    "lisa": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "lisa", "--criterion", "label_smoothed_cross_entropy_with_syntax"]),
+    # every method together, with the features: SLA in the first encoder layer, Syntax-BERT in the
+    # second, LISA's head in the last, SEPREM before every layer, SG-Net on top (3 encoder layers in the
+    # demo; the bench keeps its own depth)
     "all": ("syntax_translation", "syntax_transformer_tiny",
-            ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--syntax-bert-layers", "1"]),
+            ["--encoder-layers", "3", "--syntax-attention", "sgnet,sla,syntax_bert,seprem,lisa",
+             "--sla-layers", "0", "--syntax-bert-layers", "1", "--lisa-layer", "-1",
+             "--criterion", "label_smoothed_cross_entropy_with_syntax", "--dp-loss-weight", "1",
+             "--hp-loss-weight", "1"]),
 }
 
 #: Model size and optimisation shared by every system (identical budgets).
@@ -180,7 +187,7 @@ class Demo:
             print(f"{name}: already trained")
             return
         cmd = [_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
-               "--arch", arch, *self.model_args(), *extra, *OPTIM_ARGS, "--max-tokens", a.max_tokens,
+               "--arch", arch, *self.model_args(), *OPTIM_ARGS, *extra, "--max-tokens", a.max_tokens,
                "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save, "--no-epoch-checkpoints",
                "--log-format", "simple", "--log-interval", "25", "--num-workers", "0",
                "--validate-interval-updates", a.max_update]

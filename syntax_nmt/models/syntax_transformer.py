@@ -6,7 +6,9 @@
   paper's 492 + 20 = 512, or add to the full word embedding, the paper's BERT+POS variant).
 * Syntax methods, ``--syntax-attention`` (comma-separated, combinable): SG-Net (``sgnet``,
   Zhang et al., 2020), syntax-aware local attention (``sla``, Li et al., 2021), Syntax-BERT
-  sub-networks with topical attention (``syntax_bert``, Bai et al., 2021). Each is one module of
+  sub-networks with topical attention (``syntax_bert``, Bai et al., 2021), SEPREM's syntax-aware
+  layer inputs (``seprem``, Xu et al., 2021), LISA's parse attention head (``lisa``, Strubell et
+  al., 2018). Each is one module of
   :mod:`syntax_nmt.models.modules.methods` with its own options; their masks are built from the
   head stream on the model's device, once per batch.
 
@@ -66,7 +68,8 @@ class SyntaxModelConfig(FairseqDataclass):
     syntax_attention: str = field(
         default="none",
         metadata={"help": "syntax methods in the encoder, comma-separated to combine: none | sgnet (SG-Net) | "
-                  "sla (syntax-aware local attention) | syntax_bert (Syntax-BERT); each has its own options below"},
+                  "sla (syntax-aware local attention) | syntax_bert (Syntax-BERT) | seprem (SEPREM's syntax-aware "
+                  "layer inputs) | lisa (LISA's parse attention head); each has its own options below"},
     )
 
 
@@ -182,9 +185,12 @@ class SyntaxTransformerModel(TransformerModel):
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer: Optional[int] = None,
                 alignment_heads: Optional[int] = None, src_streams=None):
+        """fairseq's, plus ``src_streams``; with syntax methods the decoder's extra dict also holds
+        ``"encoder_out"`` (the encoder output with its ``"syntax"`` context) for the syntax losses of
+        the criterion ``label_smoothed_cross_entropy_with_syntax``."""
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens,
                                    src_streams=src_streams)
-        return self.decoder(
+        decoder_out = self.decoder(
             prev_output_tokens,
             encoder_out=encoder_out,
             features_only=features_only,
@@ -193,6 +199,9 @@ class SyntaxTransformerModel(TransformerModel):
             src_lengths=src_lengths,
             return_all_hiddens=return_all_hiddens,
         )
+        if "syntax" in encoder_out:
+            decoder_out[1]["encoder_out"] = encoder_out
+        return decoder_out
 
 
 @register_model_architecture("syntax_transformer", "syntax_transformer")

@@ -661,3 +661,84 @@ def syntax_bert_masks(
         sibling ``d = 1..D``.
     """
     return syntax_bert_masks_from_tree(word_tree(heads, word_start, special), max_distance)
+
+
+# ---------------------------------------------------------------------------------------------
+# SEPREM (Xu et al. 2021) and the syntax auxiliary losses (LISA, SEPREM's DP and HP).
+# ---------------------------------------------------------------------------------------------
+
+
+def word_pieces(word_index: torch.Tensor) -> torch.Tensor:
+    """Number of subwords of each position's word.
+
+    Args:
+        word_index: ``(B, T)`` long from :func:`word_start_index`.
+
+    Returns:
+        ``(B, T)`` long, ``pieces(w(i))`` at every position ``i`` (1 at special tokens).
+    """
+    counts = torch.zeros_like(word_index).scatter_add_(1, word_index, torch.ones_like(word_index))
+    return counts.gather(1, word_index)
+
+
+def real_word_starts(tree: WordTree) -> torch.Tensor:
+    """``(B, T)`` bool: first subwords of real (non-special) words, the nodes of the word forest."""
+    B, T = tree.word_index.shape
+    pos = torch.arange(T, device=tree.word_index.device).unsqueeze(0)
+    return (tree.word_index == pos) & ~tree.special
+
+
+def connected_word_pairs(tree: WordTree) -> torch.Tensor:
+    """``(B, T, T)`` bool on first-subword positions: ``[b, w, u]`` iff ``w != u`` are real words of
+    the same tree (the pairs SEPREM's D̃ and distance prediction cover)."""
+    T = tree.word_index.shape[1]
+    starts = real_word_starts(tree)
+    eye = torch.eye(T, dtype=torch.bool, device=starts.device)
+    return tree.connected & ~eye & starts.unsqueeze(2) & starts.unsqueeze(1)
+
+
+def seprem_strength_from_tree(tree: WordTree) -> torch.Tensor:
+    """:func:`seprem_strength` from a precomputed :class:`WordTree`."""
+    pairs = connected_word_pairs(tree)
+    inv = torch.where(pairs, 1.0 / tree.dist.clamp(min=1).float(), torch.zeros((), device=pairs.device))
+    total = inv.sum(dim=-1, keepdim=True)
+    word = inv / torch.where(total > 0, total, torch.ones_like(total))  # rows without pairs stay 0
+    pieces = word_pieces(tree.word_index).float()
+    return expand_word_matrix(word, tree.word_index) / pieces.unsqueeze(1)
+
+
+def seprem_strength(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+    """SEPREM's normalised correlation strength ``D̃`` (Xu et al. 2021, sec. 4.3, eq. 3-4).
+
+    Between words: ``D̃[w, u] = (1 / d(w, u)) / sum_z (1 / d(w, z))`` over the words ``z != w``
+    of ``w``'s tree, with ``d`` the undirected tree distance (sec. 4.1); 0 on the diagonal,
+    between different trees of a multi-root line, and in the rows and columns of special
+    tokens. At subword level every subword ``i`` of word ``w(i)`` gives word ``u``'s weight
+    to ``u``'s pieces in equal shares: ``D̃_sub[i, j] = D̃[w(i), w(j)] / pieces(w(j))``, so
+    a row sums to 1, or to 0 where its word is alone in its tree (or the row is special);
+    two pieces of the same word get 0. Stream conventions of :func:`sdoi_mask`.
+
+    Args:
+        heads: ``(B, T)`` integer relative head offsets.
+        word_start: ``(B, T)`` bool.
+        special: ``(B, T)`` bool.
+
+    Returns:
+        ``(B, T, T)`` float32, row = the attending subword ``i``, column = ``j``.
+    """
+    return seprem_strength_from_tree(word_tree(heads, word_start, special))
+
+
+def subword_parents_from_tree(tree: WordTree) -> torch.Tensor:
+    """Parent position of every subword for LISA's parse attention: the FIRST subword of its
+    word's head word; every piece of a root word, and every special token, points to itself.
+    Equals :func:`subword_parents` with ``"shared"``.
+
+    Returns:
+        ``(B, T)`` long.
+    """
+    wi = tree.word_index
+    B, T = wi.shape
+    pos = torch.arange(T, device=wi.device).unsqueeze(0).expand(B, T)
+    parent_of_word = tree.parents.gather(1, wi)
+    return torch.where(parent_of_word == wi, pos, parent_of_word)

@@ -11,3 +11,5 @@ from syntax_nmt.models.modules.methods.base import (  # noqa: F401
 from syntax_nmt.models.modules.methods import sgnet  # noqa: F401,E402
 from syntax_nmt.models.modules.methods import sla  # noqa: F401,E402
 from syntax_nmt.models.modules.methods import syntax_bert  # noqa: F401,E402
+from syntax_nmt.models.modules.methods import seprem  # noqa: F401,E402
+from syntax_nmt.models.modules.methods import lisa  # noqa: F401,E402

@@ -1,0 +1,112 @@
+"""``--syntax-attention lisa``: LISA's syntactically-informed self-attention head (Strubell et al., 2018)."""
+
+from dataclasses import dataclass, field
+
+import torch
+from fairseq.dataclass import FairseqDataclass
+from torch import Tensor, nn
+
+from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
+from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.syntax.tree import subword_parents_from_tree
+
+#: key of the context output holding the parse head's masked scores (read by the criterion)
+LISA_SCORES = "lisa_scores"
+
+
+@dataclass
+class LisaConfig(FairseqDataclass):
+    lisa_layer: int = field(
+        default=-1, metadata={"help": "encoder layer (0-based, negative from the top) of LISA's parse attention head"}
+    )
+    lisa_head: int = field(default=0, metadata={"help": "which head of that layer attends to syntactic parents"})
+    lisa_inject_parse: bool = field(
+        default=False,
+        metadata={"help": "replace the parse head's attention by the given parse's one-hot parents, in training and "
+                  "at inference (Strubell et al.'s injected parse); the head's scores are still trained by "
+                  "--lisa-loss-weight"},
+    )
+
+
+class LisaAttention(MixedSelfAttention):
+    """A self-attention layer with one syntactically-informed head, Strubell et al. (2018),
+    "Linguistically-Informed Self-Attention for Semantic Role Labeling", sec. 2.2.
+
+    Head ``h`` scores query ``i`` against key ``j`` with a biaffine form (Dozat & Manning, 2017,
+    as LISA does): ``s[i, j] = q_i^T U k_j + u^T k_j`` where ``q``/``k`` are that head's slices of
+    the layer's own query/key projections; ``U`` starts as ``I / sqrt(d_head)`` and ``u`` at 0,
+    so the head starts as the standard scaled dot-product head. Its distribution
+    ``softmax_j(s[i, j])`` weights the head's values; the criterion
+    ``label_smoothed_cross_entropy_with_syntax`` trains it with cross-entropy to put its mass on
+    each token's parent (:func:`~syntax_nmt.syntax.tree.subword_parents_from_tree`: the first
+    subword of the head word; roots and special tokens on themselves). The masked scores go to
+    ``ctx.outputs["lisa_scores"]`` (``(B, T, T)`` float32). The other heads are unchanged.
+
+    With ``inject_parse`` the head's distribution is the one-hot parent of the given parse
+    instead (the paper's injected parse), at training and inference.
+
+    Args:
+        embed_dim, num_heads, dropout, state: as :class:`MixedSelfAttention`.
+        head (int): index of the parse head.
+        inject_parse (bool): see above.
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout, state, head: int = 0, inject_parse: bool = False, **kwargs):
+        super().__init__(embed_dim, num_heads, dropout, state, **kwargs)
+        if not 0 <= head < num_heads:
+            raise ValueError(f"--lisa-head {head} does not exist (the layer has {num_heads} heads, 0-based)")
+        self.head = head
+        self.inject_parse = inject_parse
+        hd = self.head_dim
+        self.parse_bilinear = nn.Parameter(torch.eye(hd) * hd ** -0.5)  # U
+        self.parse_key_bias = nn.Parameter(torch.zeros(hd))  # u
+
+    def _head_slice(self, proj: nn.Linear, x: Tensor) -> Tensor:
+        """``(B, T, d_head)``: head ``self.head`` of a projection of ``x`` ``(T, B, C)``."""
+        lo, hi = self.head * self.head_dim, (self.head + 1) * self.head_dim
+        bias = proj.bias[lo:hi] if proj.bias is not None else None
+        return nn.functional.linear(x, proj.weight[lo:hi], bias).transpose(0, 1)
+
+    def parse_scores(self, x: Tensor) -> Tensor:
+        """Unmasked ``(B, T, T)`` float32 biaffine scores of the parse head."""
+        q = self._head_slice(self.q_proj, x).float()
+        k = self._head_slice(self.k_proj, x).float()
+        u_mat, u_vec = self.parse_bilinear.float(), self.parse_key_bias.float()
+        return torch.matmul(q @ u_mat, k.transpose(1, 2)) + (k @ u_vec).unsqueeze(1)
+
+    def probabilities(self, scores, x, ctx, key_padding_mask):
+        B, H, T, _ = scores.shape
+        pad = key_padding_additive(key_padding_mask, B, T, scores.device)  # B 1 1 T
+        probs = torch.softmax(scores + pad, dim=-1)
+        parse = self.parse_scores(x) + pad.squeeze(1)  # B T T
+        ctx.outputs[LISA_SCORES] = parse
+        if self.inject_parse:
+            parents = ctx.cached("lisa_parents", lambda: subword_parents_from_tree(ctx.tree))
+            p_head = nn.functional.one_hot(parents, T).to(probs.dtype)
+        else:
+            p_head = torch.softmax(parse, dim=-1)
+        return torch.cat([probs[:, :self.head], p_head.unsqueeze(1), probs[:, self.head + 1:]], dim=1)
+
+
+@register_syntax_method("lisa")
+class Lisa(SyntaxMethod):
+    """LISA's parse attention head (Strubell et al., 2018, sec. 2.2) in layer ``--lisa-layer``,
+    head ``--lisa-head``; see :class:`LisaAttention`. Train it with the criterion
+    ``label_smoothed_cross_entropy_with_syntax`` (``--lisa-loss-weight``)."""
+
+    config = LisaConfig
+    layers_option = "--lisa-layer"
+
+    def __init__(self, cfg, num_layers):
+        super().__init__(cfg, num_layers)
+        self.layer = parse_layers(str(cfg.lisa_layer), num_layers, "--lisa-layer")[0]
+        heads = cfg.encoder.attention_heads
+        if not 0 <= cfg.lisa_head < heads:
+            raise ValueError(f"--lisa-head {cfg.lisa_head} does not exist (the encoder has {heads} heads, 0-based)")
+
+    def attention_layers(self):
+        return [self.layer]
+
+    def build_self_attention(self, layer, embed_dim, cfg, state):
+        return LisaAttention(embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, state,
+                             head=self.cfg.lisa_head, inject_parse=self.cfg.lisa_inject_parse)

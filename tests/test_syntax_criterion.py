@@ -1,0 +1,251 @@
+"""The criterion label_smoothed_cross_entropy_with_syntax: exact equality with fairseq's
+label_smoothed_cross_entropy at weight 0, the LISA/DP/HP terms, their normalisation under
+padding, BOS and truncation, refusals, logging, and that each loss can be learned."""
+
+import math
+
+import pytest
+import torch
+from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
+from fairseq.logging import metrics
+
+from conftest import build_task_and_model
+from naive_syntax import NaiveRow
+from syntax_nmt.criterions.label_smoothed_cross_entropy_with_syntax import (
+    LabelSmoothedCrossEntropyWithSyntaxCriterion,
+)
+
+CRIT = ["--criterion", "label_smoothed_cross_entropy_with_syntax", "--label-smoothing", "0.1", "--report-accuracy"]
+
+
+def _setup(data, *extra):
+    task, model, cfg = build_task_and_model(data, *CRIT, *map(str, extra))
+    return task, model, task.build_criterion(cfg.criterion)
+
+
+def _batch(task, n=10, split="valid"):
+    task.load_dataset(split)
+    ds = task.dataset(split)
+    return ds.collater([ds[i] for i in range(n)])
+
+
+def _run(crit, model, batch, seed=0):
+    model.zero_grad()
+    for p in crit.parameters():
+        p.grad = None
+    torch.manual_seed(seed)
+    loss, sample_size, log = crit(model, batch)
+    loss.backward()
+    return loss.detach(), sample_size, log, {n: p.grad.clone() for n, p in model.named_parameters()
+                                             if p.grad is not None}
+
+
+@pytest.mark.parametrize("extra", [
+    ["--syntax-attention", "seprem,lisa", "--lisa-loss-weight", 0],  # every weight explicitly 0
+    ["--syntax-attention", "seprem"],  # default LISA weight, no LISA head: nothing to add
+    [],  # the plain syntax_transformer (features only)
+])
+def test_all_weights_zero_equals_fairseq_exactly(stream_bin, extra):
+    task, model, crit = _setup(stream_bin, *extra)
+    assert not list(crit.parameters())  # no DP/HP classifiers: a parameter-free criterion, like fairseq's
+    stock = LabelSmoothedCrossEntropyCriterion(task, False, 0.1, report_accuracy=True)
+    model.train()  # dropout on: same seed, same masks
+    batch = _batch(task)
+    loss, ss, log, grads = _run(crit, model, batch)
+    loss0, ss0, log0, grads0 = _run(stock, model, batch)
+    assert torch.equal(loss, loss0) and ss == ss0
+    assert log.keys() == log0.keys() and all(torch.equal(torch.as_tensor(log[k]), torch.as_tensor(log0[k])) for k in log)
+    assert grads.keys() == grads0.keys() and len(grads) == len(list(model.parameters()))
+    assert all(torch.equal(grads[n], grads0[n]) for n in grads)
+
+
+def _naive_rows(model, net):
+    ctx = model.encoder.syntax_context(net["src_tokens"], net["src_streams"])
+    return [NaiveRow(ctx.heads[b].tolist(), ctx.word_start[b].tolist(), ctx.special[b].tolist())
+            for b in range(net["src_tokens"].shape[0])]
+
+
+WEIGHTS = ["--lisa-loss-weight", 0.5, "--dp-loss-weight", 0.3, "--hp-loss-weight", 0.2]
+PADDING = {
+    "left": [],
+    "right": ["--left-pad-source"],  # fairseq: the flag turns left padding off
+    "bos": ["--source-prepend-bos"],
+    "truncated": ["--truncate-source", "--max-source-positions", 6],
+}
+
+
+def _terms_on(data, layout, state=None):
+    torch.manual_seed(0)
+    task, model, crit = _setup(data, "--syntax-attention", "lisa", *WEIGHTS, *PADDING[layout])
+    if state is not None:
+        model.load_state_dict(state[0])
+        crit.load_state_dict(state[1])
+    model.eval(), crit.eval()
+    batch = _batch(task)
+    with torch.no_grad():
+        loss, ss, log = crit(model, batch)
+        base, _, _ = LabelSmoothedCrossEntropyCriterion(task, False, 0.1)(model, batch)
+    return task, model, crit, batch, loss, ss, log, base
+
+
+@pytest.mark.parametrize("layout", list(PADDING))
+def test_terms_are_weighted_means_over_real_tokens_words_and_pairs(stream_bin, layout):
+    task, model, crit, batch, loss, ss, log, base = _terms_on(stream_bin, layout)
+    rows = _naive_rows(model, batch["net_input"])
+    real_tokens = sum(sum(not s for s in r.special) for r in rows)
+    words = sum(len(r.words) for r in rows)
+    pairs = sum(1 for r in rows for a in r.words for b in r.words if a != b and r.d(a, b) is not None)
+    assert (log["lisa_count"].item(), log["hp_count"].item(), log["dp_count"].item()) == (real_tokens, words, pairs)
+    if layout == "bos":
+        assert real_tokens == int(batch["net_input"]["src_lengths"].sum()) - 2 * len(rows)
+    if layout == "truncated":
+        assert batch["net_input"]["src_tokens"].shape[1] <= 6
+    expected = base + ss * (0.5 * log["lisa_loss"] / real_tokens + 0.3 * log["dp_loss"] / pairs
+                            + 0.2 * log["hp_loss"] / words)
+    torch.testing.assert_close(loss, expected)
+    assert all(log[f"{n}_loss"] > 0 for n in ("lisa", "dp", "hp"))
+
+
+def test_left_and_right_padding_give_the_same_terms(stream_bin):
+    _, model, crit, batch, loss, _, log, _ = _terms_on(stream_bin, "left")
+    assert bool(batch["net_input"]["src_tokens"][:, 0].eq(1).any())  # really left padded
+    state = (model.state_dict(), crit.state_dict())
+    _, _, _, batch_r, loss_r, _, log_r, _ = _terms_on(stream_bin, "right", state)
+    assert bool(batch_r["net_input"]["src_tokens"][:, -1].eq(1).any())
+    for name in ("lisa", "dp", "hp"):
+        assert log[f"{name}_count"] == log_r[f"{name}_count"]
+        assert log[f"{name}_correct"] == log_r[f"{name}_correct"]
+        torch.testing.assert_close(log[f"{name}_loss"], log_r[f"{name}_loss"], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(loss, loss_r, rtol=1e-4, atol=1e-3)
+
+
+def test_dp_samples_fifteen_percent_of_the_pairs_in_training(stream_bin):
+    task, model, crit = _setup(stream_bin, "--syntax-attention", "seprem", "--dp-loss-weight", 1)
+    batch = _batch(task)
+    crit.train()
+    _, _, log = crit(model, batch)
+    rows = _naive_rows(model, batch["net_input"])
+    per_sentence = [sum(1 for a in r.words for b in r.words if a != b and r.d(a, b) is not None) for r in rows]
+    assert log["dp_count"].item() == sum(max(1, math.floor(0.15 * n + 0.5)) for n in per_sentence if n)
+    crit.eval()
+    _, _, log = crit(model, batch)
+    assert log["dp_count"].item() == sum(per_sentence)
+    assert "lisa_count" not in log and "hp_count" not in log
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--syntax-attention", "seprem", "--lisa-loss-weight", 1], r"--lisa-loss-weight 1.0 needs LISA's parse attention"),
+    (["--dp-loss-weight", 1], r"--dp-loss-weight need the source syntax of the model"),
+    (["--hp-loss-weight", 1, "--lisa-loss-weight", 2], r"--lisa-loss-weight, --hp-loss-weight need the source syntax"),
+])
+def test_refuses_when_the_model_lacks_what_a_loss_needs(stream_bin, extra, message):
+    task, model, crit = _setup(stream_bin, *extra)
+    with pytest.raises(ValueError, match=message):
+        crit(model, _batch(task))
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--dp-loss-weight", -1], "--dp-loss-weight must be a finite value >= 0"),
+    (["--dp-max-distance", 0], "--dp-max-distance must be >= 1"),
+    (["--dp-pair-rate", 0], r"--dp-pair-rate must lie in \(0, 1\]"),
+])
+def test_bad_criterion_options(stream_bin, extra, message):
+    with pytest.raises(ValueError, match=message):
+        _setup(stream_bin, *extra)
+
+
+def test_classifier_dimension_comes_from_the_model(stream_bin):
+    _, _, crit = _setup(stream_bin, "--syntax-attention", "seprem", "--encoder-embed-dim", 32,
+                        "--decoder-embed-dim", 32, "--feature-embed-dim", 4, "--dp-loss-weight", 1,
+                        "--hp-loss-weight", 1, "--dp-max-distance", 5)
+    assert crit.dp_classifier.weight.shape == (6, 64)
+    assert crit.hp_query.weight.shape == (32, 32)
+
+
+def test_reduce_metrics_logs_each_loss_per_item_in_bits():
+    logs = [{"loss": 4.0, "nll_loss": 3.0, "ntokens": 2, "sample_size": 2, "nsentences": 1,
+             "dp_loss": torch.tensor(3.0), "dp_count": torch.tensor(2), "dp_correct": torch.tensor(1)},
+            {"loss": 2.0, "nll_loss": 1.0, "ntokens": 2, "sample_size": 2, "nsentences": 1,
+             "dp_loss": torch.tensor(1.0), "dp_count": torch.tensor(2), "dp_correct": torch.tensor(2)}]
+    with metrics.aggregate() as agg:
+        LabelSmoothedCrossEntropyWithSyntaxCriterion.reduce_metrics(logs)
+        values = agg.get_smoothed_values()
+    assert values["dp_loss"] == pytest.approx(round(4.0 / 4 / math.log(2), 3))
+    assert values["dp_acc"] == pytest.approx(75.0)
+    assert values["loss"] == pytest.approx(round(6.0 / 4 / math.log(2), 3))
+    assert "lisa_loss" not in values and "hp_loss" not in values
+
+
+@pytest.mark.parametrize("name,arch", [("lisa", "lisa"), ("dp", "seprem"), ("hp", "seprem")])
+def test_each_syntax_loss_decreases_when_trained_alone(stream_bin, name, arch):
+    torch.manual_seed(1)
+    weights = {"lisa": 0, "dp": 0, "hp": 0, name: 1}
+    task, model, crit = _setup(stream_bin, "--syntax-attention", arch, "--dropout", 0,
+                               *[x for n, w in weights.items() for x in (f"--{n}-loss-weight", w)])
+    net = _batch(task, n=16, split="train")["net_input"]
+    crit.eval()  # DP on every pair: a fixed objective
+    params = list(model.encoder.parameters()) + list(crit.parameters())
+    opt = torch.optim.Adam(params, lr=3e-3)
+    history = []
+    for _ in range(25):
+        opt.zero_grad()
+        encoder_out = model.encoder(net["src_tokens"], net["src_lengths"], src_streams=net["src_streams"])
+        terms = crit.syntax_terms((None, {"encoder_out": encoder_out}))  # what the model's forward hands over
+        assert list(terms) == [name]
+        _, nll_sum, count, _ = terms[name]
+        mean = nll_sum / count
+        mean.backward()
+        opt.step()
+        history.append(mean.item())
+    assert history[-1] < 0.6 * history[0], history
+
+
+def test_classifiers_load_leniently_when_the_losses_change(stream_bin):
+    _, _, crit = _setup(stream_bin, "--syntax-attention", "seprem", "--dp-loss-weight", 1, "--hp-loss-weight", 1)
+    before = {k: v.clone() for k, v in crit.state_dict().items()}
+    crit.load_state_dict(None)  # a checkpoint trained without classifiers stores None
+    assert all(torch.equal(before[k], v) for k, v in crit.state_dict().items())
+    _, _, dp_only = _setup(stream_bin, "--syntax-attention", "seprem", "--dp-loss-weight", 1, "--dp-max-distance", 3)
+    saved = dict(dp_only.state_dict(), extra_weight=torch.zeros(2))
+    crit.load_state_dict(saved)  # DP 4 classes vs 9 here: fresh; HP absent: fresh; extra: ignored
+    assert all(torch.equal(before[k], v) for k, v in crit.state_dict().items())
+    _, _, dp_hp = _setup(stream_bin, "--syntax-attention", "seprem", "--dp-loss-weight", 1)
+    crit.load_state_dict(dp_hp.state_dict())
+    assert torch.equal(crit.dp_classifier.weight, dp_hp.dp_classifier.weight)
+    assert torch.equal(crit.hp_query.weight, before["hp_query.weight"])
+
+
+def test_dp_and_hp_by_hand_on_three_words():
+    """'dogs chase cats' + EOS (chase the root), encoder outputs dogs (1, 0), chase (0, 1),
+    cats (1, 1), EOS (0, 0)."""
+    from types import SimpleNamespace
+
+    from syntax_nmt.models.modules.syntax_context import SyntaxContext
+
+    task = SimpleNamespace(target_dictionary=SimpleNamespace(pad=lambda: 1))
+    crit = LabelSmoothedCrossEntropyWithSyntaxCriterion(task, False, 0.0, dp_loss_weight=1, hp_loss_weight=1,
+                                                        dp_max_distance=1, encoder_embed_dim=2)
+    with torch.no_grad():
+        for lin in (crit.hp_query, crit.hp_key):
+            lin.weight.copy_(torch.eye(2))
+            lin.bias.zero_()
+        crit.dp_classifier.weight.zero_()
+        crit.dp_classifier.weight[1, 0] = 1.0  # "farther" logit = first coordinate of the FIRST word
+        crit.dp_classifier.bias.zero_()
+    ctx = SyntaxContext(torch.tensor([[1, 0, -1, 0]]), torch.ones(1, 4, dtype=torch.bool),
+                        torch.tensor([[False, False, False, True]]), torch.zeros(1, 4, dtype=torch.bool))
+    x = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
+    e, a = math.e, math.exp(1 / math.sqrt(2))
+    # HP: scores x_i . x_j / sqrt(2) over the three words (not EOS); every target is chase
+    hp_sum, hp_n, hp_ok = crit.hp_terms(ctx, x)
+    expected_hp = math.log(2 * a + 1) + (math.log(1 + 2 * a) - math.log(a)) + (math.log(2 * a + a * a) - math.log(a))
+    assert hp_n.item() == 3 and hp_ok.item() == 1  # arg-max: dogs -> dogs (tie, first), chase -> chase, cats -> cats
+    assert hp_sum.item() == pytest.approx(expected_hp, rel=1e-6)
+    # DP on all 6 ordered pairs (eval): classes [d = 1, farther]; logits [0, x_first[0]]
+    crit.eval()
+    dp_sum, dp_n, dp_ok = crit.dp_terms(ctx, x)
+    log2, l1e = math.log(2), math.log(1 + e)
+    # (dogs,chase) d1: l1e; (chase,dogs) d1: log2; (dogs,cats) d2: l1e - 1; (cats,dogs) d2: l1e - 1;
+    # (chase,cats) d1: log2; (cats,chase) d1: l1e
+    assert dp_n.item() == 6 and dp_ok.item() == 4
+    assert dp_sum.item() == pytest.approx(4 * l1e - 2 + 2 * log2, rel=1e-6)
