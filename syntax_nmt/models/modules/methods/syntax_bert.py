@@ -90,10 +90,10 @@ class SyntaxBertAttention(MixedSelfAttention):
                 logits = s * masks.unsqueeze(2).to(s.dtype) + pad
                 valid = torch.ones(masks.shape[:3], dtype=torch.bool, device=masks.device)
             if self.global_subnet:
-                logits = torch.cat([logits, s + pad.unsqueeze(1)], dim=1)
+                logits = torch.cat([logits, (s + pad).expand(B, 1, H, T, T)], dim=1)
                 valid = torch.cat([valid, torch.ones(B, 1, T, dtype=torch.bool, device=valid.device)], dim=1)
         else:
-            logits = s + pad.unsqueeze(1)  # B 1 H T T
+            logits = s + pad  # B 1 H T T
             valid = torch.ones(B, 1, T, dtype=torch.bool, device=scores.device)
         p = torch.softmax(logits, dim=-1)  # B M H T T
         weights = self.topical_weights(p, x, valid)  # B M T
