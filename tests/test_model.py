@@ -81,7 +81,7 @@ def test_sgnet_alpha_one_gives_the_plain_encoder(stream_bin):
     task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-alpha", 1.0)
     _, plain, _ = build_task_and_model(stream_bin)
     missing = plain.load_state_dict(sg.state_dict(), strict=False)
-    assert not missing.missing_keys and all(k.startswith("encoder.syntax_layer") for k in missing.unexpected_keys)
+    assert not missing.missing_keys and all(k.startswith("encoder.syntax_modules.sgnet.") for k in missing.unexpected_keys)
     sg.eval(), plain.eval()
     net = _batch(task)["net_input"]
     assert torch.equal(sg.encoder(**{k: v for k, v in net.items() if k != "prev_output_tokens"})["encoder_out"][0],
@@ -91,15 +91,11 @@ def test_sgnet_alpha_one_gives_the_plain_encoder(stream_bin):
 
 def test_sgnet_layer_with_an_all_allowing_mask_is_a_plain_encoder_layer(stream_bin, monkeypatch):
     task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--dropout", 0)
-    layer: SGNetLayer = sg.encoder.syntax_layer
+    layer: SGNetLayer = sg.encoder.syntax_modules["sgnet"]
     layer.eval()
-    import syntax_nmt.models.modules.sgnet_layer as mod
-
-    monkeypatch.setattr(mod, "sdoi_mask", lambda heads, *a: torch.ones(*heads.shape, heads.size(1), dtype=torch.bool))
     x = torch.randn(7, 3, 64)
     pad = torch.zeros(3, 7, dtype=torch.bool)
-    z = torch.zeros(3, 7, dtype=torch.long)
-    out = layer(x, z, z.bool(), z.bool(), pad)
+    out = SGNetLayer.forward(layer, x, torch.ones(3, 7, 7, dtype=torch.bool), pad)
     plain = layer.layer(x, encoder_padding_mask=pad)
     torch.testing.assert_close(out, 0.5 * x + 0.5 * plain)
 
@@ -119,7 +115,7 @@ def test_learned_alpha_gets_gradients(stream_bin):
     task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-learn-alpha")
     net = _batch(task)["net_input"]
     sg(**net)[0].sum().backward()
-    assert sg.encoder.syntax_layer.aggregate.logit.grad is not None
+    assert sg.encoder.syntax_modules["sgnet"].aggregate.logit.grad is not None
 
 
 def _generator(task, model, beam):

@@ -4,16 +4,18 @@
   ``--source-features pos,case,subword`` embedded and merged by ``--feature-merge``
   (sum | concat), then ``--feature-combine`` (concat to a narrower word embedding, the
   paper's 492 + 20 = 512, or add to the full word embedding, the paper's BERT+POS variant).
-* SG-Net (Zhang et al., 2020): ``--syntax-attention sgnet`` adds a syntax-guided
-  self-attention layer over the encoder output whose mask is built from the head
-  stream on the model's device, fused by dual context aggregation.
+* Syntax methods, ``--syntax-attention`` (comma-separated, combinable): SG-Net (``sgnet``,
+  Zhang et al., 2020), syntax-aware local attention (``sla``, Li et al., 2021), Syntax-BERT
+  sub-networks with topical attention (``syntax_bert``, Bai et al., 2021). Each is one module of
+  :mod:`syntax_nmt.models.modules.methods` with its own options; their masks are built from the
+  head stream on the model's device, once per batch.
 
 With no features and no syntax attention the model is exactly fairseq's ``transformer``
 (same parameters, same state-dict keys, same output).
 """
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import List, Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -21,14 +23,15 @@ from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerModel, base_architecture
 
-from syntax_nmt.data.streams import HEAD_STREAM, TAG_STREAMS, parse_stream_list
+from syntax_nmt.data.streams import TAG_STREAMS, parse_stream_list
 from syntax_nmt.models.modules.source_feature_embedding import (
     COMBINES,
     MERGES,
     SourceFeatureEmbedding,
     word_embedding_dim,
 )
-from syntax_nmt.models.modules.syntax_transformer_encoder import SYNTAX_ATTENTIONS, SyntaxTransformerEncoder
+from syntax_nmt.models.modules.methods import SYNTAX_METHODS, parse_methods
+from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -50,17 +53,16 @@ class SyntaxModelConfig(FairseqDataclass):
             "(Syntax-Infused Transformer); add: added to the full word embedding (its BERT+POS variant)"
         },
     )
-    syntax_attention: ChoiceEnum(SYNTAX_ATTENTIONS) = field(
-        default="none", metadata={"help": "syntax-guided attention on the encoder: none | sgnet (SG-Net)"}
+    syntax_attention: str = field(
+        default="none",
+        metadata={"help": "syntax methods in the encoder, comma-separated to combine: none | sgnet (SG-Net) | "
+                  "sla (syntax-aware local attention) | syntax_bert (Syntax-BERT); each has its own options below"},
     )
-    sgnet_alpha: float = field(
-        default=0.5, metadata={"help": "SG-Net dual context aggregation: alpha * H + (1 - alpha) * H'"}
-    )
-    sgnet_learn_alpha: bool = field(default=False, metadata={"help": "learn SG-Net's alpha (init --sgnet-alpha)"})
-    sgnet_subword: ChoiceEnum(["shared", "first"]) = field(
-        default="shared",
-        metadata={"help": "subwords share their word's SDOI (shared), or the first subword heads the rest (first)"},
-    )
+
+
+def method_configs():
+    """The option dataclasses of every registered syntax method."""
+    return [cls.config for cls in SYNTAX_METHODS.values() if cls.config is not None]
 
 
 def _features(args) -> List[str]:
@@ -74,8 +76,8 @@ def _features(args) -> List[str]:
 def required_streams(args) -> List[str]:
     """Streams the model reads: its features, plus heads and word boundaries for syntax attention."""
     needed = _features(args)
-    if getattr(args, "syntax_attention", "none") != "none":
-        for s in ("subword", HEAD_STREAM):
+    for name in parse_methods(getattr(args, "syntax_attention", "none")):
+        for s in SYNTAX_METHODS[name].streams:
             if s not in needed:
                 needed.append(s)
     return needed
@@ -92,6 +94,8 @@ class SyntaxTransformerModel(TransformerModel):
     def add_args(cls, parser):
         super().add_args(parser)
         gen_parser_from_dataclass(parser, SyntaxModelConfig(), delete_default=True)
+        for config in method_configs():
+            gen_parser_from_dataclass(parser, config(), delete_default=True)
 
     @classmethod
     def build_model(cls, args, task):
@@ -114,8 +118,7 @@ class SyntaxTransformerModel(TransformerModel):
                 "--share-decoder-input-output-embed, or --feature-combine add with --feature-embed-dim "
                 f"{args.encoder_embed_dim}"
             )
-        if args.syntax_attention != "none" and not 0.0 <= args.sgnet_alpha <= 1.0:
-            raise ValueError(f"--sgnet-alpha must lie in [0, 1], got {args.sgnet_alpha}")
+        methods = parse_methods(args.syntax_attention)  # unknown names fail here, clearly
 
         needed = required_streams(args)
         provide = getattr(task, "provide_streams", None)
@@ -127,7 +130,7 @@ class SyntaxTransformerModel(TransformerModel):
         if provide is not None:
             args.source_stream_dicts = provide(needed, recorded)
         args.source_streams = ",".join(needed)
-        if "subword" in needed and args.syntax_attention != "none":
+        if "subword" in needed and methods:
             d = task.stream_dicts["subword"]
             args.word_start_ids = ",".join(str(d.index(t)) for t in ("B", "O") if t in d.indices)
         return super().build_model(args, task)
@@ -175,9 +178,10 @@ def syntax_base_architecture(args):
     args.feature_embed_dim = getattr(args, "feature_embed_dim", 20)
     args.feature_combine = getattr(args, "feature_combine", "concat")
     args.syntax_attention = getattr(args, "syntax_attention", "none")
-    args.sgnet_alpha = getattr(args, "sgnet_alpha", 0.5)
-    args.sgnet_learn_alpha = getattr(args, "sgnet_learn_alpha", False)
-    args.sgnet_subword = getattr(args, "sgnet_subword", "shared")
+    for config in method_configs():
+        for f in fields(config):
+            if getattr(args, f.name, None) is None:
+                setattr(args, f.name, f.default)
     base_architecture(args)
 
 

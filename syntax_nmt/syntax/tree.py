@@ -7,7 +7,7 @@ steps), without host-device synchronisation and without data-dependent Python
 control flow, so that it can run inside a model's forward pass under fp16/bf16
 autocast.
 
-Inputs (see ``notes/CONTRACT.md``, stream ``head`` and ``subword``):
+Inputs (the stream contract: README.md, section "Streams"; streams ``head`` and ``subword``):
 
 * ``heads`` ``(B, T)`` integer: relative offset from each subword to the FIRST
   subword of its word's head word; ``0`` for every subword of a root word and
@@ -445,3 +445,219 @@ def sibling_matrix(parents: torch.Tensor) -> torch.Tensor:
     same = parents.unsqueeze(2) == parents.unsqueeze(1)
     eye = torch.eye(T, dtype=torch.bool, device=parents.device)
     return same & non_root.unsqueeze(2) & non_root.unsqueeze(1) & ~eye
+
+
+# ---------------------------------------------------------------------------------------------
+# Word-level trees shared by SLA, Syntax-BERT (and SEPREM): computed once per batch.
+# ---------------------------------------------------------------------------------------------
+
+
+class WordTree(NamedTuple):
+    """Word-level dependency forest of a batch, laid out on first-subword positions.
+
+    Row/column ``f`` of the ``(B, T, T)`` matrices is the word whose first subword sits at
+    position ``f``; rows/columns of non-first subwords describe a dummy one-node tree and
+    are never read (use :func:`expand_word_matrix` with ``word_index`` to go to subwords).
+
+    Attributes:
+        word_index: ``(B, T)`` long, first subword of each position's word.
+        special: ``(B, T)`` bool, pad/EOS/BOS.
+        parents: ``(B, T)`` long word parents (:func:`word_parents`).
+        ancestor: ``(B, T, T)`` bool, ``ancestor[b, x, y]``: word ``y`` is an ancestor-or-self of ``x``.
+        dist: ``(B, T, T)`` long undirected tree distance between words, ``-1`` if disconnected.
+        connected: ``(B, T, T)`` bool, same tree.
+    """
+
+    word_index: torch.Tensor
+    special: torch.Tensor
+    parents: torch.Tensor
+    ancestor: torch.Tensor
+    dist: torch.Tensor
+    connected: torch.Tensor
+
+
+def word_tree(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor) -> WordTree:
+    """Build the :class:`WordTree` of a batch (stream conventions of :func:`sdoi_mask`).
+
+    Args:
+        heads: ``(B, T)`` integer relative head offsets.
+        word_start: ``(B, T)`` bool.
+        special: ``(B, T)`` bool.
+    """
+    special = special.bool()
+    wsi = word_start_index(word_start, special)
+    parents = word_parents(heads, word_start, special)
+    anc = ancestor_matrix(parents)
+    dist, connected = tree_distances(anc)
+    return WordTree(wsi, special, parents, anc, dist, connected)
+
+
+def _pair_mask(special: torch.Tensor) -> torch.Tensor:
+    """``(B, T, T)`` bool: both query and key are real (non-special) tokens."""
+    real = ~special
+    return real.unsqueeze(2) & real.unsqueeze(1)
+
+
+def _self_for_special(allowed: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+    """Rows of special tokens allow exactly themselves."""
+    T = allowed.shape[-1]
+    eye = torch.eye(T, dtype=torch.bool, device=allowed.device)
+    return allowed | (special.unsqueeze(2) & eye)
+
+
+def neighbour_words(tree: WordTree) -> Tuple[torch.Tensor, torch.Tensor]:
+    """First subword of the previous and of the next word of each position's word.
+
+    Neighbours are words of the same sentence: a special token (BOS, EOS, pad) or the
+    edge of the row is no neighbour. Invalid neighbours are returned as ``-1``.
+
+    Returns:
+        ``(prev, next)``, each ``(B, T)`` long, indexed by position (read at first subwords).
+    """
+    wsi, special = tree.word_index, tree.special
+    B, T = wsi.shape
+    pos = torch.arange(T, device=wsi.device).unsqueeze(0).expand(B, T)
+    starts = wsi == pos  # effective word starts (specials included)
+    # previous word: the word of position f - 1, unless special / outside
+    before = (pos - 1).clamp(min=0)
+    prev = wsi.gather(1, before)
+    prev_ok = (pos > 0) & ~special.gather(1, before)
+    prev = torch.where(prev_ok, prev, torch.full_like(prev, -1))
+    # next word: the first word start strictly after the position
+    cand = torch.where(starts, pos, torch.full_like(pos, T))
+    first_at_or_after = cand.flip(1).cummin(1).values.flip(1)
+    nxt = torch.cat([first_at_or_after[:, 1:], torch.full_like(pos[:, :1], T)], dim=1)
+    nxt_ok = nxt < T
+    nxt_safe = nxt.clamp(max=T - 1)
+    nxt_ok = nxt_ok & ~special.gather(1, nxt_safe)
+    nxt = torch.where(nxt_ok, nxt_safe, torch.full_like(nxt, -1))
+    return prev, nxt
+
+
+def sla_word_distance(tree: WordTree) -> torch.Tensor:
+    """SLA's ``D(i, j) = min_{k in {i-1, i, i+1}} dis(v_k, v_j)`` between words (Li et al. 2021, eq. 2).
+
+    ``k`` ranges over the word itself and its previous and next words in the sentence;
+    distances between different trees are infinite (returned as ``T + 1``, larger than
+    any real distance).
+
+    Returns:
+        ``(B, T, T)`` long, on first-subword positions (see :class:`WordTree`).
+    """
+    B, T = tree.word_index.shape
+    inf = T + 1
+    d = torch.where(tree.connected, tree.dist, torch.full_like(tree.dist, inf))
+    prev, nxt = neighbour_words(tree)
+    out = d
+    for nb in (prev, nxt):
+        rows = d.gather(1, nb.clamp(min=0).unsqueeze(-1).expand(B, T, T))
+        rows = rows.masked_fill((nb < 0).unsqueeze(-1), inf)
+        out = torch.minimum(out, rows)
+    return out
+
+
+def sla_mask_from_tree(tree: WordTree, threshold: int) -> torch.Tensor:
+    """:func:`sla_mask` from a precomputed :class:`WordTree`."""
+    D = expand_word_matrix(sla_word_distance(tree), tree.word_index)
+    allowed = (D <= threshold) & _pair_mask(tree.special)
+    return _self_for_special(allowed, tree.special)
+
+
+def sla_mask(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, threshold: int) -> torch.Tensor:
+    """Syntax-aware local attention mask ``M^loc`` (Li et al. 2021, eq. 2-3).
+
+    Query ``i`` may attend to key ``j`` iff ``D(i, j) <= threshold`` where
+    ``D(i, j) = min over k in {prev word, word(i), next word} of dis(k, word(j))``, the
+    undirected distance in the dependency tree between WORDS (every subword takes its
+    word's values; the paper's appendix A.2). Words of different trees (multi-root lines)
+    are infinitely far apart. Rows of special tokens allow only themselves; special
+    tokens are never keys of word rows.
+
+    Args:
+        heads: ``(B, T)`` integer relative head offsets.
+        word_start: ``(B, T)`` bool.
+        special: ``(B, T)`` bool.
+        threshold: the paper's ``m`` (3 or 4 in the paper).
+
+    Returns:
+        ``(B, T, T)`` bool, True where query ``i`` may attend to key ``j``; the diagonal
+        is always True.
+    """
+    return sla_mask_from_tree(word_tree(heads, word_start, special), threshold)
+
+
+def word_ordinals(word_start: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+    """Number of each position's word within its row, counting real words only (0-based).
+
+    Returns:
+        ``(B, T)`` long; values at special positions are meaningless.
+    """
+    special = special.bool()
+    starts = effective_word_start(word_start, special) & ~special
+    return torch.cumsum(starts.long(), dim=1) - 1
+
+
+def wla_mask(word_start: torch.Tensor, special: torch.Tensor, window: int) -> torch.Tensor:
+    """Window-based local attention (WLA, the baseline of Li et al. 2021, sec. 4):
+    query ``i`` may attend to key ``j`` iff ``|w(i) - w(j)| <= window`` in words.
+
+    Specials as in :func:`sla_mask`.
+
+    Returns:
+        ``(B, T, T)`` bool.
+    """
+    special = special.bool()
+    o = word_ordinals(word_start, special)
+    allowed = ((o.unsqueeze(2) - o.unsqueeze(1)).abs() <= window) & _pair_mask(special)
+    return _self_for_special(allowed, special)
+
+
+SYNTAX_BERT_RELATIONS = ("parent", "child", "sibling")
+
+
+def syntax_bert_masks_from_tree(tree: WordTree, max_distance: int) -> torch.Tensor:
+    """:func:`syntax_bert_masks` from a precomputed :class:`WordTree`."""
+    B, T = tree.word_index.shape
+    eye = torch.eye(T, dtype=torch.bool, device=tree.ancestor.device)
+    proper = tree.ancestor & ~eye  # [x, y]: y is a proper ancestor of x
+    relations = torch.stack([
+        proper.transpose(1, 2),  # parent: query i is an ancestor of key j
+        proper,  # child: key j is an ancestor of query i
+        tree.connected & ~tree.ancestor & ~tree.ancestor.transpose(1, 2),  # sibling: same tree, no ancestry
+    ], dim=1)  # B x 3 x T x T (word level)
+    wi = tree.word_index
+    idx_r = wi.view(B, 1, T, 1).expand(B, 3, T, T)
+    idx_c = wi.view(B, 1, 1, T).expand(B, 3, T, T)
+    rel = relations.gather(2, idx_r).gather(3, idx_c)
+    dist = expand_word_matrix(tree.dist, wi)
+    d = torch.arange(1, max_distance + 1, device=dist.device).view(1, 1, max_distance, 1, 1)
+    at_d = dist.view(B, 1, 1, T, T) == d  # B x 1 x D x T x T
+    masks = rel.unsqueeze(2) & at_d & _pair_mask(tree.special).view(B, 1, 1, T, T)
+    return masks.reshape(B, 3 * max_distance, T, T)
+
+
+def syntax_bert_masks(
+    heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, max_distance: int
+) -> torch.Tensor:
+    """Syntax-BERT sub-network masks (Bai et al. 2021, sec. 3.2), row = query ``i``, column = key ``j``.
+
+    * parent mask at distance ``d``: ``i`` is an ancestor of ``j`` and ``dist(i, j) = d``;
+    * child mask: ``j`` is an ancestor of ``i`` and ``dist(i, j) = d``;
+    * sibling mask: ``i`` and ``j`` are in the same tree, neither is an ancestor of the
+      other, and ``dist(i, j) = d``.
+
+    Relations are between WORDS (pieces of a word share them; two pieces of the same
+    word are in no mask); special tokens are in no mask (their rows and columns are all
+    False), so rows may be empty.
+
+    Args:
+        heads: ``(B, T)`` integer relative head offsets.
+        word_start: ``(B, T)`` bool.
+        special: ``(B, T)`` bool.
+        max_distance: ``D`` (the paper: 15).
+
+    Returns:
+        ``(B, 3 * D, T, T)`` bool in the order parent ``d = 1..D``, child ``d = 1..D``,
+        sibling ``d = 1..D``.
+    """
+    return syntax_bert_masks_from_tree(word_tree(heads, word_start, special), max_distance)

@@ -9,6 +9,21 @@ concatenated and followed by a feed-forward block with GELU, residual
 connections and LayerNorm, giving ``H'``; the output is the dual context
 aggregation ``H_bar = alpha * H + (1 - alpha) * H'`` (sec. 3.4.3), ``alpha = 0.5``
 by default, optionally learned. For NMT (sec. 5.2) the decoder attends to ``H_bar``.
+
+Deviations and readings (also in the README's table of methods):
+
+* Eq. 7 writes the masked attention as ``softmax(M . (Q K^T) / sqrt(d_k))``, a product
+  under which blocked pairs keep score 0 and still receive weight. The paper's text (only
+  the SDOI is attended) and its Figure 6 (zero weight outside the SDOI) describe
+  exclusion, which is what this layer does: blocked scores get a large negative value
+  before the softmax, so they receive no weight.
+* Footnote 11: special tokens attend only to themselves in the syntax-guided layer "and
+  we will mask these weights in the following aggregation layer". With
+  ``specials="encoder"`` (the default for new models) the aggregation keeps the ordinary
+  encoder output ``H`` at special positions (EOS, BOS, pad); ``specials="aggregate"``
+  applies ``alpha H + (1 - alpha) H'`` everywhere, the behaviour of checkpoints trained
+  before this option existed (they load with it automatically, see
+  :meth:`SyntaxTransformerEncoder.upgrade_state_dict_named`).
 """
 
 import copy
@@ -17,7 +32,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from syntax_nmt.syntax.tree import sdoi_mask
+#: ``--sgnet-specials`` choices.
+SPECIAL_MODES = ("encoder", "aggregate")
 
 
 class DualContextAggregation(nn.Module):
@@ -56,36 +72,59 @@ class SGNetLayer(nn.Module):
         alpha (float): weight of the ordinary encoder output in the aggregation.
         learn_alpha (bool): learn ``alpha`` instead of fixing it.
         convention (str): subword convention of the tree (``shared`` or ``first``).
+        specials (str): ``encoder``: special positions keep ``H`` (footnote 11);
+            ``aggregate``: they are aggregated like words (checkpoints before this option).
     """
 
     def __init__(self, layer: nn.Module, num_heads: int, alpha: float = 0.5, learn_alpha: bool = False,
-                 convention: str = "shared"):
+                 convention: str = "shared", specials: str = "encoder"):
         super().__init__()
+        if specials not in SPECIAL_MODES:
+            raise ValueError(f"--sgnet-specials must be one of {SPECIAL_MODES}, got {specials!r}")
         self.layer = layer
         self.num_heads = num_heads
         self.convention = convention
         self.aggregate = DualContextAggregation(alpha, learn_alpha)
+        # a persistent buffer, so that the checkpoint, not the command line, decides how a
+        # trained model treats special tokens
+        self.register_buffer("keep_specials", torch.tensor(specials == "encoder"))
+        #: when True, forward stores {"attn": (B, H, T, T), "mask": (B, T, T)} in ``recorded``
+        self.record = False
+        self.recorded = None
 
-    def forward(self, x: Tensor, heads: Tensor, word_start: Tensor, special: Tensor,
-                padding_mask: Tensor) -> Tensor:
+    def forward(self, x: Tensor, allowed: Tensor, special: Tensor) -> Tensor:
         """
         Args:
             x (Tensor): encoder output ``H`` of shape ``(src_len, batch, dim)``.
-            heads (Tensor): relative head offsets ``(batch, src_len)``.
-            word_start (Tensor): bool ``(batch, src_len)``, first subword of each word.
+            allowed (Tensor): bool ``(batch, src_len, src_len)`` SDOI mask (query x key),
+                e.g. from :func:`~syntax_nmt.syntax.tree.sdoi_mask`.
             special (Tensor): bool ``(batch, src_len)``, pad/EOS/BOS positions.
-            padding_mask (Tensor): bool ``(batch, src_len)``, True at pads.
 
         Returns:
             ``H_bar`` of shape ``(src_len, batch, dim)``.
         """
-        allowed = sdoi_mask(heads, word_start, special, self.convention)  # B x T x T
         B, T, _ = allowed.shape
         blocked = (~allowed).unsqueeze(1).expand(B, self.num_heads, T, T).reshape(B * self.num_heads, T, T)
-        h_syntax = self.layer(x, encoder_padding_mask=padding_mask, attn_mask=blocked.to(x.dtype))
+        if self.record:
+            self._record(x, blocked, allowed)
+        # The SDOI already excludes pads from every row (pad rows see only themselves), so no
+        # key padding mask is passed: one float mask keeps attention on its fast path and
+        # avoids torch's "mismatched key_padding_mask and attn_mask" deprecation warning.
+        h_syntax = self.layer(x, encoder_padding_mask=None, attn_mask=blocked.to(x.dtype))
         if isinstance(h_syntax, tuple):
             h_syntax = h_syntax[0]
-        return self.aggregate(x, h_syntax)
+        out = self.aggregate(x, h_syntax)
+        keep = (special.transpose(0, 1) & self.keep_specials).unsqueeze(-1)  # T x B x 1
+        return torch.where(keep, x, out)
+
+    @torch.no_grad()
+    def _record(self, x: Tensor, blocked: Tensor, allowed: Tensor) -> None:
+        layer = self.layer
+        h = layer.self_attn_layer_norm(x) if layer.normalize_before else x
+        fill = -1e8 if x.dtype == torch.float32 else -1e4
+        _, attn = layer.self_attn(query=h, key=h, value=h, need_weights=True, need_head_weights=True,
+                                  attn_mask=blocked.to(x.dtype).masked_fill(blocked, fill))
+        self.recorded = {"attn": attn.transpose(0, 1).detach(), "mask": allowed.detach()}
 
 
 def gelu_layer_config(cfg):

@@ -2,26 +2,64 @@
 
 Subclasses :class:`fairseq.models.transformer.TransformerEncoderBase`: the layers,
 positions, scaling and padding are fairseq's. It adds (1) source feature embeddings
-through ``embed_tokens`` (a :class:`SourceFeatureEmbedding`) and (2) optional
-syntax-guided attention over the final states (``--syntax-attention``), whose masks are
-built from the head stream inside the forward pass on the model's device.
+through ``embed_tokens`` (a :class:`SourceFeatureEmbedding`) and (2) the syntax methods
+selected by ``--syntax-attention`` (a comma-separated list, see
+:mod:`syntax_nmt.models.modules.methods`), which plug in through fairseq's own
+``build_encoder_layer``/``build_self_attention`` hooks and share one
+:class:`~syntax_nmt.models.modules.syntax_context.SyntaxContext` per forward pass.
 """
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
+from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerEncoderBase
-from torch import Tensor
+from fairseq.modules import transformer_layer
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from torch import Tensor, nn
 
-from syntax_nmt.models.modules.sgnet_layer import SGNetLayer, gelu_layer_config
+from syntax_nmt.models.modules.methods import SYNTAX_METHODS, build_methods
 from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
+from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
 
-#: Choices of ``--syntax-attention``.
-SYNTAX_ATTENTIONS = ["none", "sgnet"]
+
+def syntax_attention_choices() -> List[str]:
+    return ["none", *SYNTAX_METHODS]
+
+
+class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
+    """fairseq's encoder layer whose self-attention and/or input come from syntax methods.
+
+    Args:
+        cfg: fairseq TransformerConfig.
+        attention_builder: ``f(embed_dim, cfg) -> module`` replacing ``build_self_attention``, or None.
+        input_builders (Dict[str, callable]): method name -> ``f(embed_dim) -> module`` applied
+            to the layer input, in order.
+        return_fc (bool): as fairseq's layer.
+    """
+
+    def __init__(self, cfg, attention_builder=None, input_builders=None, return_fc=False):
+        self._attention_builder = attention_builder  # read by build_self_attention during __init__
+        super().__init__(cfg, return_fc=return_fc)
+        self._attention_builder = None
+        self.syntax_inputs = None
+        if input_builders:
+            self.syntax_inputs = nn.ModuleDict({name: b(self.embed_dim) for name, b in input_builders.items()})
+
+    def build_self_attention(self, embed_dim, cfg):
+        if self._attention_builder is None:
+            return super().build_self_attention(embed_dim, cfg)
+        return self._attention_builder(embed_dim, cfg)
+
+    def forward(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
+        if self.syntax_inputs is not None:
+            for module in self.syntax_inputs.values():
+                x = module(x)
+        return super().forward(x, encoder_padding_mask, attn_mask)
 
 
 class SyntaxTransformerEncoder(TransformerEncoderBase):
-    """Transformer encoder with source features and syntax-guided attention.
+    """Transformer encoder with source features and syntax methods.
 
     Args:
         cfg (TransformerConfig): fairseq config carrying the syntax options as attributes.
@@ -30,34 +68,70 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
     """
 
     def __init__(self, cfg, dictionary, embed_tokens):
+        # plain attributes used while fairseq's __init__ calls build_encoder_layer
+        self.syntax_state = SyntaxState()
+        self._methods = build_methods(cfg, cfg.encoder.layers)
+        self._layer_counter = 0
         super().__init__(cfg, dictionary, embed_tokens)
         self.feature_names = list(embed_tokens.names) if isinstance(embed_tokens, SourceFeatureEmbedding) else []
-        self.syntax_attention = getattr(cfg, "syntax_attention", "none")
-        self.syntax_layer = None
-        if self.syntax_attention == "sgnet":
-            self.syntax_layer = SGNetLayer(
-                self.build_encoder_layer(gelu_layer_config(cfg)),
-                num_heads=cfg.encoder.attention_heads,
-                alpha=cfg.sgnet_alpha,
-                learn_alpha=cfg.sgnet_learn_alpha,
-                convention=cfg.sgnet_subword,
-            )
+        self.syntax_methods = [m.name for m in self._methods]
+        self.syntax_modules = nn.ModuleDict()
+        for m in self._methods:
+            module = m.build_encoder_module(self, self.syntax_state)
+            if module is not None:
+                self.syntax_modules[m.name] = module
+        self.required_streams = list(self.feature_names)
+        for m in self._methods:
+            self.required_streams += [s for s in m.streams if s not in self.required_streams]
+        if self._methods:
             ids = [int(i) for i in (getattr(cfg, "word_start_ids", "") or "").split(",") if i]
             self.register_buffer("word_start_ids", torch.tensor(ids, dtype=torch.long), persistent=False)
-        elif self.syntax_attention != "none":
-            raise ValueError(f"unknown --syntax-attention {self.syntax_attention!r}; choose from {SYNTAX_ATTENTIONS}")
-        self.required_streams = list(self.feature_names)
-        if self.syntax_layer is not None:
-            self.required_streams += [s for s in ("subword", "head") if s not in self.required_streams]
 
+    # -- fairseq hooks ---------------------------------------------------------------------
+    def build_encoder_layer(self, cfg):
+        index = self._layer_counter
+        self._layer_counter += 1
+        state = self.syntax_state
+        attention = None
+        inputs = {}
+        for m in self._methods:
+            if index in m.attention_layers():
+                attention = (lambda m: lambda dim, c: m.build_self_attention(index, dim, c, state))(m)
+            probe = m.build_layer_input(index, cfg.encoder.embed_dim, cfg, state)
+            if probe is not None:
+                inputs[m.name] = (lambda mod: lambda dim: mod)(probe)
+        if attention is None and not inputs:
+            return super().build_encoder_layer(cfg)
+        layer = SyntaxEncoderLayer(cfg, attention, inputs, return_fc=self.return_fc)
+        # the wrapping fairseq's build_encoder_layer applies
+        if cfg.checkpoint_activations:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+
+    def build_plain_encoder_layer(self, cfg):
+        """fairseq's own encoder layer (for modules that need one, e.g. SG-Net's)."""
+        return super().build_encoder_layer(cfg)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Checkpoints from before the method registry kept SG-Net at ``{name}.syntax_layer``
+        and aggregated special tokens like words: move it and keep that behaviour."""
+        super().upgrade_state_dict_named(state_dict, name)
+        old, new = f"{name}.syntax_layer.", f"{name}.syntax_modules.sgnet."
+        moved = [k for k in list(state_dict) if k.startswith(old)]
+        for k in moved:
+            state_dict[new + k[len(old):]] = state_dict.pop(k)
+        if moved and new + "keep_specials" not in state_dict:
+            state_dict[new + "keep_specials"] = torch.tensor(False)
+        return state_dict
+
+    # -- forward -----------------------------------------------------------------------------
     def _check_streams(self, src_streams: Optional[Dict[str, Tensor]], src_tokens: Tensor) -> Dict[str, Tensor]:
         src_streams = src_streams or {}
         missing = [s for s in self.required_streams if s not in src_streams]
         if missing:
             raise ValueError(
                 f"this model needs the source streams {self.required_streams} but the batch lacks {missing}; "
-                "use --task syntax_translation on data binarized with syntax-nmt-binarize "
-                "(fairseq-interactive cannot annotate raw input)"
+                "use --task syntax_translation on data binarized with syntax-nmt-binarize"
             )
         for name in self.required_streams:
             if src_streams[name].shape != src_tokens.shape:
@@ -71,19 +145,34 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         d = self.dictionary
         return src_tokens.eq(d.pad()) | src_tokens.eq(d.eos()) | src_tokens.eq(d.bos())
 
+    def syntax_context(self, src_tokens: Tensor, streams: Dict[str, Tensor]) -> SyntaxContext:
+        """The :class:`SyntaxContext` of a batch (word starts from the subword tags ``B``/``O``)."""
+        tags = streams["subword"]
+        word_start = (tags.unsqueeze(-1) == self.word_start_ids).any(-1)
+        return SyntaxContext(streams["head"], word_start, self.special_positions(src_tokens),
+                             src_tokens.eq(self.padding_idx))
+
     def forward(self, src_tokens, src_lengths: Optional[Tensor] = None, return_all_hiddens: bool = False,
                 token_embeddings: Optional[Tensor] = None, src_streams: Optional[Dict[str, Tensor]] = None):
-        """Like fairseq's encoder, plus ``src_streams``: name -> ``(batch, src_len)`` LongTensor."""
+        """Like fairseq's encoder, plus ``src_streams``: name -> ``(batch, src_len)`` LongTensor.
+
+        With syntax methods, the returned dict also holds ``"syntax"``: the batch's
+        :class:`SyntaxContext` (its ``outputs`` carry what methods hand to the criterion).
+        """
         streams = self._check_streams(src_streams, src_tokens)
         if self.feature_names and token_embeddings is None:
             token_embeddings = self.embed_tokens(src_tokens, streams)
-        out = self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-        if self.syntax_layer is not None:
-            tags = streams["subword"]
-            word_start = (tags.unsqueeze(-1) == self.word_start_ids).any(-1)
+        if not self.syntax_methods:
+            return self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
+        ctx = self.syntax_context(src_tokens, streams)
+        self.syntax_state.ctx = ctx
+        try:
+            out = self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
             x = out["encoder_out"][0]
-            out["encoder_out"] = [
-                self.syntax_layer(x, streams["head"], word_start, self.special_positions(src_tokens),
-                                  out["encoder_padding_mask"][0])
-            ]
+            for module in self.syntax_modules.values():
+                x = module(x, ctx)
+        finally:
+            self.syntax_state.ctx = None
+        out["encoder_out"] = [x]
+        out["syntax"] = ctx
         return out

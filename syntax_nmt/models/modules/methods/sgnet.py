@@ -1,0 +1,66 @@
+"""``--syntax-attention sgnet``: SG-Net (Zhang et al., 2020), see :mod:`..sgnet_layer`."""
+
+from dataclasses import dataclass, field
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+
+from syntax_nmt.models.modules.methods.base import SyntaxMethod, register_syntax_method
+from syntax_nmt.models.modules.sgnet_layer import SPECIAL_MODES, SGNetLayer, gelu_layer_config
+from syntax_nmt.syntax.tree import sdoi_mask
+
+
+@dataclass
+class SGNetConfig(FairseqDataclass):
+    sgnet_alpha: float = field(
+        default=0.5, metadata={"help": "SG-Net dual context aggregation: alpha * H + (1 - alpha) * H' (sec. 3.4.3)"}
+    )
+    sgnet_learn_alpha: bool = field(default=False, metadata={"help": "learn SG-Net's alpha (init --sgnet-alpha)"})
+    sgnet_subword: ChoiceEnum(["shared", "first"]) = field(
+        default="shared",
+        metadata={"help": "subwords share their word's SDOI (shared), or the first subword heads the rest (first)"},
+    )
+    sgnet_specials: ChoiceEnum(list(SPECIAL_MODES)) = field(
+        default="encoder",
+        metadata={"help": "special tokens (EOS/BOS/pad) in the aggregation: encoder = keep the ordinary encoder "
+                  "output there (the paper's footnote 11); aggregate = alpha H + (1 - alpha) H' like words "
+                  "(what checkpoints trained before this option do)"},
+    )
+
+
+class SGNetModule(SGNetLayer):
+    """:class:`SGNetLayer` reading its mask from the batch's syntax context."""
+
+    def forward(self, x, ctx):
+        key = ("sdoi", self.convention)
+        if self.convention == "shared":
+            from syntax_nmt.syntax.tree import expand_word_matrix
+
+            allowed = ctx.cached(key, lambda: expand_word_matrix(ctx.tree.ancestor, ctx.tree.word_index))
+        else:
+            allowed = ctx.cached(key, lambda: sdoi_mask(ctx.heads, ctx.word_start, ctx.special, "first"))
+        return super().forward(x, allowed, ctx.special)
+
+
+@register_syntax_method("sgnet")
+class SGNet(SyntaxMethod):
+    """SG-Net (Zhang et al., 2020, "SG-Net: Syntax Guided Transformer for Language Representation",
+    sec. 3.2-3.4, eq. 6-8): an SDOI-masked self-attention layer over the encoder output, fused by dual
+    context aggregation; see :class:`~syntax_nmt.models.modules.sgnet_layer.SGNetLayer`."""
+
+    config = SGNetConfig
+
+    def __init__(self, cfg, num_layers):
+        super().__init__(cfg, num_layers)
+        if not 0.0 <= cfg.sgnet_alpha <= 1.0:
+            raise ValueError(f"--sgnet-alpha must lie in [0, 1], got {cfg.sgnet_alpha}")
+
+    def build_encoder_module(self, encoder, state):
+        cfg = self.cfg
+        return SGNetModule(
+            encoder.build_plain_encoder_layer(gelu_layer_config(cfg)),
+            num_heads=cfg.encoder.attention_heads,
+            alpha=cfg.sgnet_alpha,
+            learn_alpha=cfg.sgnet_learn_alpha,
+            convention=cfg.sgnet_subword,
+            specials=cfg.sgnet_specials,
+        )

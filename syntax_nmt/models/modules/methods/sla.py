@@ -1,0 +1,97 @@
+"""``--syntax-attention sla``: syntax-aware local attention (Li et al., 2021)."""
+
+from dataclasses import dataclass, field
+
+import torch
+from fairseq.dataclass import FairseqDataclass
+from torch import Tensor, nn
+
+from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
+from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive, masked_softmax
+from syntax_nmt.syntax.tree import sla_mask_from_tree, wla_mask
+
+
+@dataclass
+class SLAConfig(FairseqDataclass):
+    sla_layers: str = field(
+        default="all",
+        metadata={"help": "encoder layers (0-based, comma-separated, negative from the top, or 'all') whose "
+                  "self-attention becomes syntax-aware local attention"},
+    )
+    sla_threshold: int = field(
+        default=3, metadata={"help": "SLA threshold m: key j is local to query i iff D(i, j) <= m (eq. 2-3; the "
+                             "paper uses 3 or 4)"}
+    )
+    sla_window: int = field(
+        default=0, metadata={"help": "> 0: the paper's window baseline (WLA) instead of SLA: key j is local iff "
+                             "the word distance |w(i) - w(j)| <= K"}
+    )
+
+
+class SyntaxLocalAttention(MixedSelfAttention):
+    """Syntax-aware local attention, Li et al. (2021), "Improving BERT with Syntax-aware Local
+    Attention", eq. 2-6.
+
+    Global scores ``S_glb = softmax(Q K^T / sqrt(d))`` and local scores
+    ``S_loc = softmax(Q K^T / sqrt(d) + M_loc)`` (eq. 4) share the layer's projections; a gate
+    ``g_i = sigmoid(W_g h_i + b_g)`` per token (eq. 5) mixes them:
+    ``A_i = (g_i S_loc_i + (1 - g_i) S_glb_i) V`` (eq. 6), followed by the layer's output
+    projection. With ``g = 0`` it is the standard self-attention. ``M_loc`` comes from
+    :func:`~syntax_nmt.syntax.tree.sla_mask` (threshold ``m``) or, with ``window > 0``,
+    :func:`~syntax_nmt.syntax.tree.wla_mask` (the paper's WLA baseline).
+
+    One gate per token, shared by the heads (eq. 5 has one ``g_i``).
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout, state, threshold: int = 3, window: int = 0, **kwargs):
+        super().__init__(embed_dim, num_heads, dropout, state, **kwargs)
+        self.threshold = threshold
+        self.window = window
+        self.gate = nn.Linear(embed_dim, 1)
+
+    def local_key(self):
+        return ("wla", self.window) if self.window > 0 else ("sla", self.threshold)
+
+    def local_mask(self, ctx) -> Tensor:
+        """Bool ``(B, T, T)`` ``M_loc`` of the batch (computed once per batch, shared by layers)."""
+        if self.window > 0:
+            return ctx.cached(self.local_key(), lambda: wla_mask(ctx.word_start, ctx.special, self.window))
+        return ctx.cached(self.local_key(), lambda: sla_mask_from_tree(ctx.tree, self.threshold))
+
+    def compute_gate(self, x: Tensor) -> Tensor:
+        """``(B, T)`` float32 gate values ``g_i`` from the layer input ``x`` ``(T, B, C)``."""
+        return torch.sigmoid(self.gate(x).float()).squeeze(-1).transpose(0, 1)
+
+    def probabilities(self, scores, x, ctx, key_padding_mask):
+        B, H, T, _ = scores.shape
+        loc = ctx.additive(self.local_key(), lambda: self.local_mask(ctx)).unsqueeze(1)  # B 1 T T
+        p_loc = masked_softmax(scores, loc)
+        p_glb = masked_softmax(scores, key_padding_additive(key_padding_mask, B, T, scores.device))
+        g = self.compute_gate(x).view(B, 1, T, 1)
+        if self.record:
+            self.recorded = {"gate": g.view(B, T).detach(), "local": p_loc.detach(), "global": p_glb.detach()}
+        return g * p_loc + (1 - g) * p_glb
+
+
+@register_syntax_method("sla")
+class SLA(SyntaxMethod):
+    """Syntax-aware local attention in the encoder layers listed by ``--sla-layers`` (Li et al., 2021,
+    eq. 2-6); see :class:`SyntaxLocalAttention`."""
+
+    config = SLAConfig
+    layers_option = "--sla-layers"
+
+    def __init__(self, cfg, num_layers):
+        super().__init__(cfg, num_layers)
+        if cfg.sla_threshold < 0 or cfg.sla_window < 0:
+            raise ValueError("--sla-threshold and --sla-window must be >= 0")
+        self.layers = parse_layers(cfg.sla_layers, num_layers, "--sla-layers")
+
+    def attention_layers(self):
+        return self.layers
+
+    def build_self_attention(self, layer, embed_dim, cfg, state):
+        return SyntaxLocalAttention(
+            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, state,
+            threshold=self.cfg.sla_threshold, window=self.cfg.sla_window,
+        )

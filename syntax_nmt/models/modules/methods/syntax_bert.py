@@ -1,0 +1,148 @@
+"""``--syntax-attention syntax_bert``: Syntax-BERT sub-networks with topical attention (Bai et al., 2021)."""
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from torch import Tensor, nn
+
+from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
+from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.syntax.tree import syntax_bert_masks_from_tree
+
+MASK_MODES = ("exclude", "product")
+
+
+@dataclass
+class SyntaxBertConfig(FairseqDataclass):
+    syntax_bert_layers: str = field(
+        default="all",
+        metadata={"help": "encoder layers (0-based, comma-separated, negative from the top, or 'all') whose "
+                  "self-attention becomes Syntax-BERT's masked sub-networks + topical attention"},
+    )
+    syntax_bert_max_distance: int = field(
+        default=3, metadata={"help": "sub-networks for tree distances d = 1..D of the parent, child and sibling "
+                             "masks (3*D masks; the paper: 15)"}
+    )
+    no_syntax_bert_global: bool = field(
+        default=False, metadata={"help": "leave out the unmasked self-attention, which otherwise takes part as one "
+                                 "more sub-network (then tokens with no allowed key in any mask, e.g. EOS, get a "
+                                 "zero attention output)"}
+    )
+    syntax_bert_mask_mode: ChoiceEnum(list(MASK_MODES)) = field(
+        default="exclude", metadata={"help": "exclude: masked keys get no weight; product: the paper's literal "
+                                     "softmax(Q K^T * M / sqrt(d)), masked keys keep score 0"}
+    )
+
+
+class SyntaxBertAttention(MixedSelfAttention):
+    """Syntax-BERT's syntactic attention layer, Bai et al. (2021), "Syntax-BERT: Improving
+    Pre-trained Transformers with Syntax Trees", sec. 3.2-3.3, eq. 1-2.
+
+    Every sub-network ``j`` (a parent/child/sibling mask at distance ``d``, plus the unmasked
+    attention with ``global_subnet``) attends with the layer's own projections (eq. 1):
+    ``H_j = concat_h(softmax(Q_h K_h^T / sqrt(d_h) masked by M_j) V_h) W^O``. Topical attention
+    (eq. 2) aggregates them per token with a learned task query ``q_task``:
+    ``H^O = sum_j softmax_j(q_task . (H_j W^K) / sqrt(d)) H_j W^V``.
+
+    Computed without materialising the ``H_j``: since ``W^O``, ``W^K`` and ``W^V`` are linear,
+    ``q_task . H_j W^K = A_j . (W^O^T W^K^T q_task) + const`` and
+    ``sum_j w_j H_j = (sum_j w_j P_j) V W^O + b^O``, so all sub-networks run as one batched
+    softmax over a ``(B, M, H, T, T)`` score tensor and one ``P V`` product. ``W^V`` starts as the
+    identity (so that one all-allowed sub-network is exactly the standard layer).
+
+    A token with no allowed key in a sub-network (a leaf in the parent masks, every special
+    token) leaves that sub-network out of its topical softmax; a token with no sub-network at
+    all (only possible with ``global_subnet=False``: special tokens, one-word sentences) gets
+    a zero attention output (only its residual passes).
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout, state, max_distance: int = 3, global_subnet: bool = True,
+                 mask_mode: str = "exclude", **kwargs):
+        super().__init__(embed_dim, num_heads, dropout, state, **kwargs)
+        if mask_mode not in MASK_MODES:
+            raise ValueError(f"--syntax-bert-mask-mode must be one of {MASK_MODES}, got {mask_mode!r}")
+        self.max_distance = max_distance
+        self.global_subnet = global_subnet
+        self.mask_mode = mask_mode
+        self.q_task = nn.Parameter(torch.empty(embed_dim).normal_(0, embed_dim ** -0.5))
+        self.topic_key = nn.Linear(embed_dim, embed_dim, bias=False)  # W^K of eq. 2
+        self.topic_value = nn.Linear(embed_dim, embed_dim, bias=False)  # W^V of eq. 2
+        nn.init.eye_(self.topic_value.weight)
+
+    def subnet_masks(self, ctx) -> Tensor:
+        """Bool ``(B, M, T, T)``: the 3*D syntax masks (computed once per batch)."""
+        return ctx.cached(("syntax_bert", self.max_distance),
+                          lambda: syntax_bert_masks_from_tree(ctx.tree, self.max_distance))
+
+    def probabilities(self, scores, x, ctx, key_padding_mask):
+        B, H, T, _ = scores.shape
+        pad = key_padding_additive(key_padding_mask, B, T, scores.device)  # B 1 1 T
+        s = scores.unsqueeze(1)  # B 1 H T T
+        if self.max_distance > 0:
+            masks = self.subnet_masks(ctx)  # B M T T
+            if self.mask_mode == "exclude":
+                add = ctx.additive(("syntax_bert", self.max_distance), lambda: self.subnet_masks(ctx))
+                logits = s + add.unsqueeze(2)  # B M H T T
+                valid = masks.any(-1)  # B M T
+            else:  # the paper's literal element-wise product: masked scores become 0
+                logits = s * masks.unsqueeze(2).to(s.dtype) + pad.unsqueeze(1)
+                valid = torch.ones(masks.shape[:3], dtype=torch.bool, device=masks.device)
+            if self.global_subnet:
+                logits = torch.cat([logits, (s + pad).expand(B, 1, H, T, T)], dim=1)
+                valid = torch.cat([valid, torch.ones(B, 1, T, dtype=torch.bool, device=valid.device)], dim=1)
+        else:
+            logits = (s + pad)
+            valid = torch.ones(B, 1, T, dtype=torch.bool, device=scores.device)
+        p = torch.softmax(logits, dim=-1)  # B M H T T
+        weights = self.topical_weights(p, x, valid)  # B M T
+        mixed = torch.einsum("bmhik,bmi->bhik", p, weights)
+        if self.record:
+            self.recorded = {"topical": weights.detach(), "valid": valid.detach()}
+        return mixed
+
+    def topical_weights(self, p: Tensor, x: Tensor, valid: Tensor) -> Tensor:
+        """Topical attention weights ``(B, M, T)`` over the sub-networks (eq. 2)."""
+        B, M, H, T, _ = p.shape
+        C, hd = self.embed_dim, self.head_dim
+        # u = W^K^T q_task; r = W^O^T u, split per head; e_h[k] = v_h[k] . r_h
+        u = self.topic_key.weight.t().float() @ self.q_task.float()  # C
+        r = (self.out_proj.weight.t().float() @ u).view(H, hd)
+        v = self.v_proj(x).float().view(T, B, H, hd)
+        e = torch.einsum("tbhd,hd->bht", v, r)  # B H T
+        logits = torch.einsum("bmhik,bhk->bmi", p, e) / math.sqrt(C)
+        logits = logits.masked_fill(~valid, torch.finfo(torch.float32).min / 2)
+        w = torch.softmax(logits, dim=1)
+        return w * valid.any(dim=1, keepdim=True)  # no sub-network at all: weight 0 everywhere
+
+    def transform_output(self, out):
+        return self.topic_value(out)
+
+
+@register_syntax_method("syntax_bert")
+class SyntaxBert(SyntaxMethod):
+    """Syntax-BERT masked sub-networks with topical attention in the encoder layers listed by
+    ``--syntax-bert-layers`` (Bai et al., 2021, sec. 3.2-3.3); see :class:`SyntaxBertAttention`."""
+
+    config = SyntaxBertConfig
+    layers_option = "--syntax-bert-layers"
+
+    def __init__(self, cfg, num_layers):
+        super().__init__(cfg, num_layers)
+        if cfg.syntax_bert_max_distance < 0:
+            raise ValueError("--syntax-bert-max-distance must be >= 0")
+        if cfg.syntax_bert_max_distance == 0 and cfg.no_syntax_bert_global:
+            raise ValueError("--syntax-bert-max-distance 0 with --no-syntax-bert-global leaves no sub-network")
+        self.layers = parse_layers(cfg.syntax_bert_layers, num_layers, "--syntax-bert-layers")
+
+    def attention_layers(self):
+        return self.layers
+
+    def build_self_attention(self, layer, embed_dim, cfg, state):
+        c = self.cfg
+        return SyntaxBertAttention(
+            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, state,
+            max_distance=c.syntax_bert_max_distance, global_subnet=not c.no_syntax_bert_global,
+            mask_mode=c.syntax_bert_mask_mode,
+        )

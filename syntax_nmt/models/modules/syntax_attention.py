@@ -1,0 +1,92 @@
+"""Self-attention whose distribution is a syntax-aware mixture of masked softmaxes.
+
+:class:`MixedSelfAttention` subclasses fairseq's ``MultiheadAttention`` so that a layer keeps its
+own ``q_proj``/``k_proj``/``v_proj``/``out_proj`` (same names, same initialisation); a subclass
+only says how the attention probabilities are formed from the scaled scores ``Q K^T / sqrt(d)``
+(:meth:`MixedSelfAttention.probabilities`). Scores and softmaxes are computed in float32 (as
+fairseq's own softmax does) and blocked entries get a large finite negative value, so a fully
+blocked row gives a uniform distribution, never NaN, in fp32, fp16 and bf16.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+from fairseq.modules import MultiheadAttention
+from torch import Tensor
+
+
+class MixedSelfAttention(MultiheadAttention):
+    """Base class; see the module docstring.
+
+    Args:
+        embed_dim (int): model dimension.
+        num_heads (int): attention heads.
+        dropout (float): attention dropout (on the final probabilities).
+        state (SyntaxState): where the batch's syntax context is found.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float, state, **kwargs):
+        super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True, **kwargs)
+        self.syntax_state = state
+        #: when True, forward stores analysis tensors (detached) in ``recorded``
+        self.record = False
+        self.recorded = None
+
+    def probabilities(self, scores: Tensor, x: Tensor, ctx, key_padding_mask: Optional[Tensor]) -> Tensor:
+        """``(B, H, T, T)`` float32 attention probabilities from float32 scaled ``scores``.
+
+        Args:
+            scores: ``(B, H, T, T)`` float32, ``Q K^T / sqrt(d)`` (plus any ``attn_mask``).
+            x: the layer input ``(T, B, C)`` (for gates).
+            ctx: the batch's :class:`SyntaxContext`.
+            key_padding_mask: bool ``(B, T)`` or None.
+        """
+        raise NotImplementedError
+
+    def forward(self, query: Tensor, key: Optional[Tensor], value: Optional[Tensor],
+                key_padding_mask: Optional[Tensor] = None, incremental_state=None, need_weights: bool = True,
+                static_kv: bool = False, attn_mask: Optional[Tensor] = None, before_softmax: bool = False,
+                need_head_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
+        """fairseq's ``MultiheadAttention.forward`` signature, for encoder self-attention."""
+        if incremental_state is not None or static_kv or before_softmax:
+            raise ValueError(f"{type(self).__name__} is an encoder self-attention (no incremental state)")
+        T, B, C = query.shape
+        H, hd = self.num_heads, self.head_dim
+        q = self.q_proj(query) * self.scaling
+        k = self.k_proj(query)
+        v = self.v_proj(query)
+        q = q.view(T, B, H, hd).permute(1, 2, 0, 3)  # B H T hd
+        k = k.view(T, B, H, hd).permute(1, 2, 0, 3)
+        v = v.view(T, B, H, hd).permute(1, 2, 0, 3)
+        scores = torch.matmul(q, k.transpose(-1, -2)).float()
+        if attn_mask is not None:  # fairseq's (T, T) or (B * H, T, T) additive mask
+            m = attn_mask.float()
+            scores = scores + (m.view(1, 1, T, T) if m.dim() == 2 else m.view(B, H, T, T))
+        probs = self.probabilities(scores, query, self.syntax_state.current(), key_padding_mask)
+        attn = self.dropout_module(probs).to(v.dtype)
+        out = torch.matmul(attn, v)  # B H T hd
+        out = self.out_proj(out.permute(2, 0, 1, 3).reshape(T, B, C))
+        out = self.transform_output(out)
+        weights = None
+        if need_weights or need_head_weights:
+            weights = probs.transpose(0, 1)  # H B T T, as fairseq returns per-head weights
+            if not need_head_weights:
+                weights = weights.mean(dim=0)
+        return out, weights
+
+    def transform_output(self, out: Tensor) -> Tensor:
+        """Hook applied after the output projection (identity here)."""
+        return out
+
+
+def key_padding_additive(key_padding_mask: Optional[Tensor], B: int, T: int, device) -> Tensor:
+    """``(B, 1, 1, T)`` float32: a large negative value at padded keys, 0 elsewhere."""
+    if key_padding_mask is None:
+        return torch.zeros(B, 1, 1, T, device=device)
+    fill = torch.finfo(torch.float32).min / 2
+    return torch.zeros(B, 1, 1, T, device=device).masked_fill(key_padding_mask.view(B, 1, 1, T).bool(), fill)
+
+
+def masked_softmax(scores: Tensor, additive: Tensor) -> Tensor:
+    """float32 softmax of ``scores + additive`` over the last dimension."""
+    return torch.softmax(scores + additive, dim=-1)

@@ -1,0 +1,68 @@
+"""The per-batch syntax context shared by every syntax method of the encoder.
+
+One :class:`SyntaxContext` is made per encoder forward pass from the batch's streams. It
+computes the word-level tree (word index, parents, ancestors, distances) lazily, once, on the
+model's device, and caches whatever the methods derive from it (SDOI, SLA and Syntax-BERT
+masks...) so that no layer recomputes them. Every computation is a batched tensor op from
+:mod:`syntax_nmt.syntax.tree` (no Python loop over tokens or sentences, no host sync).
+"""
+
+from typing import Any, Callable, Dict, Hashable, Optional
+
+import torch
+from torch import Tensor
+
+from syntax_nmt.syntax.tree import WordTree, additive_mask, word_tree
+
+
+class SyntaxContext:
+    """Syntax facts of one batch.
+
+    Args:
+        heads (Tensor): ``(batch, src_len)`` relative head offsets (stream ``head``).
+        word_start (Tensor): bool ``(batch, src_len)``, first subwords (tags ``B``/``O``).
+        special (Tensor): bool ``(batch, src_len)``, pad/EOS/BOS positions.
+        padding_mask (Tensor): bool ``(batch, src_len)``, True at pads.
+    """
+
+    def __init__(self, heads: Tensor, word_start: Tensor, special: Tensor, padding_mask: Tensor):
+        self.heads = heads
+        self.word_start = word_start
+        self.special = special
+        self.padding_mask = padding_mask
+        self._cache: Dict[Hashable, Any] = {}
+        #: tensors a method hands to the criterion (e.g. LISA's parse-head scores)
+        self.outputs: Dict[str, Any] = {}
+
+    def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per batch under ``key``; later calls return the same object."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    @property
+    def tree(self) -> WordTree:
+        """The word-level :class:`~syntax_nmt.syntax.tree.WordTree` of the batch."""
+        return self.cached("word_tree", lambda: word_tree(self.heads, self.word_start, self.special))
+
+    @property
+    def word_index(self) -> Tensor:
+        return self.tree.word_index
+
+    def additive(self, key: Hashable, allowed: Callable[[], Tensor]) -> Tensor:
+        """Cached float32 additive version (0 / very negative, finite) of a bool mask."""
+        return self.cached(("additive", key), lambda: additive_mask(allowed(), torch.float32))
+
+
+class SyntaxState:
+    """Holder through which the modules built inside fairseq's encoder layers reach the
+    context of the batch being encoded (fairseq calls its layers with ``x`` and the
+    padding mask only). The encoder sets :attr:`ctx` for the duration of its forward."""
+
+    def __init__(self):
+        self.ctx: Optional[SyntaxContext] = None
+
+    def current(self) -> SyntaxContext:
+        if self.ctx is None:
+            raise RuntimeError("a syntax module ran outside SyntaxTransformerEncoder.forward (no syntax context set)")
+        return self.ctx

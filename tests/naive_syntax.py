@@ -1,0 +1,178 @@
+"""A naive, per-sentence reference for the syntax masks, written straight from the papers'
+definitions with plain Python lists (no torch, no code shared with syntax_nmt.syntax.tree).
+
+One padded row is described by lists ``heads``, ``word_start``, ``special`` with the stream
+conventions of the README ("Streams"): a word starts at ``word_start``, at a special token,
+right after one and at position 0; a word's head is read from its first subword; a head
+outside the row, on a special token or on the word itself makes the word a root.
+"""
+
+import random
+from collections import deque
+
+__all__ = ["NaiveRow", "random_rows", "batch_tensors"]
+
+
+class NaiveRow:
+    def __init__(self, heads, word_start, special):
+        T = self.T = len(heads)
+        self.special = list(special)
+        self.word_of = []  # first subword of each position's word
+        cur = 0
+        for i in range(T):
+            if i == 0 or word_start[i] or special[i] or special[i - 1]:
+                cur = i
+            self.word_of.append(cur)
+        self.words = [i for i in range(T) if self.word_of[i] == i and not special[i]]
+        self.head = {}
+        for w in self.words:
+            p = w + heads[w]
+            if not (0 <= p < T) or special[p] or self.word_of[p] == w:
+                self.head[w] = None
+            else:
+                self.head[w] = self.word_of[p]
+        # undirected BFS distances between words
+        adj = {w: [] for w in self.words}
+        for w, h in self.head.items():
+            if h is not None:
+                adj[w].append(h)
+                adj[h].append(w)
+        self.dist = {}
+        for s in self.words:
+            d = {s: 0}
+            q = deque([s])
+            while q:
+                u = q.popleft()
+                for v in adj[u]:
+                    if v not in d:
+                        d[v] = d[u] + 1
+                        q.append(v)
+            self.dist[s] = d
+
+    def ancestors(self, w):
+        """Proper ancestors of word w (cycle-safe)."""
+        out, seen, p = [], {w}, self.head[w]
+        while p is not None and p not in seen:
+            out.append(p)
+            seen.add(p)
+            p = self.head[p]
+        return out
+
+    def d(self, a, b):
+        """Word distance, None if different trees."""
+        return self.dist[a].get(b)
+
+    def _grid(self, rule):
+        """T x T from a rule on (query word, key word); specials: self only."""
+        T = self.T
+        M = [[False] * T for _ in range(T)]
+        for i in range(T):
+            if self.special[i]:
+                M[i][i] = True
+                continue
+            for j in range(T):
+                if not self.special[j]:
+                    M[i][j] = bool(rule(self.word_of[i], self.word_of[j]))
+        return M
+
+    # --- SLA (Li et al. 2021, eq. 2-3) -------------------------------------------------
+    def sentence_words(self):
+        return [w for w in self.words]
+
+    def neighbours(self, w):
+        """The word itself and the previous/next word of the same sentence (no special between)."""
+        out = [w]
+        i = w - 1
+        if i >= 0 and not self.special[i]:
+            out.append(self.word_of[i])
+        j = w + 1
+        while j < self.T and self.word_of[j] == w:
+            j += 1
+        if j < self.T and not self.special[j]:
+            out.append(j)
+        return out
+
+    def sla(self, m):
+        def rule(wi, wj):
+            ds = [self.d(k, wj) for k in self.neighbours(wi)]
+            ds = [x for x in ds if x is not None]
+            return bool(ds) and min(ds) <= m
+        return self._grid(rule)
+
+    def wla(self, k):
+        order = {w: n for n, w in enumerate(self.words)}
+        return self._grid(lambda wi, wj: abs(order[wi] - order[wj]) <= k)
+
+    # --- Syntax-BERT (Bai et al. 2021, sec. 3.2) --------------------------------------
+    def syntax_bert(self, D):
+        """List of 3*D T x T grids: parent d=1..D, child d=1..D, sibling d=1..D; specials in none."""
+        T = self.T
+        out = []
+
+        def grid(rule):
+            return [[(not self.special[i] and not self.special[j] and bool(rule(self.word_of[i], self.word_of[j])))
+                     for j in range(T)] for i in range(T)]
+
+        for d in range(1, D + 1):
+            out.append(grid(lambda wi, wj, d=d: wi in self.ancestors(wj) and self.d(wi, wj) == d))
+        for d in range(1, D + 1):
+            out.append(grid(lambda wi, wj, d=d: wj in self.ancestors(wi) and self.d(wi, wj) == d))
+        for d in range(1, D + 1):
+            out.append(grid(lambda wi, wj, d=d: self.d(wi, wj) == d and wi not in self.ancestors(wj)
+                            and wj not in self.ancestors(wi)))
+        return out
+
+
+def _random_sentence(rng):
+    n_words = rng.randint(1, 9)
+    order = list(range(n_words))
+    rng.shuffle(order)
+    head_word = [None] * n_words
+    for k, w in enumerate(order):
+        if k > 0 and rng.random() > 0.15:  # several roots now and then
+            head_word[w] = order[rng.randrange(k)]
+    pieces = [rng.choice([1, 1, 1, 2, 3]) for _ in range(n_words)]
+    first, pos = [], 0
+    for p in pieces:
+        first.append(pos)
+        pos += p
+    heads, ws = [], []
+    for w in range(n_words):
+        for k in range(pieces[w]):
+            heads.append(0 if head_word[w] is None else first[head_word[w]] - (first[w] + k))
+            ws.append(k == 0)
+    r = rng.random()
+    if r < 0.15 and len(heads) > 2:  # truncated at the end: heads may point outside
+        cut = rng.randint(1, len(heads) - 1)
+        heads, ws = heads[:cut], ws[:cut]
+    elif r < 0.25 and len(heads) > 2:  # cut at the start, possibly mid-word
+        cut = rng.randint(1, len(heads) - 1)
+        heads, ws = heads[cut:], ws[cut:]
+    return heads, ws
+
+
+def random_rows(rng: random.Random):
+    """A padded batch (list of (heads, word_start, special) rows): random forests with several
+    roots, multi-piece words, truncation, left or right padding per row, optional BOS, EOS."""
+    sents = [_random_sentence(rng) for _ in range(rng.randint(1, 5))]
+    bos = rng.random() < 0.3
+    length = max(len(h) for h, _ in sents) + 1 + int(bos) + rng.randint(0, 3)
+    rows = []
+    for h, w in sents:
+        body_h = ([0] if bos else []) + h + [0]
+        body_w = ([True] if bos else []) + w + [True]
+        body_s = ([True] if bos else []) + [False] * len(h) + [True]
+        npad = length - len(body_h)
+        if rng.random() < 0.5:
+            rows.append(([0] * npad + body_h, [True] * npad + body_w, [True] * npad + body_s))
+        else:
+            rows.append((body_h + [0] * npad, body_w + [True] * npad, body_s + [True] * npad))
+    return rows
+
+
+def batch_tensors(rows):
+    import torch
+
+    return (torch.tensor([r[0] for r in rows], dtype=torch.long),
+            torch.tensor([r[1] for r in rows], dtype=torch.bool),
+            torch.tensor([r[2] for r in rows], dtype=torch.bool))
