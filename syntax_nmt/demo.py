@@ -178,6 +178,7 @@ class Demo:
                 import shutil
 
                 shutil.rmtree(dest)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
             self.run([_exe("syntax-nmt-binarize"), "--source-lang", "en", "--target-lang", "de",
                       "--trainpref", trainpref, "--validpref", f"{t}/valid", "--testpref", f"{t}/test",
                       "--destdir", dest, "--joined-dictionary", "--workers", "2"],
