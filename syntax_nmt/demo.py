@@ -60,6 +60,9 @@ OPTIM_ARGS = [
     "--clip-norm", "1.0",
 ]
 GEN_ARGS = ["--beam", "4", "--lenpen", "0.6", "--batch-size", "128"]
+#: ``--seeds auto``: at least 2 seed rounds (for a standard deviation), at most 5, and a reserve of
+#: the time budget for the report and the analyses.
+MIN_AUTO_SEEDS, MAX_AUTO_SEEDS, AUTO_RESERVE_SECONDS = 2, 5, 90
 
 EPILOG = """examples:
   python -m syntax_nmt.demo --out demo-out                       # what `make demo` runs
@@ -78,6 +81,7 @@ class Demo:
         self.steps = 7
         self.step_no = 0
         self.timings: Dict[str, float] = {}
+        self.start = time.time()
 
     def path(self, *parts) -> str:
         return os.path.join(self.out, *parts)
@@ -192,6 +196,7 @@ class Demo:
         return MODEL_ARGS
 
     def seeds(self) -> List[int]:
+        """The training seeds: ``--seeds``, or with ``--seeds auto`` the ones :meth:`compare` chose."""
         return self.args.seeds
 
     def checkpoint(self, name: str, seed: int, group: str = "") -> str:
@@ -255,7 +260,7 @@ class Demo:
             r = self.generate(name, seed, data, group, quiet=parallel)
             g = self.info(f"generate-{group + '-' if group else ''}{name}-seed{seed}")
             r.update(system=name, seed=seed, train_seconds=t["seconds"], train_cpu_seconds=t.get("cpu_seconds"),
-                     generate_cpu_seconds=g.get("cpu_seconds"))
+                     generate_seconds=g.get("seconds", 0.0), generate_cpu_seconds=g.get("cpu_seconds"))
             print(f"  {name:<16} seed {seed}: trained in {t['seconds']:5.0f} s ({t.get('cpu_seconds', 0):.0f} s CPU), "
                   f"sacreBLEU {r['sacrebleu']:6.2f}", flush=True)
             return job, r
@@ -267,12 +272,43 @@ class Demo:
 
     def compare(self) -> List[dict]:
         a = self.args
-        self.header(f"train {len(a.systems)} systems x {len(self.seeds())} seeds ({a.max_update} updates of "
-                    f"{a.max_tokens} tokens each, {a.jobs} at a time with {a.threads} thread(s) each), translate, score")
-        jobs = [(name, seed) for seed in self.seeds() for name in a.systems]
-        runs = self.train_and_generate(jobs)
+        auto = a.seeds == "auto"
+        what = (f"as many seeds as fit in {a.time_budget:g} min ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS})" if auto
+                else f"{len(a.seeds)} seeds")
+        self.header(f"train {len(a.systems)} systems x {what} ({a.max_update} updates of {a.max_tokens} tokens each, "
+                    f"{a.jobs} at a time with {a.threads} thread(s) each), translate, score")
+        if auto:
+            runs, a.seeds = self.auto_seeds()
+        else:
+            runs = self.train_and_generate([(name, seed) for seed in self.seeds() for name in a.systems])
         return summarize(runs, a.systems, self.seeds(),
                          {n: _count_params(self.checkpoint(n, self.seeds()[0])) for n in a.systems})
+
+    def auto_seeds(self):
+        """Seed rounds (every system with seed 1, then 2, ...) while the next round fits in ``--time-budget``.
+
+        A round's cost is the recorded wall time of its trainings and translations divided by the
+        jobs run at a time; rounds resumed from an earlier run count with their recorded cost, so a
+        resumed demo chooses the seeds the interrupted one would have. At least ``MIN_AUTO_SEEDS``
+        (a standard deviation needs two), at most ``MAX_AUTO_SEEDS``; a reserve is kept for the report
+        and the analyses.
+        """
+        a = self.args
+        budget = a.time_budget * 60 - AUTO_RESERVE_SECONDS
+        runs, seeds, resumed = {}, [], 0.0
+        for seed in range(1, MAX_AUTO_SEEDS + 1):
+            t0 = time.time()
+            done = self.train_and_generate([(name, seed) for name in a.systems])
+            runs.update(done)
+            seeds.append(seed)
+            cost = sum(r["train_seconds"] + r["generate_seconds"] for r in done.values()) / min(a.jobs, len(done))
+            resumed += max(0.0, cost - (time.time() - t0))
+            used = time.time() - self.start + resumed
+            if len(seeds) >= MIN_AUTO_SEEDS and used + cost > budget:
+                print(f"  {len(seeds)} seeds: another round (~{cost / 60:.1f} min) would end after "
+                      f"{(used + cost) / 60:.1f} of the {a.time_budget:g} min budget", flush=True)
+                break
+        return runs, seeds
 
     # -- report -------------------------------------------------------------------------------
     def significance(self, rows: List[dict]) -> None:
@@ -333,20 +369,21 @@ class Demo:
         out = self.path("analysis")
         data = self.path("data-bin")
         tool = [_exe("syntax-nmt-analyze")]
-        ckpts = [f"{n}={self.checkpoint(n, seed)}" for n in a.systems]
-        if "length" in a.analyses:
-            self.run([*tool, "length", "--data", data, "--ref-raw", self.path("corpus", "test.de"), "--out", out,
-                      *[x for n in a.systems for x in ("--system", f"{n}={self.path('gen', f'{n}.seed{seed}.gen')}")]])
-        if "attention" in a.analyses:
-            self.run([*tool, "attention", "--data", data, "--sentence", self.attention_sentence(), "--out", out,
-                      *[x for c in ckpts for x in ("--system", c)]])
-        if "gates" in a.analyses:
-            self.run([*tool, "gates", "--data", data, "--out", out, *[x for c in ckpts for x in ("--system", c)]],
-                     log=self.path("logs", "gates.log"))
-        if "noise" in a.analyses:
-            self.run([*tool, "noise", "--data", data, "--ref-raw", self.path("corpus", "test.de"),
-                      "--out", os.path.join(out, "noise"), "--gen-args", " ".join(GEN_ARGS),
-                      *[x for c in ckpts for x in ("--system", c)]], env=self._env())
+        ckpts = [x for n in a.systems for x in ("--system", f"{n}={self.checkpoint(n, seed)}")]
+        gens = [x for n in a.systems for x in ("--system", f"{n}={self.path('gen', f'{n}.seed{seed}.gen')}")]
+        refs = ["--ref-raw", self.path("corpus", "test.de")]
+        commands = {
+            "length": ["length", "--data", data, *refs, "--out", out, *gens],
+            "attention": ["attention", "--data", data, "--sentence", self.attention_sentence(), "--out", out, *ckpts],
+            "gates": ["gates", "--data", data, "--out", out, *ckpts],
+            "noise": ["noise", "--data", data, *refs, "--out", os.path.join(out, "noise"),
+                      "--gen-args", " ".join(GEN_ARGS), *ckpts],
+        }
+        for name in a.analyses:
+            try:
+                self.run([*tool, *commands[name]], env=self._env())
+            except subprocess.CalledProcessError as e:  # an analysis that does not apply is no reason to stop
+                print(f"  (analysis {name} did not run: exit status {e.returncode})", flush=True)
         print(f"analyses in {out}")
 
     def attention_sentence(self) -> int:
@@ -401,7 +438,7 @@ class Demo:
             print(f.read())
 
     def main(self):
-        start = time.time()
+        self.start = start = time.time()
         self.corpus()
         self.spacy()
         self.annotate()
@@ -546,8 +583,11 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--valid", type=int, default=500)
     p.add_argument("--test", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1, help="seed of the corpus and of the data fractions")
-    p.add_argument("--seeds", default="3",
-                   help="training seeds: a count N (seeds 1..N) or a comma-separated list (default: 3)")
+    p.add_argument("--seeds", default="auto",
+                   help="training seeds: a count N (seeds 1..N), a comma-separated list, or 'auto' (default): "
+                   f"seed rounds while they fit in --time-budget ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS})")
+    p.add_argument("--time-budget", type=float, default=20.0,
+                   help="minutes of the whole demo that --seeds auto plans for (default 20)")
     p.add_argument("--bpe", type=int, default=4000, help="joint BPE merges")
     p.add_argument("--max-update", type=int, default=300, help="training updates per system (same for all)")
     p.add_argument("--max-tokens", type=int, default=4096, help="tokens per batch")
@@ -579,7 +619,7 @@ def main(args) -> None:
     args.systems = systems(args.systems, "--systems")
     args.fraction_systems = systems(args.fraction_systems, "--fraction-systems")
     try:
-        args.seeds = _seeds(args.seeds)
+        args.seeds = "auto" if args.seeds == "auto" else _seeds(args.seeds)
         args.fractions = [float(p) for p in args.fractions.split(",") if p.strip()]
     except ValueError as e:
         raise SystemExit(f"demo: error: {e}")

@@ -38,8 +38,8 @@ def test_summarize_means_and_sample_sd_per_system():
 
 @pytest.mark.parametrize("best, ok", [(21.0, True), (20.99, False)])
 def test_best_variant_must_gain_a_full_bleu_point(best, ok):
-    rows = [row("transformer", [19.0, 20.0, 21.0]), row("syntax-infused", [best - 1, best, best + 1]),
-            row("sgnet", [19.0, 20.0, 21.0])]
+    rows = [row("transformer", [19.0, 20.0, 21.0]), row("sgnet", [19.0, 20.0, 21.0]),
+            row("syntax-infused", [best - 1, best, best + 1])]
     claims = demo.quality_check(rows)
     assert claims[0][1] is ok
     assert "syntax-infused" in claims[0][2]
