@@ -7,7 +7,7 @@ setup(
     name="syntax-nmt",
     version="0.1.0",
     description="fairseq plugin for syntax-infused neural machine translation "
-    "(source feature embeddings, SG-Net and other syntax-guided attention)",
+    "(source feature embeddings, SG-Net, syntax-aware local attention, Syntax-BERT)",
     long_description=long_description,
     long_description_content_type="text/markdown",
     packages=find_packages(include=["syntax_nmt", "syntax_nmt.*"]),

@@ -44,6 +44,12 @@ SYSTEMS: Dict[str, tuple] = {
     "syntax-infused": ("syntax_translation", "syntax_transformer_tiny", []),
     "sgnet": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "sgnet"]),
     "syntax+sgnet": ("syntax_translation", "syntax_transformer_tiny", ["--syntax-attention", "sgnet"]),
+    "sla": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "sla"]),
+    "syntax_bert": ("syntax_translation", "syntax_transformer_tiny",
+                    ["--source-features", "", "--syntax-attention", "syntax_bert", "--syntax-bert-max-distance", "3"]),
+    # every method together, with the features: SLA in the first layer, Syntax-BERT in the second
+    "all": ("syntax_translation", "syntax_transformer_tiny",
+            ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--syntax-bert-layers", "1"]),
 }
 BASELINE = "transformer"
 

@@ -5,13 +5,17 @@ log (tokenized German), writes the hypotheses tokenized (``NAME.tok``) and
 detokenized with sacremoses (``NAME.detok``), and reports
 
 * detokenized sacreBLEU against the raw reference, with its signature;
+* tokenized, case-sensitive BLEU exactly as Moses' ``multi-bleu.perl`` computes it on the
+  tokenized hypothesis and reference (what SG-Net reports): sacrebleu with
+  ``tokenize="none"`` and ``smooth_method="none"`` (see :func:`tokenized_bleu`);
 * the tokenized, compound-split BLEU that published WMT14 numbers use
   (fairseq's ``compound_split_bleu.sh`` / tensor2tensor's ``##AT##`` trick:
   ``a-b`` becomes ``a ##AT##-##AT## b`` on both sides, then BLEU on the
   tokens, here sacrebleu with ``tokenize="none"``, i.e. multi-bleu).
 
 ``summary``: a table of several scored systems with the p-values of
-``significance`` against the baseline.
+``significance`` against the baseline, for sacreBLEU and (with the tokenized
+reference) for tokenized BLEU.
 
 ``significance``: paired bootstrap resampling (``bs``) or approximate
 randomization (``ar``) of systems against a baseline with
@@ -28,6 +32,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from sacrebleu.metrics import BLEU
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
+#: Metrics of :func:`significance`.
+METRICS = ("sacrebleu", "tokenized")
 
 
 def read_lines(path: str) -> List[str]:
@@ -82,6 +88,25 @@ def detok_bleu(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, str, st
     return res.score, str(res), str(bleu.get_signature())
 
 
+def multi_bleu() -> BLEU:
+    """sacrebleu configured as ``multi-bleu.perl`` (case-sensitive, 4-gram, single reference).
+
+    On tokenized text whose tokens are separated by ASCII whitespace (Moses-tokenized text and
+    fairseq output are), this is ``multi-bleu.perl`` to the last digit: both split on whitespace,
+    clip n-gram counts by the reference, take the corpus brevity penalty ``exp(1 - r/c)`` when
+    ``c < r``, and give a zero n-gram precision the log ``-9999999999`` (BLEU 0, no smoothing).
+    ``multi-bleu.perl`` prints 2 decimals; ``tests/test_wmt_recipe_units.py`` checks the equality
+    against a transcription of the Perl script.
+    """
+    return BLEU(tokenize="none", smooth_method="none", force=True)
+
+
+def tokenized_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tuple[float, str]:
+    """Case-sensitive tokenized BLEU (``multi-bleu.perl REF < HYP``); (score, formatted)."""
+    res = multi_bleu().corpus_score(list(hyps_tok), [list(refs_tok)])
+    return res.score, str(res)
+
+
 def compound_split_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tuple[float, str]:
     """Tokenized BLEU after compound splitting (multi-bleu on tokens); (score, formatted)."""
     bleu = BLEU(tokenize="none", force=True)
@@ -100,9 +125,11 @@ def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: 
     write_lines(out_prefix + ".detok", hyps)
     bleu, bleu_str, signature = detok_bleu(hyps, refs_raw)
     split_bleu, split_str = compound_split_bleu(hyps_tok, refs_tok)
+    tok_bleu, tok_str = tokenized_bleu(hyps_tok, refs_tok)
     result = {
         "name": os.path.basename(out_prefix), "sentences": len(hyps),
         "sacrebleu": bleu, "sacrebleu_str": bleu_str, "signature": signature,
+        "tokenized_bleu": tok_bleu, "tokenized_bleu_str": tok_str,
         "compound_split_bleu": split_bleu, "compound_split_bleu_str": split_str,
     }
     with open(out_prefix + ".json", "w") as f:
@@ -111,14 +138,17 @@ def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: 
 
 
 def significance(ref_raw: str, baseline: Tuple[str, str], systems: Sequence[Tuple[str, str]],
-                 test_type: str = "bs", n_samples: int = 0, seed: int = 12345) -> List[Dict]:
+                 test_type: str = "bs", n_samples: int = 0, seed: int = 12345,
+                 metric: str = "sacrebleu") -> List[Dict]:
     """Paired significance of each system against the baseline (sacrebleu.significance).
 
     Args:
-        ref_raw: untokenized reference file.
-        baseline, systems: ``(name, detokenized hypothesis file)``.
+        ref_raw: the reference file: untokenized for ``sacrebleu``, tokenized for ``tokenized``.
+        baseline, systems: ``(name, hypothesis file)``, detokenized or tokenized like the reference.
         test_type: ``"bs"`` (paired bootstrap, 1000 samples) or ``"ar"``
             (approximate randomization, 10000 trials) when ``n_samples`` is 0.
+        metric: ``sacrebleu`` (13a-tokenized BLEU of detokenized text) or ``tokenized``
+            (:func:`multi_bleu` on tokenized text).
 
     Returns:
         One dict per system: name, BLEU, bootstrap mean and 95% CI (``bs``) and p-value.
@@ -128,7 +158,10 @@ def significance(ref_raw: str, baseline: Tuple[str, str], systems: Sequence[Tupl
     os.environ.setdefault("SACREBLEU_SEED", str(seed))  # sacrebleu seeds its resampling from this
     named = [(name, read_lines(path)) for name, path in [baseline, *systems]]
     refs = [read_lines(ref_raw)]
-    test = PairedTest(named, {"BLEU": BLEU()}, references=refs, test_type=test_type, n_samples=n_samples)
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    bleu = BLEU() if metric == "sacrebleu" else multi_bleu()
+    test = PairedTest(named, {"BLEU": bleu}, references=refs, test_type=test_type, n_samples=n_samples)
     _, scores = test()
     rows = []
     for (name, _), res in zip(named, scores["BLEU"]):
@@ -152,29 +185,46 @@ def format_significance(rows: List[Dict], test_type: str) -> str:
 
 
 def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = None, test_type: str = "bs",
-            n_samples: int = 0, title: str = "") -> str:
+            n_samples: int = 0, title: str = "", ref_tok: Optional[str] = None) -> str:
     """A table of the scores of ``score`` (``PREFIX.json``) for several systems, with the
-    p-value of a paired test against ``baseline`` (a prefix, also listed first)."""
+    p-value of a paired test against ``baseline`` (a prefix, also listed first): on sacreBLEU
+    (``PREFIX.detok`` against ``ref_raw``) and, when ``ref_tok`` is given, on tokenized BLEU
+    (``PREFIX.tok`` against ``ref_tok``)."""
     prefixes = ([baseline] if baseline else []) + [p for p in prefixes if p != baseline]
     results = []
     for prefix in prefixes:
         with open(prefix + ".json") as f:
             results.append(json.load(f))
-    p_values = {}
+    p_values: Dict[str, Dict[str, float]] = {"sacrebleu": {}, "tokenized": {}}
     if baseline and len(prefixes) > 1:
-        rows = significance(ref_raw, (results[0]["name"], baseline + ".detok"),
-                            [(r["name"], p + ".detok") for r, p in zip(results[1:], prefixes[1:])],
-                            test_type, n_samples)
-        p_values = {r["name"]: r["p_value"] for r in rows[1:]}
+        for metric, ref, ext in (("sacrebleu", ref_raw, ".detok"), ("tokenized", ref_tok, ".tok")):
+            if ref is None:
+                continue
+            rows = significance(ref, (results[0]["name"], baseline + ext),
+                                [(r["name"], p + ext) for r, p in zip(results[1:], prefixes[1:])],
+                                test_type, n_samples, metric=metric)
+            p_values[metric] = {r["name"]: r["p_value"] for r in rows[1:]}
+
+    def p_str(metric, r):
+        if baseline and r is results[0]:
+            return "baseline"
+        p = p_values[metric].get(r["name"])
+        return "-" if p is None else f"{p:.4f}{'*' if p < 0.05 else ''}"
+
+    def num(value):
+        return "-" if value is None else f"{value:.2f}"
+
     label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
     lines = [title] if title else []
-    lines.append(f"{'system':<16} {'sacreBLEU':>9} {'tok. BLEU':>9}  {'p (' + label + ')' if p_values else ''}")
+    lines.append(f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} {'split BLEU':>11}")
     for r in results:
-        p = p_values.get(r["name"])
-        p_str = "baseline" if baseline and r is results[0] else ("" if p is None else f"{p:.4f}{'*' if p < 0.05 else ''}")
-        lines.append(f"{r['name']:<16} {r['sacrebleu']:>9.2f} {r['compound_split_bleu']:>9.2f}  {p_str}")
-    lines.append("tok. BLEU: tokenized, compound-split BLEU (as published WMT14 numbers); "
-                 "* p < 0.05 against the baseline")
+        lines.append(f"{r['name']:<16} {r['sacrebleu']:>9.2f} {p_str('sacrebleu', r):>9} "
+                     f"{num(r.get('tokenized_bleu')):>9} {p_str('tokenized', r):>9} "
+                     f"{r['compound_split_bleu']:>11.2f}")
+    lines.append("tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, "
+                 "compound-split BLEU (as most WMT14 papers)")
+    if baseline and len(prefixes) > 1:
+        lines.append(f"p: {label} against the baseline (sacrebleu.significance); * p < 0.05")
     lines.append(f"sacreBLEU signature: {results[0]['signature']}")
     return "\n".join(lines)
 
@@ -190,14 +240,16 @@ def main(args: argparse.Namespace):
     if args.command == "score":
         result = score(args.gen, args.ref_raw, args.ref_tok, args.out_prefix, args.lang)
         print(f"{result['name']}: {result['sacrebleu_str']}\n  signature: {result['signature']}\n"
+              f"  tokenized (multi-bleu.perl) {result['tokenized_bleu_str']}\n"
               f"  compound-split tokenized {result['compound_split_bleu_str']}")
         return result
     if args.command == "summary":
-        text = summary(args.ref_raw, args.prefixes, args.baseline, args.test, args.n_samples, args.title)
+        text = summary(args.ref_raw, args.prefixes, args.baseline, args.test, args.n_samples, args.title,
+                       args.ref_tok)
         print(text)
         return text
     rows = significance(args.ref_raw, _named(args.baseline), [_named(s) for s in args.systems],
-                        args.test, args.n_samples)
+                        args.test, args.n_samples, metric=args.metric)
     print(format_significance(rows, args.test))
     if args.output:
         with open(args.output, "w") as f:
@@ -222,15 +274,18 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-prefix", required=True, help="writes PREFIX.tok, PREFIX.detok, PREFIX.json")
     p.add_argument("--lang", default="de", help="target language for detokenization")
     p = sub.add_parser("significance", help="paired significance test against a baseline")
-    p.add_argument("--ref-raw", required=True, help="untokenized reference")
-    p.add_argument("--baseline", required=True, help="[NAME=]detokenized baseline hypotheses")
-    p.add_argument("systems", nargs="+", help="[NAME=]detokenized system hypotheses")
+    p.add_argument("--ref-raw", required=True, help="reference: untokenized (sacrebleu) or tokenized (tokenized)")
+    p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized)")
+    p.add_argument("systems", nargs="+", help="[NAME=]system hypotheses (detokenized or tokenized)")
+    p.add_argument("--metric", choices=METRICS, default="sacrebleu",
+                   help="sacrebleu (detokenized files) or tokenized (multi-bleu.perl BLEU of tokenized files)")
     p.add_argument("--test", choices=["bs", "ar"], default="bs",
                    help="paired bootstrap (bs) or approximate randomization (ar)")
     p.add_argument("--n-samples", type=int, default=0, help="0: sacrebleu's default (1000 bs / 10000 ar)")
     p.add_argument("--output", help="write the rows as JSON")
     p = sub.add_parser("summary", help="table of several scored systems, with significance against a baseline")
     p.add_argument("--ref-raw", required=True, help="untokenized reference")
+    p.add_argument("--ref-tok", help="tokenized reference: also test tokenized BLEU (PREFIX.tok)")
     p.add_argument("--baseline", help="out-prefix of the baseline (of the score command)")
     p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command")
     p.add_argument("--test", choices=["bs", "ar"], default="bs")
@@ -239,8 +294,10 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cli_main() -> None:
-    main(get_parser().parse_args())
+def cli_main(argv: Optional[List[str]] = None) -> None:
+    from syntax_nmt.cli_errors import run
+
+    run("syntax-nmt-evaluate", main, get_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -213,7 +213,7 @@ BAD_INPUT = {
     "long line blanked": (["The cat sat .", "w " * 40 + ".", "A dog ran ."], ["x", "long target", "z"],
                           ["--max-words", "10"], ["The cat sat .", "", "A dog ran ."]),
     "long line error": (["The cat sat .", "w " * 40 + "."], None, ["--max-words", "10", "--on-long", "error"],
-                        r"in\.en:2: line has more than --max-words 10"),
+                        r"in\.en:2: line has 41 words, more than --max-words 10 \(1 over-long"),
     "marker-like words bpe": (["a@@b @@ x|y ▁z"], ["t@@ @@"], ["--subword", "bpe"],
                               ["a@@ ＠@@ ＠@@ b ＠@@ ＠ x@@ |@@ y ▁@@ z"]),
     "mismatched line counts": (["a", "b", "c"], ["x", "y"], [], r"line counts differ: .*in\.en has 3 lines, "
@@ -306,8 +306,12 @@ def test_resume_after_kill_equals_uninterrupted(tmp_path, spacy_model, codes):
     assert done == [2, 3, 4]  # finished chunks are not redone
     assert outputs(tmp_path / "run/train", NAMES) == ref
     assert not chunks.exists()
-    # a rerun after completion does nothing; different stream options without --overwrite too
-    main(args + ["--case", "rich"], on_chunk_done=done.append)
+    # a rerun after completion does nothing; different stream options are refused without --overwrite
+    main(args, on_chunk_done=done.append)
+    assert done == [2, 3, 4] and outputs(tmp_path / "run/train", NAMES) == ref
+    with pytest.raises(ValueError, match=r"run/train\.\* exist but were made with other settings \(annotation setting "
+                                         r"'case' differs: 'binary' in the existing outputs, 'rich' in this run\)"):
+        main(args + ["--case", "rich"], on_chunk_done=done.append)
     assert done == [2, 3, 4] and outputs(tmp_path / "run/train", NAMES) == ref
     main(args + ["--case", "rich", "--overwrite"])
     assert read(str(tmp_path / "run/train.case"))[1].split()[0] == "Cap"
@@ -366,16 +370,69 @@ def test_learn_subword_after_parsing(tmp_path, spacy_model, scheme, size):
     assert outputs(tmp_path / "again/train", NAMES) == outputs(tmp_path / "run/train", NAMES)
 
 
-def test_cli_errors_are_one_line_messages(tmp_path, capsys):
-    src = write(tmp_path / "in.en", ["a"])
-    with pytest.raises(SystemExit, match="needs --subword-model"):
-        cli_main(["--source", src, "--src-lang", "en", "-o", str(tmp_path / "o"), "--quiet"])
-    with pytest.raises(SystemExit, match="--shard-id must be in"):
-        cli_main(["--source", src, "--src-lang", "en", "-o", str(tmp_path / "o"), "--subword", "none",
-                  "--shard-id", "2", "--num-shards", "2"])
-    with pytest.raises(SystemExit, match="cannot load spaCy pipeline 'xx_nonexistent_model'"):
-        cli_main(["--source", src, "--src-lang", "en", "-o", str(tmp_path / "o"), "--subword", "none",
-                  "--spacy-model", "xx_nonexistent_model", "--quiet"])
+def _cli_error(capsys, argv):
+    """Run syntax-nmt-annotate in-process; returns (exit status, stderr lines)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli_main(argv)
+    return e.value.code, capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize("case", ["no model", "shard", "spacy model", "conllu mismatch", "empty file",
+                                  "bad codes"])
+def test_cli_errors_are_one_line_messages(tmp_path, capsys, case):
+    src = write(tmp_path / "in.en", ["a b"])
+    base = ["--source", src, "--src-lang", "en", "-o", str(tmp_path / "o"), "--quiet"]
+    argv, expected = {
+        "no model": (base, "--subword bpe needs --subword-model PATH"),
+        "shard": (base + ["--subword", "none", "--shard-id", "2", "--num-shards", "2"],
+                  "--shard-id must be in [0, --num-shards=2), got 2"),
+        "spacy model": (base + ["--subword", "none", "--spacy-model", "xx_nonexistent_model"],
+                        "cannot load spaCy pipeline 'xx_nonexistent_model'"),
+        "conllu mismatch": (base + ["--subword", "none", "--backend", "conllu", "--conllu",
+                                    str(_conllu_file(tmp_path)), "--pretokenized"],
+                            "does not match"),  # a message with several lines in the exception
+        "empty file": (["--source", write(tmp_path / "empty.en", []), "--src-lang", "en", "-o",
+                        str(tmp_path / "o"), "--subword", "none"], "empty.en is empty: nothing to annotate"),
+        "bad codes": (base + ["--subword", "bpe", "--subword-model", _spm_model(tmp_path)],
+                      "is not a subword-nmt BPE codes file (not UTF-8 text at byte"),
+    }[case]
+    code, err = _cli_error(capsys, argv)
+    assert code == 2
+    assert len(err) == 1, err  # one line, no traceback
+    assert err[0].startswith("syntax-nmt-annotate: error: ") and expected in err[0], err
+
+
+def _conllu_file(tmp_path):
+    path = tmp_path / "x.conllu"
+    with open(path, "w", encoding="utf-8") as f:
+        write_conllu([Sentence(["a", "c"], ["X", "X"], ["X", "X"], [0, 1], ["root", "dep"])], f)
+    return path
+
+
+def _spm_model(tmp_path):
+    from syntax_nmt.annotate.subwords import learn_model
+
+    return learn_model("spm", iter(["the cat sat on the mat ."] * 20), 30, str(tmp_path / "m.model"))
+
+
+def test_wrong_kind_of_subword_model(tmp_path, spacy_model, codes):
+    """Issue 10.5: a sentencepiece model as BPE codes and BPE codes as a sentencepiece model are
+    errors naming the file and the likely mix-up."""
+    src = write(tmp_path / "in.en", ["The cat sat ."])
+    spm = _spm_model(tmp_path)
+    with pytest.raises(ValueError, match=rf"{spm} is not a subword-nmt BPE codes file \(not UTF-8 text at byte "
+                                         rf"\d+; a sentencepiece model\? use --subword spm\)"):
+        main(base_args(tmp_path, src, "a/train", "--spacy-model", spacy_model, codes=spm))
+    with pytest.raises(ValueError, match=rf"{codes} is not a sentencepiece model \(.*; BPE codes\? use --subword bpe\)"):
+        main(["--source", src, "--src-lang", "en", "-o", str(tmp_path / "b/train"), "--spacy-model", spacy_model,
+              "--subword", "spm", "--subword-model", codes, "--quiet"])
+    bad = tmp_path / "bad.codes"
+    bad.write_text("#version: 0.2\na b\nthree symbols here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.codes:3: not a subword-nmt BPE codes file"):
+        main(base_args(tmp_path, src, "c/train", "--spacy-model", spacy_model, codes=str(bad)))
+    for prefix in ("a", "b", "c"):
+        assert not (tmp_path / prefix).exists() or not any((tmp_path / prefix).iterdir())
 
 
 def test_finalize_lock(tmp_path, spacy_model, codes):

@@ -6,14 +6,14 @@ byte-identical) corpus and settings are unchanged, so only the first run pays ~1
 """
 
 import pytest
+import spacy
 
-pytest.importorskip("spacy")
-generate = pytest.importorskip("syntax_nmt.synthetic.generate")
+from syntax_nmt.annotate.cli import main
+from syntax_nmt.annotate.spacy_train import train_spacy_pipeline
+from syntax_nmt.syntax.conllu import read_conllu
+from syntax_nmt.synthetic import generate
 
-from syntax_nmt.annotate.cli import main  # noqa: E402
-from syntax_nmt.annotate.spacy_train import train_spacy_pipeline  # noqa: E402
-
-from test_annotate import STREAMS, check_aligned, read  # noqa: E402
+from test_annotate import STREAMS, check_aligned, read
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +38,46 @@ def test_generated_corpus_streams_are_exact(tmp_path, synth, scheme, size):
     lines = check_aligned(prefix, scheme=scheme)  # field counts, heads inside the sentence, B/M/E/O vs markers
     assert len(lines) == 300 and all(lines)
     assert len(read(f"{prefix}.de")) == 300
-    for name in STREAMS:
-        assert len(read(f"{prefix}.{name}")) == 300
-    roots = [sum(h == "0" and t in "BO" for h, t in zip(hl.split(), tl.split()))
-             for hl, tl in zip(read(f"{prefix}.head"), read(f"{prefix}.subword"))]
-    assert min(roots) >= 1  # every line has a root word
+    with open(f"{prefix}.en.conllu", encoding="utf-8") as f:
+        parses = list(read_conllu(f))
+    assert [p.comments["sent_id"] for p in parses] == [str(i) for i in range(1, 301)]
+    # 1. the word-level parse is exactly what the pipeline itself gives on each raw line
+    nlp = spacy.load(model)
+    raw = read(train["en"])
+    for doc, parse in zip(nlp.pipe(raw), parses):
+        assert parse.words == [t.text for t in doc]
+        assert parse.upos == [t.pos_ for t in doc] and parse.xpos == [t.tag_ for t in doc]
+        assert parse.heads == [0 if t.head.i == t.i else t.head.i + 1 for t in doc]
+        assert parse.deprels == ["root" if t.dep_ == "ROOT" else t.dep_ for t in doc]
+    # 2. every stream field is exactly its word's value, recomputed here from the stream
+    #    definitions with the words recovered from the subword markers
+    streams = {n: read(f"{prefix}.{n}") for n in STREAMS}
+    for k, (line, parse) in enumerate(zip(lines, parses)):
+        toks = line.split()
+        word_of, first, w = [], [], -1
+        for i, tok in enumerate(toks):
+            if tok.startswith("\u2581") if scheme == "spm" else (i == 0 or not toks[i - 1].endswith("@@")):
+                w += 1
+                first.append(i)
+            word_of.append(w)
+        if scheme == "bpe":
+            joined = [t[:-2] if t.endswith("@@") else t for t in toks]
+        else:
+            joined = [t.replace("\u2581", "") for t in toks]
+        words = ["".join(p for p, j in zip(joined, word_of) if j == x) for x in range(w + 1)]
+        assert words == parse.words, k
+        size = [word_of.count(x) for x in range(w + 1)]
+        expect = {
+            "pos": [parse.upos[j] for j in word_of],
+            "case": ["C" if parse.words[j][0].isupper() else "L" for j in word_of],
+            "subword": ["O" if size[j] == 1 else "B" if i == first[j] else "E" if i == first[j] + size[j] - 1
+                        else "M" for i, j in enumerate(word_of)],
+            "head": [str(0 if parse.heads[j] == 0 else first[parse.heads[j] - 1] - i) for i, j in enumerate(word_of)],
+            "dep": [parse.deprels[j] for j in word_of],
+        }
+        for name in STREAMS:
+            assert streams[name][k].split() == expect[name], (name, k)
+    assert sum(len(line.split()) for line in lines) > sum(len(p.words) for p in parses)  # some words are split
 
 
 def test_pretokenized_keeps_the_gold_tokens(tmp_path, synth):

@@ -66,3 +66,143 @@ def test_stream_dtypes_and_shapes(stream_bin):
     batch = ds.collater([ds[i] for i in range(5)])
     for name, t in batch["net_input"]["src_streams"].items():
         assert t.dtype == torch.long and t.shape == batch["net_input"]["src_tokens"].shape, name
+
+
+# -- literal fairseq symbols, --truncate-source and --source-prepend-bos (issue 10.2, 10.10, 10.11) -----------
+def _stream_text(tokens, k):
+    """Distinct, position-revealing values for every stream of a line of ``tokens`` (line ``k``)."""
+    n = len(tokens)
+    return {
+        "pos": " ".join(f"P{k}_{i}" for i in range(n)),
+        "case": " ".join("C" if t[:1].isupper() else "L" for t in tokens),
+        "subword": " ".join("O" for _ in tokens),
+        "head": " ".join(str(-i) for i in range(n)),  # every token points to the first
+        "dep": " ".join(f"D{i}" for i in range(n)),
+    }
+
+
+def _write_text(prefix, src_lines):
+    files = {"en": src_lines, "de": ["x y"] * len(src_lines)}
+    for name in ("pos", "case", "subword", "head", "dep"):
+        files[name] = [_stream_text(line.split(), k)[name] for k, line in enumerate(src_lines)]
+    for name, lines in files.items():
+        with open(f"{prefix}.{name}", "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+
+
+def _binarized(tmp_path, src_lines):
+    from syntax_nmt.data import binarize
+
+    os = __import__("os")
+    text = tmp_path / "text"
+    os.makedirs(text, exist_ok=True)
+    for split in ("train", "valid"):
+        _write_text(str(text / split), src_lines)
+    dest = str(tmp_path / "bin")
+    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--trainpref", str(text / "train"),
+                       "--validpref", str(text / "valid"), "--destdir", dest, "--joined-dictionary", "--workers", "1"])
+    return dest
+
+
+def _batch_rows(task, split="valid"):
+    """{sentence id: (source tokens as strings, {stream: values as strings})} of one collated batch."""
+    task.load_dataset(split)
+    ds = task.dataset(split)
+    batch = ds.collater([ds[i] for i in range(len(ds))])
+    d = task.source_dictionary
+    rows = {}
+    for r, sid in enumerate(batch["id"].tolist()):
+        real = batch["net_input"]["src_tokens"][r].ne(d.pad())
+        toks = [d[int(t)] for t in batch["net_input"]["src_tokens"][r][real]]
+        streams = {}
+        for name, t in batch["net_input"]["src_streams"].items():
+            vals = t[r][real].tolist()
+            streams[name] = [str(v) for v in vals] if name == "head" else [task.stream_dicts[name][v] for v in vals]
+        rows[sid] = (toks, streams)
+    return rows, batch
+
+
+LINES = ["We stop </s>", "The long line here is much longer than the other one"]
+
+
+@pytest.mark.parametrize("pad", [[], ["--left-pad-source"]])  # fairseq 0.12: the bare flag means right padding
+def test_literal_eos_with_truncate_source_keeps_streams_aligned(tmp_path, pad):
+    """Issue 10.2: data holding a literal ``</s>`` (made before annotation escaped it): fairseq's
+    --truncate-source strips it with the real EOS; the streams must lose the same position."""
+    data = _binarized(tmp_path, LINES)
+    task, _, _ = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos,dep",
+                                      "--truncate-source", *pad)
+    rows, batch = _batch_rows(task)
+    toks, streams = rows[0]
+    assert toks == ["We", "stop", "</s>"]  # "</s>" here is the EOS fairseq appended; the literal one is gone
+    assert streams["pos"] == ["P0_0", "P0_1", "</s>"]
+    assert streams["dep"] == ["D0", "D1", "</s>"]
+    assert streams["head"] == ["0", "-1", "0"]
+    toks, streams = rows[1]
+    assert len(toks) == 12 and streams["pos"] == [f"P1_{i}" for i in range(11)] + ["</s>"]
+
+
+def test_annotation_escapes_fairseq_symbols(tmp_path):
+    """Issue 10.2: ``syntax-nmt-annotate`` escapes them, so they never become fairseq's ids."""
+    from syntax_nmt.annotate.cli import main
+
+    src = tmp_path / "in.en"
+    src.write_text("We stop </s>\n<s> <pad> a<unk>b <S>\n", encoding="utf-8")
+    main(["--backend", "conllu", "--conllu", str(_conllu(tmp_path, src)), "--source", str(src), "--pretokenized",
+          "--src-lang", "en", "-o", str(tmp_path / "out/train"), "--subword", "none", "--quiet"])
+    assert (tmp_path / "out/train.en").read_text(encoding="utf-8").split("\n") == [
+        "We stop \u2039/s\u203a", "\u2039s\u203a \u2039pad\u203a a\u2039unk\u203ab <S>", ""]
+
+
+def _conllu(tmp_path, src):
+    from syntax_nmt.syntax.conllu import Sentence, write_conllu
+
+    sents = []
+    for line in src.read_text(encoding="utf-8").splitlines():
+        w = line.split()
+        sents.append(Sentence(w, ["X"] * len(w), ["X"] * len(w), [0] + [1] * (len(w) - 1),
+                              ["root"] + ["dep"] * (len(w) - 1)))
+    path = tmp_path / "in.conllu"
+    with open(path, "w", encoding="utf-8") as f:
+        write_conllu(sents, f)
+    return path
+
+
+def test_truncate_source_leaves_room_for_bos(tmp_path):
+    """Issue 10.10: --truncate-source with --source-prepend-bos gives at most --max-source-positions tokens."""
+    data = _binarized(tmp_path, ["a b c d e f g h", "a b"])
+    task, _, _ = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos",
+                                      "--truncate-source", "--source-prepend-bos", "--max-source-positions", "5")
+    rows, batch = _batch_rows(task)
+    assert batch["net_input"]["src_tokens"].size(1) == 5
+    toks, streams = rows[0]
+    assert toks == ["<s>", "a", "b", "c", "</s>"]
+    assert streams["pos"] == ["<s>", "P0_0", "P0_1", "P0_2", "</s>"]
+    assert streams["head"] == ["0", "0", "-1", "-2", "0"]
+    assert rows[1][0] == ["<s>", "a", "b", "</s>"] and rows[1][1]["pos"] == ["<s>", "P1_0", "P1_1", "</s>"]
+
+
+def test_source_prepend_bos_is_recorded_and_applied(tmp_path):
+    """Issue 10.11: the checkpoint's model configuration records --source-prepend-bos; loading it
+    (fairseq calls task.build_model(cfg.model, from_checkpoint=True)) applies it, or refuses the
+    option for a model trained without it."""
+    from fairseq import tasks
+
+    from syntax_nmt.tasks.syntax_translation import StreamConfigError
+
+    data = _binarized(tmp_path, ["a b c", "a b"])
+    _, _, cfg_bos = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-prepend-bos")
+    assert cfg_bos.model.source_prepend_bos is True
+    _, _, cfg_plain = build_task_and_model(data, "--syntax-attention", "sgnet")
+    assert cfg_plain.model.source_prepend_bos is False
+    # generation without the flag, checkpoint trained with it: BOS is prepended
+    gen = tasks.setup_task(cfg_plain.task)
+    assert not gen.cfg.source_prepend_bos
+    gen.build_model(cfg_bos.model, from_checkpoint=True)
+    assert gen.cfg.source_prepend_bos
+    rows, _ = _batch_rows(gen)
+    assert rows[0][0] == ["<s>", "a", "b", "c", "</s>"] and rows[0][1]["pos"][0] == "<s>"
+    # the flag with a checkpoint trained without it: refused
+    task_bos, _, _ = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-prepend-bos")
+    with pytest.raises(StreamConfigError, match="trained without it"):
+        task_bos.build_model(cfg_plain.model, from_checkpoint=True)

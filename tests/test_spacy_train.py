@@ -5,12 +5,11 @@ import time
 from pathlib import Path
 
 import pytest
+import spacy
 
-spacy = pytest.importorskip("spacy")
-generate = pytest.importorskip("syntax_nmt.synthetic.generate")
-
-from syntax_nmt.annotate import spacy_train  # noqa: E402
-from syntax_nmt.annotate.spacy_train import evaluate_pipeline, train_spacy_pipeline  # noqa: E402
+from syntax_nmt.annotate import spacy_train
+from syntax_nmt.annotate.spacy_train import evaluate_pipeline, train_spacy_pipeline
+from syntax_nmt.synthetic import generate
 
 
 SIZES = {"train": 1500, "valid": 200, "test": 300}

@@ -148,14 +148,18 @@ def test_scores_and_significance(recipe_run):
         res = json.loads((eval_dir / f"{config}.json").read_text())
         assert res["sentences"] == SIZES["test"]
         assert 0.0 <= res["sacrebleu"] <= 100.0 and 0.0 <= res["compound_split_bleu"] <= 100.0
+        assert 0.0 <= res["tokenized_bleu"] <= 100.0
         assert res["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
         assert len(_read(eval_dir / f"{config}.detok")) == SIZES["test"]
     summary = (eval_dir / "summary.txt").read_text()
     assert "sacreBLEU signature: nrefs:1|case:mixed" in summary
     lines = {line.split()[0]: line for line in summary.splitlines() if line.split()}
-    assert lines["baseline"].rstrip().endswith("baseline")
-    p_value = float(lines["syntax_sgnet"].split()[3].rstrip("*"))
-    assert 0.0 <= p_value <= 1.0
+    assert lines["baseline"].split()[2] == lines["baseline"].split()[4] == "baseline"
+    row = lines["syntax_sgnet"].split()  # name, sacreBLEU, p, tok.BLEU, p, split BLEU
+    for p_value in (float(row[2].rstrip("*")), float(row[4].rstrip("*"))):
+        assert 0.0 <= p_value <= 1.0
+    assert float(row[3]) == pytest.approx(json.loads((eval_dir / "syntax_sgnet.json").read_text())["tokenized_bleu"],
+                                          abs=0.005)
     assert "paired bootstrap" in summary
 
 

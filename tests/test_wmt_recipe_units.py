@@ -391,6 +391,88 @@ def test_score_and_significance(tmp_path):
     assert rows_ar[1]["p_value"] < 0.05
 
 
+def multi_bleu_perl(hyps, refs):
+    """Moses scripts/generic/multi-bleu.perl (single reference, case-sensitive), transcribed
+    statement by statement: the reference for :func:`evaluate.tokenized_bleu`."""
+    import math
+    from collections import Counter
+
+    correct, total = [0] * 5, [0] * 5
+    hyp_len = ref_len = 0
+    for hyp, ref in zip(hyps, refs):
+        words, ref_words = hyp.split(), ref.split()
+        ref_ngram = Counter()
+        for n in range(1, 5):
+            for start in range(len(ref_words) - n + 1):
+                ref_ngram[(n, *ref_words[start:start + n])] += 1
+        hyp_len += len(words)
+        ref_len += len(ref_words)
+        for n in range(1, 5):
+            t_ngram = Counter((n, *words[start:start + n]) for start in range(len(words) - n + 1))
+            for ngram, count in t_ngram.items():
+                total[n] += count
+                if ngram in ref_ngram:
+                    correct[n] += min(count, ref_ngram[ngram])
+    prec = [correct[n] / total[n] if total[n] else 0 for n in range(1, 5)]
+    bp = math.exp(1 - ref_len / hyp_len) if hyp_len < ref_len else 1.0
+    return 100 * bp * math.exp(sum(math.log(p) if p else -9999999999 for p in prec) / 4)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tokenized_bleu_is_multi_bleu_perl(seed):
+    import random
+
+    rng = random.Random(seed)
+    vocab = "Über für große Straße , . ist wäre Käse Hund @-@ „ “ ein E-Mail 10.000".split()[: rng.randint(3, 16)]
+    refs = [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 20))) for _ in range(rng.randint(1, 25))]
+    hyps = []
+    for ref in refs:
+        words = [w if rng.random() < rng.random() else rng.choice(vocab) for w in ref.split()]
+        hyps.append(" ".join(words[: rng.randint(1, len(words) + 2)] + [rng.choice(vocab)] * rng.randint(0, 2)))
+    score = evaluate.tokenized_bleu(hyps, refs)[0]
+    assert score == pytest.approx(multi_bleu_perl(hyps, refs), rel=1e-12, abs=1e-12)
+
+
+def test_tokenized_bleu_edge_cases():
+    # no 4-gram match: multi-bleu.perl gives 0 (no smoothing), sacrebleu's default 'exp' smoothing would not
+    hyps, refs = ["a b c d", "e f"], ["a b c x", "e f"]
+    assert evaluate.tokenized_bleu(hyps, refs)[0] == multi_bleu_perl(hyps, refs) == pytest.approx(0.0, abs=1e-9)
+    assert evaluate.BLEU(tokenize="none", force=True).corpus_score(hyps, [refs]).score > 1
+    # case-sensitive, tokens as given (no 13a splitting of "Haus.")
+    assert evaluate.tokenized_bleu(["Das Haus. ist"], ["das Haus . ist"])[0] == multi_bleu_perl(
+        ["Das Haus. ist"], ["das Haus . ist"]) == 0.0
+    assert evaluate.tokenized_bleu(["x y z w v"], ["x y z w v"])[0] == pytest.approx(100.0)
+
+
+def test_summary_reports_both_bleus_with_significance(tmp_path):
+    refs_tok = [f"Satz Nummer {i} ist hier zu Ende ." for i in range(30)]
+    refs_raw = [f"Satz Nummer {i} ist hier zu Ende." for i in range(30)]
+    ref_tok, ref_raw = write(tmp_path / "ref.tok", refs_tok), write(tmp_path / "ref.raw", refs_raw)
+    systems = {"baseline": [f"Satz {i} ist dort ." for i in range(30)], "syntax": refs_tok}
+    prefixes = {}
+    for name, hyps in systems.items():
+        gen = tmp_path / f"{name}.gen"
+        gen.write_text("".join(f"H-{i}\t-0.1\t{h}\n" for i, h in enumerate(hyps)), encoding="utf-8")
+        prefixes[name] = str(tmp_path / name)
+        res = evaluate.score(str(gen), ref_raw, ref_tok, prefixes[name])
+        assert res["tokenized_bleu"] == pytest.approx(multi_bleu_perl(hyps, refs_tok), rel=1e-12)
+    text = evaluate.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100,
+                            ref_tok=ref_tok)
+    rows = {line.split()[0]: line.split() for line in text.splitlines()}
+    assert rows["system"] == ["system", "sacreBLEU", "p", "tok.BLEU", "p", "split", "BLEU"]
+    assert rows["baseline"][2] == rows["baseline"][4] == "baseline"
+    syntax = rows["syntax"]
+    assert float(syntax[1]) == pytest.approx(100.0) and float(syntax[3]) == pytest.approx(100.0)
+    assert syntax[2].endswith("*") and syntax[4].endswith("*")  # p < 0.05 on both metrics
+    assert "paired bootstrap" in text and "multi-bleu.perl" in text
+    tok_rows = evaluate.significance(ref_tok, ("baseline", prefixes["baseline"] + ".tok"),
+                                     [("syntax", prefixes["syntax"] + ".tok")], n_samples=100, metric="tokenized")
+    assert tok_rows[1]["bleu"] == pytest.approx(100.0)
+    assert tok_rows[0]["bleu"] == pytest.approx(multi_bleu_perl(systems["baseline"], refs_tok), rel=1e-12)
+    without_tok = evaluate.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100)
+    assert {line.split()[0]: line.split() for line in without_tok.splitlines()}["syntax"][4] == "-"
+
+
 # ----------------------------------------------------------------------- train.sh flags
 def run_train_sh(tmp_path, config, **env):
     """Run train.sh with a stand-in trainer that records its arguments; returns them."""

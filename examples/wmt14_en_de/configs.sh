@@ -1,18 +1,31 @@
-# Model configurations of the WMT14 en-de recipe, sourced by train.sh and generate.sh.
+# Model configurations and training presets of the WMT14 en-de recipe, sourced by train.sh,
+# generate.sh and run_all.sh.
 #
 #   config_args CONFIG   sets the arrays TASK_ARGS and MODEL_ARGS, and ARCH, WARMUP_DEFAULT, BEAM_DEFAULT
+#   preset_args [PRESET] sets the *_DEFAULT settings of the preset PRESET (default: $PRESET, else fairseq);
+#                        call it after config_args (the fairseq preset keeps the SG-Net configs' warmup and beam)
 #
-# CONFIG is one of
+# CONFIG (the model) is one of
 #   baseline       stock fairseq transformer_wmt_en_de (shared source/target/output embeddings)
 #   syntax         syntax-infused Transformer (Sundararaman et al., 2019): pos, case and subword-position
 #                  embeddings of size 20, summed, concatenated to 492-d word embeddings (512 in all)
+#   syntax_concat  its other variant: the three embeddings concatenated, 8+4+8 = 20, to 492-d words
 #   sgnet          SG-Net (Zhang et al., 2020): syntax-guided self-attention from the dependency heads
-#   syntax_sgnet   both
+#   syntax_sgnet   syntax + sgnet
+# PRESET (how it is trained, decoded and scored; see README.md, "Presets") is one of
+#   fairseq        fairseq's standard WMT14 Transformer-base recipe (the default)
+#   sit-paper      the setup of the Syntax-Infused Transformer paper (Sundararaman et al., 2019)
+#   sgnet-paper    the setup of the SG-Net paper for NMT (Zhang et al., 2020, sec. 5.2)
 # TINY=1 swaps the architectures for tiny CPU-sized ones (the offline test); every other flag is unchanged.
 # shellcheck shell=bash
 
 CONFIGS_ALL="baseline syntax sgnet syntax_sgnet"
+CONFIGS_KNOWN="$CONFIGS_ALL syntax_concat"
+PRESETS_ALL="fairseq sit-paper sgnet-paper"
 FEATURE_ARGS=(--source-features pos,case,subword --feature-merge sum --feature-embed-dim 20 --feature-combine concat)
+# The paper gives only the total (20); the split is ours: POS has the most values (17 UPOS tags), case the fewest (2).
+FEATURE_CONCAT_ARGS=(--source-features pos,case,subword --feature-merge concat --feature-embed-dims 8,4,8
+    --feature-combine concat)
 # Dimensions of the TINY baseline: those of the syntax_transformer_tiny architecture.
 TINY_BASELINE_ARGS=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
     --encoder-ffn-embed-dim 128 --decoder-ffn-embed-dim 128 --encoder-attention-heads 4 --decoder-attention-heads 4)
@@ -33,11 +46,13 @@ config_args() {
             MODEL_ARGS=(--share-all-embeddings)
             if [[ "${TINY:-0}" == 1 ]]; then ARCH=transformer; MODEL_ARGS+=("${TINY_BASELINE_ARGS[@]}"); fi
             ;;
-        syntax)
+        syntax|syntax_concat)
             TASK_ARGS=(--task syntax_translation)
             ARCH=syntax_transformer_wmt_en_de
             # word embeddings are 492-d (512 - 20) in the encoder only: no --share-all-embeddings
-            MODEL_ARGS=("${FEATURE_ARGS[@]}" --share-decoder-input-output-embed)
+            if [[ "$config" == syntax ]]; then MODEL_ARGS=("${FEATURE_ARGS[@]}")
+            else MODEL_ARGS=("${FEATURE_CONCAT_ARGS[@]}"); fi
+            MODEL_ARGS+=(--share-decoder-input-output-embed)
             ;;
         sgnet)
             TASK_ARGS=(--task syntax_translation)
@@ -55,10 +70,78 @@ config_args() {
             BEAM_DEFAULT=5
             ;;
         *)
-            echo "unknown config '$config' (expected one of: $CONFIGS_ALL)" >&2
+            echo "unknown config '$config' (expected one of: $CONFIGS_KNOWN)" >&2
             return 1
             ;;
     esac
     if [[ "${TINY:-0}" == 1 && "$ARCH" == syntax_* ]]; then ARCH=syntax_transformer_tiny; fi
+    return 0
+}
+
+# Every setting a preset fixes, as NAME_DEFAULT; train.sh / generate.sh / run_all.sh use $NAME when it is set
+# in the environment, else NAME_DEFAULT. BATCH_TOKENS is the number of tokens per update
+# (MAX_TOKENS x NGPU x UPDATE_FREQ); UPDATE_FREQ defaults to what reaches it on NGPU GPUs.
+preset_args() {
+    local preset=${1:-${PRESET:-fairseq}}
+    # fairseq's standard WMT14 recipe (Ott et al., 2018, scaled to 8 GPUs x 4096 tokens)
+    TEST_SET_DEFAULT=full
+    BPE_MERGES_DEFAULT=32000
+    MAX_TOKENS_DEFAULT=4096
+    BATCH_TOKENS_DEFAULT=32768
+    ADAM_BETAS_DEFAULT='(0.9, 0.98)'
+    ADAM_EPS_DEFAULT=1e-08
+    LR_DEFAULT=7e-4
+    WARMUP_INIT_LR_DEFAULT=1e-07
+    MAX_UPDATE_DEFAULT=100000
+    DROPOUT_DEFAULT=0.1
+    ATTENTION_DROPOUT_DEFAULT=0.0
+    LABEL_SMOOTHING_DEFAULT=0.1
+    SAVE_INTERVAL_DEFAULT=1000
+    AVERAGE_DEFAULT=5
+    LENPEN_DEFAULT=0.6
+    MAX_LEN_A_DEFAULT=0
+    MAX_LEN_B_DEFAULT=200
+    CHECKPOINT_DEFAULT=auto
+    EVAL_BLEU_DEFAULT=0
+    case "$preset" in
+        fairseq) ;;
+        sit-paper)
+            # Sundararaman et al. (2019): "All hyperparameter settings of the baseline Transformer ... match
+            # those of (Vaswani et al., 2017)", "training procedure is identical": where the paper is silent,
+            # Vaswani et al.'s Transformer base.
+            TEST_SET_DEFAULT=filtered          # newstest2014, 2737 sentences
+            BPE_MERGES_DEFAULT=37000           # not given; Vaswani et al.: shared vocabulary of about 37000
+            BATCH_TOKENS_DEFAULT=8192          # batch 4096, gradients accumulated over two batches
+            ADAM_BETAS_DEFAULT='(0.9, 0.998)'
+            ADAM_EPS_DEFAULT=1e-09             # Vaswani et al.
+            WARMUP_DEFAULT=4000                # Vaswani et al.
+            LR_DEFAULT=6.98771e-04             # Vaswani et al.: d^-0.5 * min(step^-0.5, step * 4000^-1.5)
+            WARMUP_INIT_LR_DEFAULT=0
+            BEAM_DEFAULT=4                     # Vaswani et al.: beam 4, length penalty 0.6,
+            LENPEN_DEFAULT=0.6                 # output length up to input length + 50
+            MAX_LEN_A_DEFAULT=1
+            MAX_LEN_B_DEFAULT=50
+            ;;
+        sgnet-paper)
+            # Zhang et al. (2020), sec. 5.2 and 5.3 (NMT); "a single V100 GPU".
+            BPE_MERGES_DEFAULT=40000           # "the size of the vocabulary was set to 40,000"
+            BATCH_TOKENS_DEFAULT=16384         # "approximately 4096 x 4 source tokens and 4096 x 4 target tokens"
+            ADAM_EPS_DEFAULT=1e-09             # not given; Vaswani et al.
+            WARMUP_DEFAULT=8000                # "a warm-up strategy with 8,000 steps"
+            LR_DEFAULT=4.94106e-04             # not given; Vaswani et al.'s schedule: d^-0.5 * 8000^-0.5 at the peak
+            WARMUP_INIT_LR_DEFAULT=0
+            MAX_UPDATE_DEFAULT=300000          # "the training of 300,000 batches"
+            ATTENTION_DROPOUT_DEFAULT=0.1      # "the attention dropout and residual dropout were p = 0.1"
+            AVERAGE_DEFAULT=0                  # "the model with the highest BLEU score of the dev set"
+            CHECKPOINT_DEFAULT=checkpoint_best.pt
+            EVAL_BLEU_DEFAULT=1                # "validated the model with an interval of 1,000 batches"
+            BEAM_DEFAULT=5                     # "the beam size was set to five"
+            LENPEN_DEFAULT=1.0                 # not given: fairseq's default
+            ;;
+        *)
+            echo "unknown preset '$preset' (expected one of: $PRESETS_ALL)" >&2
+            return 1
+            ;;
+    esac
     return 0
 }

@@ -5,12 +5,15 @@
 #   EVAL=wmt14/eval/p100 bash generate.sh syntax [extra fairseq-generate args]
 #
 # Writes EVAL/CONFIG.gen (fairseq-generate log), EVAL/CONFIG.{tok,detok,json} (evaluate.py score).
-# Environment (defaults in brackets):
+# Environment (defaults in brackets; "preset" = set by PRESET, see README.md, "Presets"):
+#   PRESET           fairseq | sit-paper | sgnet-paper                                [fairseq]
 #   DATA, SAVE       as for train.sh                                                  [required]
 #   PREP             prepare.py output (test.raw.de, test.de)                         [required]
 #   EVAL             output directory                                                 [required]
-#   CHECKPOINT       checkpoint file name in SAVE            [checkpoint_avg.pt if present, else checkpoint_best.pt]
-#   BEAM / LENPEN    beam size / length penalty             [4 / 0.6 (Vaswani et al.); SG-Net configs: beam 5]
+#   CHECKPOINT       checkpoint file name in SAVE   [preset: checkpoint_avg.pt if present, else checkpoint_best.pt;
+#                                                    sgnet-paper: checkpoint_best.pt (best dev BLEU)]
+#   BEAM / LENPEN    beam size / length penalty   [preset: 4 (5 for SG-Net configs) / 0.6 | 4 / 0.6 | 5 / 1.0]
+#   MAX_LEN_A/_B     output length limit a * source length + b          [preset: 0, 200 | 1, 50 | 0, 200]
 #   SUBWORD          bpe | sentencepiece (how to undo subwords)                         [bpe]
 #   MAX_TOKENS       generation batch size in tokens                                     [8192]
 #   GEN_ARGS         extra fairseq-generate arguments (word-split), e.g. "--max-len-a 1.2 --max-len-b 10"
@@ -24,15 +27,19 @@ source "$HERE/configs.sh"
 CONFIG=${1:?usage: generate.sh CONFIG [fairseq-generate args...]}
 shift
 config_args "$CONFIG"
+preset_args "${PRESET:-fairseq}"
 
 : "${DATA:?}" "${SAVE:?}" "${PREP:?}" "${EVAL:?}"
 PYTHON=${PYTHON:-python}
 BEAM=${BEAM:-$BEAM_DEFAULT}
-LENPEN=${LENPEN:-0.6}
+LENPEN=${LENPEN:-$LENPEN_DEFAULT}
+MAX_LEN_A=${MAX_LEN_A:-$MAX_LEN_A_DEFAULT}
+MAX_LEN_B=${MAX_LEN_B:-$MAX_LEN_B_DEFAULT}
 MAX_TOKENS=${MAX_TOKENS:-8192}
 FAIRSEQ_GENERATE=${FAIRSEQ_GENERATE:-fairseq-generate}
 USER_DIR=${USER_DIR:-$(find_user_dir)}
-if [[ -z "${CHECKPOINT:-}" ]]; then
+CHECKPOINT=${CHECKPOINT:-$CHECKPOINT_DEFAULT}
+if [[ "$CHECKPOINT" == auto ]]; then
     CHECKPOINT=checkpoint_best.pt
     if [[ -f "$SAVE/checkpoint_avg.pt" ]]; then CHECKPOINT=checkpoint_avg.pt; fi
 fi
@@ -51,7 +58,7 @@ mkdir -p "$EVAL"
 "$FAIRSEQ_GENERATE" "$DATA" \
     --user-dir "$USER_DIR" "${TASK_ARGS[@]}" --source-lang en --target-lang de \
     --path "$SAVE/$CHECKPOINT" --gen-subset test \
-    --beam "$BEAM" --lenpen "$LENPEN" --remove-bpe "$REMOVE_BPE" \
+    --beam "$BEAM" --lenpen "$LENPEN" --max-len-a "$MAX_LEN_A" --max-len-b "$MAX_LEN_B" --remove-bpe "$REMOVE_BPE" \
     --max-tokens "$MAX_TOKENS" --required-batch-size-multiple 1 "${DEVICE_ARGS[@]}" ${GEN_ARGS:-} "$@" \
     > "$EVAL/$CONFIG.gen"
 tail -n 2 "$EVAL/$CONFIG.gen"

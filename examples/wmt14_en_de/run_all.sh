@@ -4,18 +4,20 @@
 #   bash examples/wmt14_en_de/run_all.sh                       # everything, 100 % of the data, 1 GPU
 #   PERCENT=5 NGPU=8 CONFIGS="baseline syntax" bash examples/wmt14_en_de/run_all.sh
 #   STAGES="train evaluate" CONFIGS=sgnet bash examples/wmt14_en_de/run_all.sh
+#   PRESET=sit-paper PERCENT="1 5 10 25 50 100" CONFIGS="baseline syntax" bash examples/wmt14_en_de/run_all.sh
 #
 # Every stage skips work that is already done, so an interrupted run is resumed by running the
-# same command again. Environment (defaults in brackets):
+# same command again. Environment (defaults in brackets; "preset" = set by PRESET):
+#   PRESET          fairseq | sit-paper | sgnet-paper: whose setup (README.md, "Presets")   [fairseq]
 #   WORK            root directory of all outputs                                 [wmt14_en_de]
 #   STAGES          stages to run                [download prepare annotate binarize train evaluate]
 #   WMT14_MIRROR    base URL / directory with the archives (download.py --mirror)   [statmt.org]
 #   MANIFEST        archive list with checksums (download.py --manifest)           [manifest.json]
-#   TEST_SET        newstest2014 variant: full (3003 lines) | filtered (2737)       [full]
-#   PERCENT         share of the cleaned training data, e.g. 1 5 10 25 50 100        [100]
+#   TEST_SET        newstest2014 variant: full (3003 lines) | filtered (2737)  [preset: full | filtered | full]
+#   PERCENT         share(s) of the cleaned training data: one run per value, e.g. "1 5 10 25 50 100"  [100]
 #   SEED            seed of the subsample                                           [1]
 #   SUBWORD         bpe (subword-nmt) | sentencepiece                                [bpe]
-#   BPE_MERGES      BPE merge operations (32000-40000 for the full data)             [32000]
+#   BPE_MERGES      BPE merge operations                             [preset: 32000 | 37000 | 40000]
 #   SPM_VOCAB       sentencepiece vocabulary size                                     [32000]
 #   WORKERS         CPU processes for tokenization and binarization                  [nproc]
 #   SPACY_MODEL     spaCy pipeline (name or path) for the source parses              [en_core_web_sm]
@@ -24,26 +26,35 @@
 #   ANNOTATE_BATCH  spaCy batch size                                                 [256]
 #   GPU_ID          spaCy GPU (-1: CPU); with ANNOTATE_SHARDS>1 shard i uses GPU_ID+i  [-1]
 #   CHUNK_SIZE      lines per annotation chunk (unit of resuming)                     [100000]
-#   CONFIGS         configurations to train (configs.sh)   [baseline syntax sgnet syntax_sgnet]
+#   CONFIGS         configurations to train (configs.sh; also syntax_concat)  [baseline syntax sgnet syntax_sgnet]
 #   SIGNIFICANCE    paired test against the baseline: bs (bootstrap) | ar             [bs]
 #   PYTHON          python with fairseq, syntax_nmt and the recipe's dependencies    [python]
-#   NGPU, MAX_TOKENS, UPDATE_FREQ, LR, WARMUP, MAX_UPDATE, SAVE_INTERVAL, AVERAGE, FP16, CPU, TINY: see train.sh
-#   BEAM, LENPEN, GEN_ARGS: see generate.sh
-# Outputs: WORK/download, WORK/work (tokenization cache), WORK/prep/pP, WORK/annotated/pP,
-# WORK/data-bin/pP, WORK/checkpoints/pP/CONFIG, WORK/eval/pP/{CONFIG.*,summary.txt}.
+#   NGPU, MAX_TOKENS, BATCH_TOKENS, UPDATE_FREQ, LR, WARMUP, ..., AVERAGE, EVAL_BLEU, FP16, CPU, TINY: see train.sh
+#   BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, CHECKPOINT, GEN_ARGS: see generate.sh
+# Outputs, with T = pP for PRESET=fairseq and PRESET-pP otherwise: WORK/download, WORK/work (tokenization
+# cache), WORK/prep/T, WORK/annotated/T, WORK/data-bin/T, WORK/checkpoints/T/CONFIG,
+# WORK/eval/T/{CONFIG.*,summary.txt}.
 set -euo pipefail
+
+# Several percentages: one complete run each (the download and the tokenization cache are shared).
+if [[ "${PERCENT:-100}" == *" "* ]]; then
+    for p in $PERCENT; do PERCENT=$p bash "${BASH_SOURCE[0]}"; done
+    exit 0
+fi
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=configs.sh
 source "$HERE/configs.sh"
+PRESET=${PRESET:-fairseq}
+preset_args "$PRESET"
 
 WORK=${WORK:-wmt14_en_de}
 STAGES=${STAGES:-download prepare annotate binarize train evaluate}
-TEST_SET=${TEST_SET:-full}
+TEST_SET=${TEST_SET:-$TEST_SET_DEFAULT}
 PERCENT=${PERCENT:-100}
 SEED=${SEED:-1}
 SUBWORD=${SUBWORD:-bpe}
-BPE_MERGES=${BPE_MERGES:-32000}
+BPE_MERGES=${BPE_MERGES:-$BPE_MERGES_DEFAULT}
 SPM_VOCAB=${SPM_VOCAB:-32000}
 WORKERS=${WORKERS:-$(nproc)}
 SPACY_MODEL=${SPACY_MODEL:-en_core_web_sm}
@@ -55,9 +66,10 @@ CHUNK_SIZE=${CHUNK_SIZE:-100000}
 CONFIGS=${CONFIGS:-$CONFIGS_ALL}
 SIGNIFICANCE=${SIGNIFICANCE:-bs}
 PYTHON=${PYTHON:-python}
-export PYTHON SUBWORD
+export PYTHON SUBWORD PRESET
 
 TAG="p${PERCENT}"
+if [[ "$PRESET" != fairseq ]]; then TAG="$PRESET-p${PERCENT}"; fi
 DOWNLOAD="$WORK/download"
 PREP="$WORK/prep/$TAG"
 ANN="$WORK/annotated/$TAG"
@@ -86,6 +98,8 @@ fi
 
 if has_stage annotate; then
     stage_start annotate
+    # how prepare.py processed the text (sacremoses; no --escape), recorded for inference on raw text
+    MOSES_SETTINGS="lang=en,normalize=1,aggressive_dash_splits=1,escape=0"
     if [[ "$SUBWORD" == bpe ]]; then SUBWORD_ARGS=(--subword bpe --subword-model "$PREP/bpe.codes")
     else SUBWORD_ARGS=(--subword spm --subword-model "$PREP/spm.model"); fi
     annotate() {  # annotate SPLIT [extra args]
@@ -93,6 +107,7 @@ if has_stage annotate; then
         shift
         syntax-nmt-annotate --source "$PREP/$split.en" --target "$PREP/$split.de" --src-lang en --tgt-lang de \
             --pretokenized --spacy-model "$SPACY_MODEL" "${SUBWORD_ARGS[@]}" --output-prefix "$ANN/$split" \
+            --moses-settings "$MOSES_SETTINGS" \
             --n-process "$ANNOTATE_PROCS" --batch-size "$ANNOTATE_BATCH" --chunk-size "$CHUNK_SIZE" "$@"
     }
     # all at once: the training shards (the last one to finish merges the outputs), dev and test
@@ -147,8 +162,9 @@ if has_stage evaluate; then
     done
     baseline=()
     if [[ " $CONFIGS " == *" baseline "* ]]; then baseline=(--baseline "$EVAL/baseline"); fi
-    "$PYTHON" "$HERE/evaluate.py" summary --ref-raw "$PREP/test.raw.de" "${baseline[@]}" "${prefixes[@]}" \
-        --test "$SIGNIFICANCE" --title "WMT14 en-de, newstest2014 ($TEST_SET), ${PERCENT}% of the training data" \
+    "$PYTHON" "$HERE/evaluate.py" summary --ref-raw "$PREP/test.raw.de" --ref-tok "$PREP/test.de" \
+        "${baseline[@]}" "${prefixes[@]}" --test "$SIGNIFICANCE" \
+        --title "WMT14 en-de, newstest2014 ($TEST_SET), ${PERCENT}% of the training data, preset $PRESET" \
         | tee "$EVAL/summary.txt"
     stage_end evaluate
 fi

@@ -14,16 +14,33 @@ parsed when its parse file exists, and rendered when all its output files exist 
 ``done.json`` has the current render key, so a killed run resumes without redoing or
 corrupting finished chunks, and a changed subword model or stream option re-renders
 chunks from their parses instead of mixing outputs. ``manifest.json`` records the parse
-settings; resuming with different ones is an error.
+settings; resuming with different ones is an error, unless no chunk was parsed yet (a run
+that failed before producing anything, e.g. on a misspelled spaCy model, does not block
+the corrected one). A run checks, before writing each parse file, that no other run has
+replaced the manifest meanwhile.
+
+Finalization lock ``finalize.lock`` (``host pid start-time``): a lock of a dead process on
+this host, or an empty or unreadable lock older than :data:`LOCK_GRACE_S` seconds (a crash
+between creating and writing it), is stale: it is reported and taken over. A lock of a live
+process, or of another host, is reported with its owner and age (``--merge-only`` then
+fails, naming the lock file to delete if that run is dead).
 """
 
+import glob
 import json
+import logging
 import os
 import shutil
 import socket
+import time
 from typing import Dict, List, Optional
 
 from .textio import atomic_write_lines
+
+logger = logging.getLogger("syntax_nmt.annotate")
+
+#: An empty or unreadable finalize.lock older than this (seconds) is stale.
+LOCK_GRACE_S = 30.0
 
 
 class ChunkStore:
@@ -46,6 +63,8 @@ class ChunkStore:
         self.num_chunks = -(-num_lines // chunk_size)
         self.names = list(names)
         self.lock_owner = "?"  # who holds the finalization lock, when try_lock fails
+        self.lock_path = os.path.join(self.dir, "finalize.lock")
+        self._manifest_text: Optional[str] = None
 
     # -- layout -----------------------------------------------------------------
     def path(self, k: int, name: str) -> str:
@@ -68,24 +87,50 @@ class ChunkStore:
         os.makedirs(self.dir, exist_ok=True)
         manifest = os.path.join(self.dir, "manifest.json")
         settings = json.loads(json.dumps(settings))  # normalize tuples etc.
+        text = json.dumps(settings, indent=1, sort_keys=True)
         if os.path.exists(manifest):
             with open(manifest, encoding="utf-8") as f:
-                old = json.load(f)
+                try:
+                    old = json.load(f)
+                except json.JSONDecodeError:
+                    old = {"manifest": "unreadable"}
             diff = {k: (old.get(k), settings.get(k)) for k in set(old) | set(settings) if old.get(k) != settings.get(k)}
             if diff:
                 desc = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(diff.items()))
-                raise ValueError(
-                    f"{self.dir} holds chunks made with other settings ({desc}); rerun with the original "
-                    f"settings to resume, or pass --overwrite to start over"
-                )
+                if self.any_parsed():
+                    raise ValueError(
+                        f"{self.dir} holds chunks made with other settings ({desc}); rerun with the original "
+                        f"settings to resume, or pass --overwrite to start over"
+                    )
+                logger.info("%s holds no parsed chunk yet; starting with the new settings (%s)", self.dir, desc)
+            else:
+                self._manifest_text = text + "\n"
+                return
+        atomic_write_lines(manifest, [text])
+        self._manifest_text = text + "\n"
+
+    def any_parsed(self) -> bool:
+        """True if at least one chunk has its parse file."""
+        return bool(glob.glob(os.path.join(glob.escape(self.dir), "*.parse.jsonl")))
+
+    def _check_manifest(self) -> None:
+        if self._manifest_text is None:
             return
-        atomic_write_lines(manifest, [json.dumps(settings, indent=1, sort_keys=True)])
+        try:
+            with open(os.path.join(self.dir, "manifest.json"), encoding="utf-8") as f:
+                now = f.read()
+        except FileNotFoundError:
+            now = None
+        if now != self._manifest_text:
+            raise ValueError(f"{self.dir}/manifest.json was replaced by another run with other settings while this "
+                             f"one was parsing; run all shards with the same settings (or --overwrite)")
 
     # -- parse files -----------------------------------------------------------------
     def parse_done(self, k: int) -> bool:
         return os.path.exists(self.path(k, "parse.jsonl"))
 
     def write_parse(self, k: int, records: List[Dict]) -> None:
+        self._check_manifest()
         atomic_write_lines(
             self.path(k, "parse.jsonl"),
             (json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in records),
@@ -119,37 +164,67 @@ class ChunkStore:
 
     # -- finalization -----------------------------------------------------------------
     def try_lock(self) -> bool:
-        """Take the finalization lock (learn, render, merge); False if another live run holds it.
+        """Take the finalization lock (learn, render, merge); False if another live run holds it
+        (``lock_owner`` then says who, and since when).
 
-        A lock left by a dead process on this host is taken over.
+        A stale lock (see the module docstring) is reported with a warning and taken over.
         """
-        lock = os.path.join(self.dir, "finalize.lock")
-        me = f"{socket.gethostname()} {os.getpid()}"
-        for _ in range(2):
+        lock = self.lock_path
+        me = f"{socket.gethostname()} {os.getpid()} {time.time():.0f}"
+        for _ in range(3):
             try:
                 fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileNotFoundError:  # the directory is gone: another run merged already
                 self.lock_owner = "a run that already merged"
                 return False
             except FileExistsError:
+                stale = self._stale_lock(lock)
+                if stale is None:
+                    return False
+                logger.warning("removing the stale lock %s (%s)", lock, stale)
                 try:
-                    with open(lock, encoding="utf-8") as f:
-                        host, pid = f.read().split()
-                except (OSError, ValueError):
-                    return False
-                if host != socket.gethostname() or _alive(int(pid)):
-                    self.lock_owner = f"{host} pid {pid}"
-                    return False
-                os.remove(lock)
+                    os.remove(lock)
+                except FileNotFoundError:
+                    pass
                 continue
             with os.fdopen(fd, "w") as f:
                 f.write(me)
             return True
         return False
 
+    def _stale_lock(self, lock: str) -> Optional[str]:
+        """Why an existing lock is stale, or None if its owner may be alive (``lock_owner`` set)."""
+        try:
+            age = time.time() - os.path.getmtime(lock)
+        except FileNotFoundError:
+            return "gone"
+        try:
+            with open(lock, encoding="utf-8") as f:
+                fields = f.read().split()
+        except FileNotFoundError:
+            return "gone"
+        except (OSError, UnicodeDecodeError):
+            fields = []
+        try:
+            host, pid = fields[0], int(fields[1])
+            if pid <= 0 or len(fields) > 3 or (len(fields) == 3 and not fields[2].isdigit()):
+                raise ValueError
+        except (IndexError, ValueError):
+            if age > LOCK_GRACE_S:
+                return f"empty or unreadable, {age:.0f} s old: a run crashed while taking it"
+            self.lock_owner = f"a run that is taking the lock right now (empty lock, {age:.0f} s old)"
+            return None
+        if len(fields) == 3:
+            age = time.time() - int(fields[2])
+        if host == socket.gethostname() and not _alive(pid):
+            return f"its process {pid} on this host is dead"
+        where = "this host" if host == socket.gethostname() else f"host {host}"
+        self.lock_owner = f"pid {pid} on {where}, lock taken {_ago(age)} ago"
+        return None
+
     def release_lock(self) -> None:
         try:
-            os.remove(os.path.join(self.dir, "finalize.lock"))
+            os.remove(self.lock_path)
         except FileNotFoundError:
             pass
 
@@ -169,6 +244,11 @@ class ChunkStore:
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min" if seconds >= 3600 else f"{seconds // 60} min {seconds % 60} s"
 
 
 def _alive(pid: int) -> bool:

@@ -16,6 +16,7 @@ import sys
 from typing import List, Optional, Sequence, Union
 
 from .parsed import MULTI_ROOT_POLICIES
+from .settings import parse_moses_settings
 from .streams import CASE_SCHEMES, POS_TAGSETS
 from .subwords import SCHEMES
 
@@ -46,9 +47,17 @@ Parse source text (raw, or pre-tokenized with --pretokenized), segment it into s
 word by word, and write the subword text plus syntax streams aligned token for token:
 every line of P.pos/P.case/P.subword/P.head/P.dep has exactly as many fields as the line
 of P.<src-lang>. Input whitespace (tabs, no-break spaces...) is collapsed to single spaces.
-Words containing subword markers are escaped: '@@' -> '＠＠' (bpe), '▁' -> '_' (spm).
+Words containing subword markers are escaped: '@@' -> '＠＠' (bpe), '▁' -> '_' (spm);
+fairseq's special symbols inside words too: '</s>' -> '‹/s›' (also <s>, <pad>, <unk>).
+With --pretokenized, the parser sees Moses placeholders and escapes in plain form
+('@-@' -> '-', '&apos;' -> "'"; --no-parser-unescape turns this off); the outputs keep
+the tokens. Over-long lines (--max-words, --max-subwords, 1,000,000 characters) are
+blanked or refused (--on-long). A rerun into existing outputs made from other input
+files or settings is refused (--overwrite redoes them).
 Work is split into chunks written atomically to P.chunks/, so a killed run resumes where
-it stopped; outputs are merged once every chunk is done.
+it stopped; outputs are merged once every chunk is done. The settings that shaped the
+outputs are written to P.annotation.json (syntax-nmt-binarize copies them to the data
+directory, for inference on raw text).
 """
 
 
@@ -68,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--output-prefix", "-o", required=True, metavar="P", help="output prefix P (directories are created)")
     io.add_argument("--pretokenized", action="store_true",
                     help="the source is tokenized already: keep its space-separated tokens as the words")
+    io.add_argument("--moses-settings", metavar="SPEC",
+                    help="how the text was Moses-processed before annotation, recorded in P.annotation.json so that "
+                    "raw text at inference is processed the same way, e.g. "
+                    "lang=en,normalize=1,aggressive_dash_splits=1,escape=0 (all four keys)")
     io.add_argument("--write-conllu", action="store_true",
                     help="also write the word-level parse as P.S.conllu (one block per non-empty line, "
                     "'# sent_id = <line number>'; empty lines have no block)")
@@ -77,9 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--max-words", type=int, default=0, metavar="N",
                     help="source lines with more than N whitespace-separated words are handled by --on-long "
                     "(default: 0 = no limit; 250 is sensible for WMT)")
+    io.add_argument("--max-subwords", type=int, default=0, metavar="N",
+                    help="pairs whose source or target line has more than N subword tokens are handled by --on-long; "
+                    "this is what fairseq's --max-source-positions/--max-target-positions bound (fairseq adds </s>: "
+                    "1023 for the default 1024) (default: 0 = no limit)")
     io.add_argument("--on-long", choices=("blank", "error"), default="blank",
-                    help="line over --max-words: blank = write an empty line to every output, target included "
-                    "(never dropped, so files stay line-aligned); error = stop before parsing (default: %(default)s)")
+                    help="line over --max-words, over --max-subwords, or (spaCy) over 1,000,000 characters: blank = "
+                    "write an empty line to every output, target included (never dropped, so files stay "
+                    "line-aligned); error = stop, naming file and line (default: %(default)s)")
 
     parse = p.add_argument_group("parsing")
     parse.add_argument("--backend", choices=("spacy", "conllu"), default="spacy", help="parser (default: %(default)s)")
@@ -88,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one")
     parse.add_argument("--conllu", metavar="FILE", help="CoNLL-U from an external parser (--backend conllu), one "
                        "sentence block per non-empty source line (run the parser without sentence splitting)")
+    parse.add_argument("--parser-unescape", action=argparse.BooleanOptionalAction, default=None,
+                       help="with --pretokenized (spaCy backend; on by default there): show the parser the plain form "
+                       "of Moses placeholders and escapes (@-@ -> -, @/@ -> /, &apos; -> ', &quot; -> \", &amp; -> &, "
+                       "other HTML character references too); the tokens, their subwords and every stream stay as in "
+                       "the input. --no-parser-unescape parses the tokens as they are")
     parse.add_argument("--multi-root", choices=MULTI_ROOT_POLICIES, default="forest",
                        help="a line parsed as several sentences (several roots): forest = keep every root with head "
                        "0; attach = attach later roots to the first one with label 'parataxis' (default: %(default)s)")
@@ -142,6 +165,14 @@ def check_args(args: argparse.Namespace) -> None:
             args.spacy_model = "en_core_web_sm" if args.src_lang == "en" else f"{args.src_lang}_core_news_sm"
     elif not args.conllu:
         raise ValueError("--backend conllu needs --conllu FILE")
+    unescape = getattr(args, "parser_unescape", None)
+    if unescape is None:
+        args.parser_unescape = bool(args.pretokenized and args.backend == "spacy")
+    elif unescape and not args.pretokenized:
+        raise ValueError("--parser-unescape needs --pretokenized (raw text is tokenized by spaCy itself)")
+    elif unescape and args.backend != "spacy":
+        raise ValueError("--parser-unescape applies to the spaCy backend (a CoNLL-U parse is used as it is)")
+    parse_moses_settings(getattr(args, "moses_settings", None))
     if args.target and not args.tgt_lang:
         raise ValueError("--target needs --tgt-lang")
     if args.subword == "none":
@@ -157,8 +188,8 @@ def check_args(args: argparse.Namespace) -> None:
                          f"--learn-subword N --subword-model-out PATH")
     if args.subword_model_out and not args.learn_subword:
         raise ValueError("--subword-model-out is only used with --learn-subword")
-    if args.learn_subword < 0 or args.max_words < 0:
-        raise ValueError("--learn-subword and --max-words must be >= 0")
+    if args.learn_subword < 0 or args.max_words < 0 or getattr(args, "max_subwords", 0) < 0:
+        raise ValueError("--learn-subword, --max-words and --max-subwords must be >= 0")
     if not 0 <= args.shard_id < args.num_shards:
         raise ValueError(f"--shard-id must be in [0, --num-shards={args.num_shards}), got {args.shard_id}")
     if args.chunk_size < 1 or args.batch_size < 1 or args.n_process < 1:
@@ -192,12 +223,11 @@ def cli_main(argv: Optional[List[str]] = None) -> None:
         datefmt="%Y-%m-%d %H:%M:%S",
         level=logging.WARNING if args.quiet else logging.INFO,
         stream=sys.stderr,
-        force=True,  # fairseq, imported by the syntax_nmt package, configures logging at import
+        force=True,  # replace any handler a library configured at import
     )
-    try:
-        sys.exit(main(args))
-    except (ValueError, OSError) as e:
-        sys.exit(f"syntax-nmt-annotate: error: {e}")
+    from syntax_nmt.cli_errors import run
+
+    sys.exit(run("syntax-nmt-annotate", main, args))
 
 
 if __name__ == "__main__":

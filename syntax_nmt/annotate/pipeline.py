@@ -19,10 +19,21 @@ Line policy: the outputs always have exactly one line per source line.
 * Empty source line (after whitespace normalization): ``--on-empty keep`` (default) writes an
   empty line to every source-side output (fairseq binarizes it as a lone ``</s>``) and the
   target line as usual; ``--on-empty error`` stops at the scan, naming file and line.
-* Line with more than ``--max-words`` whitespace-separated words: ``--on-long blank``
-  (default) writes an empty line to *every* output, target included, so no pair is
-  half-blanked; ``--on-long error`` stops at the scan. Blanked lines are counted in the
-  summary and in the log.
+* An empty input file is an error (nothing to annotate; fairseq cannot binarize it).
+* Over-long lines: a line with more than ``--max-words`` whitespace-separated words, or
+  (spaCy backend) more than :data:`SPACY_MAX_CHARS` characters (spaCy's ``max_length``),
+  is found by the scan; a pair whose source or target has more than ``--max-subwords``
+  subword tokens (what fairseq's ``--max-source-positions``/``--max-target-positions``
+  bound) is found when it is segmented. ``--on-long blank`` (default) writes an empty
+  line to *every* output, target included, so no pair is half-blanked; ``--on-long error``
+  stops (at the scan, or at segmentation for ``--max-subwords``), naming file and line.
+  Blanked lines are counted in the summary and in the log.
+
+Outputs and reruns: the settings that shaped the outputs go to ``P.annotation.json``
+(:mod:`~syntax_nmt.annotate.settings`) and the identity of the inputs (path, size and
+SHA-256 of the source, target and CoNLL-U files) with the output names to
+``P.annotation.inputs.json``. A rerun into a prefix whose outputs exist does nothing if
+both still match, and is refused otherwise (``--overwrite`` redoes the work).
 """
 
 import hashlib
@@ -37,9 +48,10 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 from syntax_nmt.syntax.conllu import Sentence, format_conllu
 
 from .chunks import ChunkStore
+from .settings import settings_from_args, settings_path, write_settings
 from .streams import STREAMS, align_streams
 from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter, spm_model_path
-from .textio import InputError, read_lines
+from .textio import InputError, atomic_write_lines, read_lines
 
 logger = logging.getLogger("syntax_nmt.annotate")
 
@@ -48,6 +60,13 @@ logger = logging.getLogger("syntax_nmt.annotate")
 ChunkHook = Callable[[int], None]
 
 _STAT_KEYS = ("sentences", "words", "subwords", "target_subwords", "empty", "blanked")
+#: Lines longer than this (characters) are over-long for the spaCy backend: spaCy's default
+#: ``nlp.max_length`` (its tokenizer and parser refuse longer texts).
+SPACY_MAX_CHARS = 1_000_000
+#: Settings that do not change how a parse is rendered (segmented and aligned): everything
+#: else in the settings, plus the output names, is part of the render key.
+_NOT_RENDER = ("version", "backend", "spacy_model", "pretokenized", "parser_unescape", "multi_root", "max_words",
+               "on_empty", "moses", "subword_model")
 
 
 # -- names and settings -----------------------------------------------------------------
@@ -65,20 +84,33 @@ def output_names(args) -> List[str]:
 
 
 def _file_id(path: Optional[str]) -> Optional[List]:
-    return None if path is None else [os.path.abspath(path), os.path.getsize(path)]
+    """``[absolute path, size, sha256]`` of an input file (an edit that keeps the size changes the hash)."""
+    return None if path is None else [os.path.abspath(path), os.path.getsize(path), file_sha256(path)]
 
 
-def parse_settings(args, num_lines: int) -> Dict:
+def input_ids(args) -> Dict:
+    """Identity of the input files (source, target, CoNLL-U)."""
+    return {"source": _file_id(args.source), "target": _file_id(args.target), "conllu": _file_id(args.conllu)}
+
+
+def inputs_path(prefix: str) -> str:
+    """Where the identity of the inputs of ``prefix``'s outputs is recorded."""
+    return prefix + ".annotation.inputs.json"
+
+
+def parse_settings(args, num_lines: int, ids: Optional[Dict] = None) -> Dict:
     """Settings that determine the parse files (a resumed run must use the same ones)."""
+    ids = ids if ids is not None else input_ids(args)
     return {
-        "source": _file_id(args.source),
-        "target": _file_id(args.target),
-        "conllu": _file_id(args.conllu),
+        "source": ids["source"],
+        "target": ids["target"],
+        "conllu": ids["conllu"],
         "num_lines": num_lines,
         "chunk_size": args.chunk_size,
         "backend": args.backend,
         "spacy_model": args.spacy_model if args.backend == "spacy" else None,
         "pretokenized": args.pretokenized,
+        "parser_unescape": args.parser_unescape,
         "multi_root": args.multi_root,
         "max_words": args.max_words,
     }
@@ -93,9 +125,12 @@ def model_file(args) -> Optional[str]:
     return args.subword_model
 
 
-def render_key(args, names: List[str], model_sha: Optional[str]) -> str:
-    """Hash of everything the rendered outputs depend on besides the parse."""
-    blob = json.dumps([args.subword, model_sha, args.pos_tagset, args.case, names])
+def render_key(args, names: List[str]) -> str:
+    """Hash of everything the rendered outputs depend on besides the parse: the output names
+    and every annotation setting but the parse-only ones (so a setting added later is part of
+    it unless excluded on purpose)."""
+    settings = settings_from_args(args)
+    blob = json.dumps([names, {k: v for k, v in sorted(settings.items()) if k not in _NOT_RENDER}], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -120,16 +155,23 @@ def scan(args) -> Tuple[int, List[int], List[int]]:
         ``(num_lines, empty_lines, long_lines)`` with 1-based line numbers.
 
     Raises:
-        InputError: different source/target line counts, or an empty/long line when the
-            policy is ``error``.
+        InputError: an empty input, different source/target line counts, or an empty/long
+            line when the policy is ``error``.
     """
     src_name = args.source or args.conllu
-    n, empty, long = 0, [], []
+    max_chars = SPACY_MAX_CHARS if args.backend == "spacy" else 0
+    n, empty, long, why = 0, [], [], None
     for n, line in enumerate(source_lines(args), 1):
         if not line:
             empty.append(n)
         elif args.max_words and _nwords(line) > args.max_words:
             long.append(n)
+            why = why or f"line has {_nwords(line)} words, more than --max-words {args.max_words}"
+        elif max_chars and len(line) > max_chars:
+            long.append(n)
+            why = why or f"line has {len(line)} characters, more than spaCy's max_length {max_chars}"
+    if n == 0:
+        raise InputError(f"{src_name} is empty: nothing to annotate")
     if args.target:
         m = sum(1 for _ in read_lines(args.target))
         if m != n:
@@ -138,8 +180,8 @@ def scan(args) -> Tuple[int, List[int], List[int]]:
         raise InputError(f"{src_name}:{empty[0]}: empty line ({len(empty)} in all; --on-empty keep writes "
                          f"empty lines to every output)")
     if long and args.on_long == "error":
-        raise InputError(f"{src_name}:{long[0]}: line has more than --max-words {args.max_words} words "
-                         f"({len(long)} such lines; --on-long blank writes them as empty lines)")
+        raise InputError(f"{src_name}:{long[0]}: {why} ({len(long)} over-long lines; --on-long blank writes them "
+                         f"as empty lines)")
     if args.backend == "conllu":
         from .conllu_backend import ConlluBackend
 
@@ -161,7 +203,7 @@ def build_backend(args):
 
         return SpacyBackend(args.spacy_model, pretokenized=args.pretokenized, batch_size=args.batch_size,
                             n_process=args.n_process, gpu_id=args.gpu_id, multi_root=args.multi_root,
-                            source_name=args.source)
+                            source_name=args.source, parser_unescape=args.parser_unescape)
     from .conllu_backend import ConlluBackend
 
     return ConlluBackend(args.conllu, args.source, pretokenized=args.pretokenized, multi_root=args.multi_root)
@@ -191,6 +233,9 @@ def record_sentence(rec: Dict) -> Sentence:
     return Sentence(words, rec["u"], rec["x"], rec["h"], rec["d"], space)
 
 
+_BLANK = {"w": [], "u": [], "x": [], "h": [], "d": [], "ns": []}
+
+
 def render(records: List[Dict], segmenter: Segmenter, args, names: List[str]) -> Tuple[Dict[str, List[str]], Dict]:
     """Segment and align one chunk's records into output lines.
 
@@ -202,17 +247,27 @@ def render(records: List[Dict], segmenter: Segmenter, args, names: List[str]) ->
     out = {name: [] for name in names}
     conllu = f"{src}.conllu" if args.write_conllu else None
     stats = dict.fromkeys(_STAT_KEYS, 0)
+    limit = getattr(args, "max_subwords", 0)
     for rec in records:
         sentence = record_sentence(rec)
         pieces = segmenter.segment([escape_word(w, scheme) for w in sentence.words])
-        streams = align_streams(sentence, pieces, args.pos_tagset, args.case)
         flat = [p for ps in pieces for p in ps]
+        tpieces = []
+        if tgt:
+            tokens = rec["t"].split(" ") if rec.get("t") else []
+            tpieces = [p for ps in segmenter.segment([escape_word(w, scheme) for w in tokens]) for p in ps]
+        if limit and max(len(flat), len(tpieces)) > limit:
+            side, size = ("source", len(flat)) if len(flat) > limit else ("target", len(tpieces))
+            if args.on_long == "error":
+                raise InputError(f"{args.source or args.conllu}:{rec['n']}: {side} line has {size} subword tokens, "
+                                 f"more than --max-subwords {limit} (--on-long blank writes such lines as empty "
+                                 f"lines)")
+            sentence, pieces, flat, tpieces, rec = record_sentence({**rec, **_BLANK}), [], [], [], {**rec, "b": 1}
+        streams = align_streams(sentence, pieces, args.pos_tagset, args.case)
         out[src].append(" ".join(flat))
         for name in STREAMS:
             out[name].append(" ".join(streams[name]))
         if tgt:
-            tokens = rec["t"].split(" ") if rec.get("t") else []
-            tpieces = [p for ps in segmenter.segment([escape_word(w, scheme) for w in tokens]) for p in ps]
             out[tgt].append(" ".join(tpieces))
             stats["target_subwords"] += len(tpieces)
         if conllu and sentence.words:
@@ -241,10 +296,11 @@ class Job:
         self.names = output_names(args)
         self.segmenter: Optional[Segmenter] = None
         self.key: Optional[str] = None
+        self.inputs: Optional[Dict] = None  # input_ids(args), computed once per run
 
     def _use_model(self, path: Optional[str]) -> None:
         self.segmenter = load_segmenter(self.args.subword, path)
-        self.key = render_key(self.args, self.names, file_sha256(path) if path else None)
+        self.key = render_key(self.args, self.names)
 
     def _render_chunk(self, store: ChunkStore, k: int, records: Optional[List[Dict]] = None) -> Dict:
         if records is None:
@@ -328,7 +384,11 @@ class Job:
             logger.info("%s; the last shard to finish merges (or run with --merge-only later)", msg)
             return None
         if not store.try_lock():
-            logger.info("another run (%s) is finalizing %s; nothing left to do here", store.lock_owner, store.dir)
+            msg = f"another run ({store.lock_owner}) is finalizing {store.dir}"
+            if a.merge_only:
+                raise ValueError(f"{msg}; if that run is dead, delete {store.lock_path} and rerun")
+            logger.warning("%s; nothing left to do here (if that run is dead, delete %s and rerun with "
+                           "--merge-only)", msg, store.lock_path)
             return None
         try:
             if a.learn_subword:
@@ -341,6 +401,9 @@ class Job:
                 for k in tqdm(todo, unit="chunk", disable=a.quiet, desc="segment"):
                     self._render_chunk(store, k)
             store.merge()
+            write_settings(settings_path(a.output_prefix), settings_from_args(a))
+            atomic_write_lines(inputs_path(a.output_prefix),
+                               [json.dumps({"inputs": self.inputs, "outputs": self.names}, indent=1)])
             totals = dict.fromkeys(_STAT_KEYS, 0)
             for k in range(store.num_chunks):
                 info = store.done_info(k)
@@ -386,20 +449,62 @@ class Job:
         os.replace(stamp + ".tmp", stamp)
         self._use_model(path)
 
+    def check_up_to_date(self, finals: List[str]) -> bool:
+        """Check that the existing outputs were made from the same input files and settings.
+
+        Returns:
+            True if every output exists (nothing to do), False if some are missing (redo them).
+
+        Raises:
+            ValueError: naming what differs (or what is missing) and suggesting ``--overwrite``.
+        """
+        a = self.args
+        prefix = a.output_prefix
+        refuse = f"{prefix}.* exist but were made %s; pass --overwrite to redo them (or choose another --output-prefix)"
+        spath, ipath = settings_path(prefix), inputs_path(prefix)
+        if not (os.path.exists(spath) and os.path.exists(ipath)):
+            raise ValueError(refuse % f"without a record of their input and settings ({os.path.basename(spath)} or "
+                                       f"{os.path.basename(ipath)} is missing: an older or interrupted run)")
+        from .settings import check_compatible, read_settings
+
+        try:
+            check_compatible(read_settings(spath), settings_from_args(a), "the existing outputs", "this run")
+        except ValueError as e:
+            raise ValueError(refuse % f"with other settings ({e})") from None
+        with open(ipath, encoding="utf-8") as f:
+            old = json.load(f)
+        for name in ("source", "target", "conllu"):
+            was, now = old.get("inputs", {}).get(name), self.inputs[name]
+            if was != now:
+                what = (f"{now[0]} (size {now[1]}, sha256 {now[2][:12]}...)" if now else "none")
+                before = (f"{was[0]} (size {was[1]}, sha256 {was[2][:12]}...)" if was else "none")
+                raise ValueError(refuse % f"from another {name} file ({before}; this run: {what})")
+        if old.get("outputs") != self.names:
+            raise ValueError(refuse % f"with other outputs ({','.join(old.get('outputs') or [])}; this run: "
+                                       f"{','.join(self.names)})")
+        missing = [f for f in finals if not os.path.exists(f)]
+        if missing:
+            logger.info("%s is missing: redoing %s.{%s} (same input and settings)", missing[0], prefix,
+                        ",".join(self.names))
+        return not missing
+
     def run(self) -> int:
         """Run the job; returns the exit status (0)."""
         a = self.args
         t0 = time.time()
         store_dir = a.output_prefix + ".chunks"
         finals = [f"{a.output_prefix}.{n}" for n in self.names]
+        records = [settings_path(a.output_prefix), inputs_path(a.output_prefix)]
         if a.overwrite:
             shutil.rmtree(store_dir, ignore_errors=True)
-            for f in finals:
+            for f in finals + records:
                 if os.path.exists(f):
                     os.remove(f)
-        elif not os.path.isdir(store_dir) and all(os.path.exists(f) for f in finals):
-            logger.info("%s.{%s} already exist; nothing to do (pass --overwrite to redo them)", a.output_prefix,
-                        ",".join(self.names))
+        self.inputs = input_ids(a)
+        existing = any(os.path.exists(f) for f in finals + records)
+        if not a.overwrite and not os.path.isdir(store_dir) and existing and self.check_up_to_date(finals):
+            logger.info("%s.{%s} are up to date (same input and settings); nothing to do (pass --overwrite to redo "
+                        "them)", a.output_prefix, ",".join(self.names))
             return 0
         if os.path.dirname(a.output_prefix):
             os.makedirs(os.path.dirname(a.output_prefix), exist_ok=True)
@@ -412,7 +517,7 @@ class Job:
             self._use_model(model_file(a))  # fails early on a bad model
 
         store = ChunkStore(a.output_prefix, num_lines, a.chunk_size, self.names)
-        store.open(parse_settings(a, num_lines))
+        store.open(parse_settings(a, num_lines, self.inputs))
         parsed = dict.fromkeys(_STAT_KEYS, 0)
         if not a.merge_only:
             parsed = self.parse_shard(store, set(long))

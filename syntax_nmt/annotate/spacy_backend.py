@@ -3,7 +3,10 @@
 Raw text is tokenized by the pipeline's own tokenizer; with ``pretokenized=True`` the
 line's space-separated tokens are kept as they are: the backend builds
 ``Doc(nlp.vocab, words=line.split(" "))`` itself and only the pipeline components (tagger,
-parser...) run on it. Whitespace tokens (``token.is_space``) are dropped; a word whose
+parser...) run on it. With ``parser_unescape=True`` as well, the Doc is built from the
+tokens' plain forms (:func:`syntax_nmt.annotate.unescape.parser_form`: Moses placeholders
+such as ``@-@`` and escapes such as ``&apos;`` become ``-`` and ``'``), and the words of
+the returned sentence are the input tokens again: only the parser sees the plain forms. Whitespace tokens (``token.is_space``) are dropped; a word whose
 head was a dropped token is re-attached to that token's nearest non-space ancestor (or
 becomes a root). spaCy's ``ROOT`` label is written as ``root``.
 
@@ -25,6 +28,7 @@ from syntax_nmt.syntax.conllu import Sentence
 
 from .parsed import check_tree, resolve_roots
 from .textio import InputError
+from .unescape import parser_forms
 
 logger = logging.getLogger(__name__)
 
@@ -105,10 +109,14 @@ class SpacyBackend:
         gpu_id: ``-1`` for CPU, else the GPU to run on (``spacy.require_gpu``).
         multi_root: ``forest`` or ``attach`` (see :mod:`~syntax_nmt.annotate.parsed`).
         source_name: file name used in error messages.
+        parser_unescape: with ``pretokenized``, show the parser the plain form of each token
+            (see :mod:`~syntax_nmt.annotate.unescape`); the sentence keeps the tokens.
     """
 
     def __init__(self, model, pretokenized=False, batch_size=256, n_process=1, gpu_id=-1,
-                 multi_root="forest", source_name="<source>"):
+                 multi_root="forest", source_name="<source>", parser_unescape=False):
+        if parser_unescape and not pretokenized:
+            raise ValueError("parser_unescape needs pretokenized input")
         if gpu_id >= 0 and n_process != 1:
             logger.warning("--n-process %d ignored on GPU (spaCy multiprocessing is CPU only)", n_process)
             n_process = 1
@@ -117,6 +125,7 @@ class SpacyBackend:
             logger.warning("spaCy pipeline %s has no parser: every word will be a root", nlp.pipe_names)
         self.nlp = nlp
         self.pretokenized = pretokenized
+        self.parser_unescape = parser_unescape
         self.batch_size = batch_size
         self.n_process = n_process
         self.multi_root = multi_root
@@ -135,7 +144,7 @@ class SpacyBackend:
         """
         from spacy.tokens import Doc
 
-        pending = deque()  # (lineno, context) of texts handed to spaCy, in order
+        pending = deque()  # (lineno, context, tokens or None) of texts handed to spaCy, in order
 
         def texts():
             for lineno, text, ctx in lines:
@@ -144,18 +153,25 @@ class SpacyBackend:
                         f"{self.source_name}:{lineno}: line has {len(text)} characters, more than spaCy's "
                         f"max_length {self.max_chars}; use --max-words to blank such lines"
                     )
-                pending.append((lineno, ctx))
                 if self.pretokenized:
                     words = text.split(" ") if text else []
-                    yield Doc(self.nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False] * bool(words))
+                    forms = parser_forms(words) if self.parser_unescape else words
+                    pending.append((lineno, ctx, words if forms != words else None))
+                    yield Doc(self.nlp.vocab, words=forms, spaces=[True] * (len(words) - 1) + [False] * bool(words))
                 else:
+                    pending.append((lineno, ctx, None))
                     yield text
 
         # nlp.pipe yields docs in input order (also with n_process > 1); contexts are kept
         # here rather than with as_tuples, which a component returning a new Doc would drop.
         for doc in self.nlp.pipe(texts(), batch_size=self.batch_size, n_process=self.n_process):
-            lineno, ctx = pending.popleft()
+            lineno, ctx, tokens = pending.popleft()
             sentence = doc_to_sentence(doc)
+            if tokens is not None:  # the parser saw plain forms; the words are the input tokens
+                if len(tokens) != len(sentence.words):
+                    raise InputError(f"{self.source_name}:{lineno}: the spaCy pipeline changed the number of "
+                                     f"pre-tokenized words ({len(tokens)} -> {len(sentence.words)})")
+                sentence.words = list(tokens)
             try:
                 check_tree(sentence)
             except ValueError as e:

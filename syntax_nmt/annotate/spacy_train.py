@@ -435,7 +435,9 @@ def main(args: argparse.Namespace) -> Dict[str, float]:
 
 
 def cli_main(argv: Optional[List[str]] = None) -> None:
-    main(get_parser().parse_args(argv))
+    from syntax_nmt.cli_errors import run
+
+    run("syntax-nmt-train-spacy", main, get_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

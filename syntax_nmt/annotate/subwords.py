@@ -18,9 +18,15 @@ never be confused with the subword markers of the chosen scheme:
 * ``bpe``: every ``@@`` inside a word becomes ``＠＠`` (two U+FF20 FULLWIDTH COMMERCIAL AT),
   so ``@@`` in the output always is the BPE separator. Single ``@`` are untouched.
 * ``spm``: every ``▁`` (U+2581, sentencepiece's word-boundary mark) becomes ``_``.
-* ``none``: nothing to escape.
+* ``none``: no subword marker to escape.
+* every scheme: fairseq's special symbols ``<s>``, ``</s>``, ``<pad>`` and ``<unk>`` inside a
+  word get ``‹ ›`` (U+2039, U+203A, which NFKC leaves alone) for their angle brackets
+  (``</s>`` -> ``‹/s›``), so a word or piece of the text never becomes fairseq's BOS, EOS,
+  padding or unknown symbol (a literal ``</s>`` would be binarized as the EOS id).
 * ``|`` and all other characters pass through unchanged (the streams are separate files,
   so ``|`` has no factor-separator meaning here).
+
+These rules are version :data:`ESCAPE_VERSION` of the annotation settings.
 
 Words never contain whitespace (input whitespace is collapsed before parsing). As a last
 guard, :meth:`Segmenter.segment` raises if a model ever yields an empty piece or one with
@@ -45,8 +51,18 @@ SPM_SPACE = "\u2581"
 _BPE_ESCAPE = "\uff20\uff20"
 
 
+#: Version tag of the escaping rules (recorded in the annotation settings); bump on any change.
+ESCAPE_VERSION = "v1"
+#: fairseq's special symbols, escaped inside words.
+FAIRSEQ_SPECIALS = ("<s>", "</s>", "<pad>", "<unk>")
+
+
 def escape_word(word: str, scheme: str) -> str:
-    """Escape a word so it cannot contain the subword markers of ``scheme``."""
+    """Escape a word so it cannot contain the subword markers of ``scheme`` nor fairseq's special symbols."""
+    if "<" in word:
+        for sym in FAIRSEQ_SPECIALS:
+            if sym in word:
+                word = word.replace(sym, "\u2039" + sym[1:-1] + "\u203a")
     if scheme == "bpe":
         return word.replace(BPE_SEPARATOR, _BPE_ESCAPE) if BPE_SEPARATOR in word else word
     if scheme == "spm":
@@ -106,8 +122,24 @@ class BpeSegmenter(Segmenter):
     def __init__(self, codes_path: str):
         from subword_nmt.apply_bpe import BPE
 
-        with open(codes_path, encoding="utf-8") as f:
-            self.bpe = BPE(f, separator=BPE_SEPARATOR)
+        with open(codes_path, "rb") as f:
+            data = f.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            hint = "; a sentencepiece model? use --subword spm" if data[:1] == b"\n" else ""
+            raise ValueError(f"{codes_path} is not a subword-nmt BPE codes file (not UTF-8 text at byte "
+                             f"{e.start}{hint})") from None
+        lines = text.rstrip("\n").split("\n")
+        offset = 2 if lines[0].startswith("#version:") else 1
+        merges = lines[offset - 1:]
+        if merges == [""]:  # learned from too little data: no merge at all, every word is split into characters
+            merges = []
+        for i, line in enumerate(merges):
+            if len(line.strip("\r\n ").split(" ")) != 2:
+                raise ValueError(f"{codes_path}:{i + offset}: not a subword-nmt BPE codes file (a line must hold two "
+                                 f"symbols separated by a space, got {line[:60]!r})")
+        self.bpe = BPE(io.StringIO(text), merges=len(merges) or 0, separator=BPE_SEPARATOR)
         self._cache = {}
 
     def _segment(self, words):
@@ -124,22 +156,47 @@ class BpeSegmenter(Segmenter):
 
 
 class SpmSegmenter(Segmenter):
-    """sentencepiece model (``.model`` file)."""
+    """sentencepiece model (``.model`` file).
+
+    Every word gets exactly one word start: a piece list that begins with ``▁`` and has no
+    other ``▁``-initial piece. sentencepiece's normalizer (NFKC by default) can turn one
+    parser word into several spm words, e.g. U+200B ZERO WIDTH SPACE becomes a space, and
+    ``´ ¨ ‾`` become a space plus a combining mark (``don´t`` -> ``don ́t``); such a word is
+    encoded again from its normalized form with those spaces removed (``▁dońt``), so the
+    ``▁`` markers and the B/M/E/O stream always agree. A word that normalizes to nothing
+    (only U+200B) is one ``▁`` piece, so that it still has a position.
+    """
 
     scheme = "spm"
 
     def __init__(self, model_path: str):
         import sentencepiece as spm
 
-        self.sp = spm.SentencePieceProcessor(model_file=model_path)
+        try:
+            self.sp = spm.SentencePieceProcessor(model_file=model_path)
+        except (RuntimeError, OSError) as e:
+            raise ValueError(f"{model_path} is not a sentencepiece model ({str(e).strip()}; BPE codes? use "
+                             f"--subword bpe)") from None
+
+    def _one_word(self, word: str) -> List[str]:
+        joined = self.sp.normalize(word).replace(SPM_SPACE, "").replace(" ", "")
+        pieces = self.sp.encode(joined, out_type=str) if joined else []
+        if not _one_start(pieces):  # cannot happen with NFKC (idempotent); merge as a last resort
+            rest = [x.lstrip(SPM_SPACE) for x in pieces[1:]]
+            pieces = [SPM_SPACE + pieces[0].lstrip(SPM_SPACE)] if pieces else []
+            pieces += [x for x in rest if x]
+        return pieces or [SPM_SPACE]
 
     def _segment(self, words):
         if not words:
             return []
         pieces = self.sp.encode(list(words), out_type=str)
-        # A word made only of characters the normalizer deletes (e.g. U+200B) encodes to
-        # nothing; keep it as one word-boundary piece so that it still has a position.
-        return [p if p else [SPM_SPACE] for p in pieces]
+        return [p if _one_start(p) else self._one_word(w) for w, p in zip(words, pieces)]
+
+
+def _one_start(pieces: List[str]) -> bool:
+    """True if ``pieces`` begins with ``▁`` and no later piece does."""
+    return bool(pieces) and pieces[0].startswith(SPM_SPACE) and not any(x.startswith(SPM_SPACE) for x in pieces[1:])
 
 
 def load_segmenter(scheme: str, model_path: str = None) -> Segmenter:
@@ -204,18 +261,26 @@ def learn_model(
 
         model = spm_model_path(out_path)
         tmp_prefix = f"{model[:-len('.model')]}.tmp-{os.getpid()}"
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=(line for line in lines if line),
-            model_prefix=tmp_prefix,
-            vocab_size=size,
-            model_type=spm_model_type,
-            character_coverage=1.0,
-            hard_vocab_limit=False,
-            input_sentence_size=spm_input_sentence_size,
-            shuffle_input_sentence=True,
-            minloglevel=2,
-        )
+        try:
+            _train_spm(spm, lines, tmp_prefix, size, spm_model_type, spm_input_sentence_size)
+        except RuntimeError as e:  # e.g. "Vocabulary size is smaller than required_chars"
+            msg = str(e).strip().split("] ")[-1]
+            raise ValueError(f"learning a sentencepiece model of size {size} failed: {msg}") from None
         os.replace(tmp_prefix + ".vocab", model[: -len(".model")] + ".vocab")
         os.replace(tmp_prefix + ".model", model)
         return model
     raise ValueError(f"cannot learn a subword model for scheme {scheme!r}")
+
+
+def _train_spm(spm, lines, tmp_prefix, size, spm_model_type, spm_input_sentence_size):
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=(line for line in lines if line),
+        model_prefix=tmp_prefix,
+        vocab_size=size,
+        model_type=spm_model_type,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        input_sentence_size=spm_input_sentence_size,
+        shuffle_input_sentence=True,
+        minloglevel=2,
+    )

@@ -7,6 +7,12 @@ fairseq's own binarizer into ``{destdir}/{split}.{src}-{tgt}.{stream}.{bin,idx}`
 with its own small dictionary ``dict.{stream}.txt``; heads are written as raw
 int16 offsets (int32 if a sentence needs it). Finally every stream is checked
 against the binarized source, sentence by sentence.
+
+The annotation settings written by ``syntax-nmt-annotate`` beside each split
+(``{prefix}.annotation.json``) must agree across splits; they are copied to
+``{destdir}/annotation.json`` (for inference on raw text). Splits without settings
+(text annotated by an older version, or not by syntax-nmt-annotate) are binarized with a
+warning, unless other splits have them (an error: the splits may differ).
 """
 
 import logging
@@ -27,6 +33,14 @@ from syntax_nmt.data.streams import (
     parse_stream_list,
     stream_data_prefix,
     stream_dict_path,
+)
+
+from syntax_nmt.annotate.settings import (
+    DATA_SETTINGS_NAME,
+    check_compatible,
+    read_settings,
+    settings_path,
+    write_settings,
 )
 
 logger = logging.getLogger("syntax_nmt.binarize")
@@ -146,6 +160,85 @@ def check_stream_sizes(data_path: str, split: str, src: str, tgt: str, streams: 
             )
 
 
+def annotation_settings(splits: List[tuple]) -> Optional[dict]:
+    """The annotation settings shared by every split, or None if no split has any.
+
+    Raises:
+        ValueError: if only some splits have a settings file, or two of them differ
+            (naming the setting and both files).
+    """
+    found, missing = {}, []
+    for prefix, _ in splits:
+        path = settings_path(prefix)
+        if os.path.exists(path):
+            found[path] = read_settings(path)
+        else:
+            missing.append(path)
+    if not found:
+        logger.warning("no annotation settings (%s) beside the text: inference on raw text will not know how the "
+                       "data was annotated", settings_path(splits[0][0]) if splits else "PREFIX.annotation.json")
+        return None
+    first = next(iter(found))
+    if missing:
+        raise ValueError(f"{missing[0]} does not exist but {first} does: annotate every split with the same "
+                         f"syntax-nmt-annotate settings")
+    for path, settings in found.items():
+        check_compatible(found[first], settings, first, path)
+    return found[first]
+
+
+def _count_lines(path: str) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def check_text(splits: List[tuple], src: str, tgt: Optional[str], streams: List[str]) -> None:
+    """Check the text files before anything is written: the source (and target) files exist and
+    are not empty, and every stream line has as many fields as its source line (heads also
+    point inside their sentence).
+
+    Raises:
+        StreamMismatchError: naming the file and line.
+        FileNotFoundError: naming a missing file.
+    """
+    for prefix, split in splits:
+        for lang in (src, tgt):
+            if lang is None:
+                continue
+            path = f"{prefix}.{lang}"
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path} (split {split!r}) does not exist")
+            if os.path.getsize(path) == 0:
+                raise StreamMismatchError(f"{path} (split {split!r}) is empty: fairseq cannot binarize an empty file")
+        if not streams:
+            continue
+        src_path = f"{prefix}.{src}"
+        files = {s: open(f"{prefix}.{s}", encoding="utf-8") for s in streams}
+        try:
+            with open(src_path, encoding="utf-8") as fsrc:
+                lineno = 0
+                for lineno, line in enumerate(fsrc, 1):
+                    n = len(line.split())
+                    for s, f in files.items():
+                        other = f.readline()
+                        if not other:
+                            raise StreamMismatchError(f"{prefix}.{s} has {lineno - 1} lines, {src_path} has more")
+                        m = len(other.split())
+                        if m != n:
+                            raise StreamMismatchError(f"{prefix}.{s}:{lineno}: {m} fields, but the source line "
+                                                      f"{src_path}:{lineno} has {n} tokens")
+                        if s == HEAD_STREAM:
+                            parse_heads(other, f"{prefix}.{s}", lineno)
+            for s, f in files.items():
+                if f.readline():
+                    raise StreamMismatchError(f"{prefix}.{s} has more lines than {src_path} ({lineno})")
+        except UnicodeDecodeError as e:
+            raise StreamMismatchError(f"{prefix}: invalid UTF-8 in a text file of split {split!r} ({e.reason})") from None
+        finally:
+            for f in files.values():
+                f.close()
+
+
 def main(args: Namespace) -> None:
     from fairseq.data import Dictionary
     from fairseq_cli import preprocess
@@ -158,6 +251,13 @@ def main(args: Namespace) -> None:
             if not os.path.exists(f"{prefix}.{s}"):
                 raise FileNotFoundError(f"stream file {prefix}.{s} for split {split!r} not found")
     streamdict_dir = args.streamdict_dir or (os.path.dirname(args.srcdict) if args.srcdict else None)
+    if streamdict_dir:
+        for s in streams:
+            if s != HEAD_STREAM and not os.path.exists(stream_dict_path(streamdict_dir, s)):
+                raise FileNotFoundError(f"--streamdict-dir {streamdict_dir} has no dictionary for stream {s!r} "
+                                        f"({stream_dict_path(streamdict_dir, s)})")
+    settings = annotation_settings(splits)
+    check_text(splits, args.source_lang, None if args.only_source else args.target_lang, streams)
 
     preprocess.main(args)  # subword text: fairseq's own preprocessing
 
@@ -183,15 +283,19 @@ def main(args: Namespace) -> None:
     for prefix, split in splits:
         check_stream_sizes(args.destdir, split, args.source_lang, args.target_lang, streams, args.dataset_impl,
                            text_prefix=prefix)
+    if settings is not None:
+        write_settings(os.path.join(args.destdir, DATA_SETTINGS_NAME), settings)
     logger.info("binarized streams %s for splits %s in %.1fs -> %s", ",".join(streams) or "(none)",
                 ",".join(s for _, s in splits), time.time() - start, args.destdir)
 
 
 def cli_main(argv=None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
-                        stream=sys.stderr)
+                        stream=sys.stderr, force=True)
+    from syntax_nmt.cli_errors import run
+
     args = get_parser().parse_args(argv)
-    main(args)
+    run("syntax-nmt-binarize", main, args)
 
 
 if __name__ == "__main__":

@@ -15,23 +15,41 @@ from fairseq.data import BaseWrapperDataset, FairseqDataset, data_utils
 
 
 class TruncateSourceDataset(BaseWrapperDataset):
-    """Keep the first ``max_len - 1`` items and the final special item (EOS).
+    """The stream counterpart of fairseq's ``--truncate-source``.
 
-    The stream counterpart of fairseq's ``--truncate-source`` (strip EOS,
-    truncate, append EOS); it works for head offsets too, whose EOS value (0)
-    also occurs inside sentences.
+    fairseq's ``load_langpair_dataset`` strips every trailing and then every leading EOS id
+    from the source (``StripTokenDataset``: a literal ``</s>`` in the text has that id too),
+    keeps the first ``max_len - 1`` tokens and appends EOS. This dataset strips the same
+    positions from the stream, looking at the source tokens, keeps as many values and
+    appends the stream's own EOS value (its last item), so the stream stays aligned with
+    the tokens. Head offsets work too: their EOS value (0) also occurs inside sentences.
+
+    Args:
+        dataset: the stream (item ``i`` as long as source item ``i``).
+        max_len: the truncation length (EOS included).
+        src_dataset: the binarized source tokens (before fairseq's stripping).
+        eos: the source dictionary's EOS id.
     """
 
-    def __init__(self, dataset, max_len: int):
+    def __init__(self, dataset, max_len: int, src_dataset=None, eos: int = 2):
         super().__init__(dataset)
         self.max_len = max_len
+        self.src_dataset = src_dataset
+        self.eos = eos
         self._sizes = np.minimum(np.asarray(dataset.sizes), max_len)
 
     def __getitem__(self, index):
         item = self.dataset[index]
-        if len(item) > self.max_len:
-            item = torch.cat([item[: self.max_len - 1], item[-1:]])
-        return item
+        start, end = 0, len(item) - 1
+        if self.src_dataset is not None:
+            src = self.src_dataset[index]
+            end = len(src)
+            while end > 0 and src[end - 1] == self.eos:
+                end -= 1
+            while start < end and src[start] == self.eos:
+                start += 1
+        body = item[start:end][: self.max_len - 1]
+        return torch.cat([body, item[-1:]])
 
     @property
     def sizes(self):

@@ -28,6 +28,7 @@ from syntax_nmt.models.modules.source_feature_embedding import (
     COMBINES,
     MERGES,
     SourceFeatureEmbedding,
+    resolve_feature_dims,
     word_embedding_dim,
 )
 from syntax_nmt.models.modules.methods import SYNTAX_METHODS, parse_methods
@@ -45,7 +46,16 @@ class SyntaxModelConfig(FairseqDataclass):
     feature_merge: ChoiceEnum(MERGES) = field(
         default="sum", metadata={"help": "how feature embeddings are merged across features"}
     )
-    feature_embed_dim: int = field(default=20, metadata={"help": "dimension of each feature embedding"})
+    feature_embed_dim: int = field(
+        default=20, metadata={"help": "dimension of every feature embedding (shortcut for --feature-embed-dims D,D,...)"}
+    )
+    feature_embed_dims: str = field(
+        default="",
+        metadata={
+            "help": "comma-separated dimension of each --source-features entry, in its order, e.g. 8,4,8 "
+            "(--feature-merge concat: 20 in all; sum needs them equal); replaces --feature-embed-dim"
+        },
+    )
     feature_combine: ChoiceEnum(COMBINES) = field(
         default="concat",
         metadata={
@@ -71,6 +81,19 @@ def _features(args) -> List[str]:
     if bad:
         raise ValueError(f"--source-features {bad} cannot be embedded; choose from {list(TAG_STREAMS)}")
     return feats
+
+
+def _feature_dims(args, features: List[str]) -> List[int]:
+    """Width of each feature embedding (``--feature-embed-dim`` / ``--feature-embed-dims``)."""
+    return resolve_feature_dims(features, getattr(args, "feature_embed_dim", None),
+                                getattr(args, "feature_embed_dims", ""), args.feature_merge)
+
+
+def _default_feature_dim(args, dim: int) -> None:
+    """``--feature-embed-dim`` defaults to ``dim`` unless ``--feature-embed-dims`` gives the widths
+    (then it stays ``None``, so that giving both inconsistently is caught)."""
+    if getattr(args, "feature_embed_dim", None) is None:
+        args.feature_embed_dim = None if getattr(args, "feature_embed_dims", "") else dim
 
 
 def required_streams(args) -> List[str]:
@@ -108,7 +131,7 @@ class SyntaxTransformerModel(TransformerModel):
                 f"--encoder-embed-dim {args.encoder_embed_dim} is not divisible by "
                 f"--encoder-attention-heads {args.encoder_attention_heads}"
             )
-        word_dim = word_embedding_dim(args.encoder_embed_dim, len(features), args.feature_embed_dim,
+        word_dim = word_embedding_dim(args.encoder_embed_dim, len(features), _feature_dims(args, features),
                                       args.feature_merge, args.feature_combine)
         if features and word_dim != args.encoder_embed_dim and args.share_all_embeddings:
             raise ValueError(
@@ -140,7 +163,8 @@ class SyntaxTransformerModel(TransformerModel):
         cfg = TransformerConfig.from_namespace(args)
         features = _features(cfg)
         if features:
-            word_dim = word_embedding_dim(cfg.encoder.embed_dim, len(features), cfg.feature_embed_dim,
+            dims = _feature_dims(cfg, features)
+            word_dim = word_embedding_dim(cfg.encoder.embed_dim, len(features), dims,
                                           cfg.feature_merge, cfg.feature_combine)
             if word_dim != embed_tokens.embedding_dim:
                 embed_tokens = cls.build_embedding(cfg, src_dict, word_dim, cfg.encoder.embed_path)
@@ -150,7 +174,7 @@ class SyntaxTransformerModel(TransformerModel):
                     name, size, _ = item.split(":")
                     sizes[name] = int(size)
             embed_tokens = SourceFeatureEmbedding(
-                embed_tokens, {f: sizes[f] for f in features}, cfg.feature_embed_dim,
+                embed_tokens, {f: sizes[f] for f in features}, dims,
                 merge=cfg.feature_merge, combine=cfg.feature_combine,
             )
         return SyntaxTransformerEncoder(cfg, src_dict, embed_tokens)
@@ -175,7 +199,8 @@ class SyntaxTransformerModel(TransformerModel):
 def syntax_base_architecture(args):
     args.source_features = getattr(args, "source_features", "")
     args.feature_merge = getattr(args, "feature_merge", "sum")
-    args.feature_embed_dim = getattr(args, "feature_embed_dim", 20)
+    _default_feature_dim(args, 20)
+    args.feature_embed_dims = getattr(args, "feature_embed_dims", "")
     args.feature_combine = getattr(args, "feature_combine", "concat")
     args.syntax_attention = getattr(args, "syntax_attention", "none")
     for config in method_configs():
@@ -191,7 +216,7 @@ def syntax_transformer_wmt_en_de(args):
     concatenated to 492-dim source word embeddings; the decoder keeps 512-dim embeddings."""
     args.source_features = getattr(args, "source_features", "pos,case,subword")
     args.feature_merge = getattr(args, "feature_merge", "sum")
-    args.feature_embed_dim = getattr(args, "feature_embed_dim", 20)
+    _default_feature_dim(args, 20)
     args.feature_combine = getattr(args, "feature_combine", "concat")
     syntax_base_architecture(args)
 
@@ -215,5 +240,5 @@ def syntax_transformer_tiny(args):
     args.decoder_layers = getattr(args, "decoder_layers", 2)
     args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 2)
     args.source_features = getattr(args, "source_features", "pos,case,subword")
-    args.feature_embed_dim = getattr(args, "feature_embed_dim", 8)
+    _default_feature_dim(args, 8)
     syntax_base_architecture(args)

@@ -44,7 +44,9 @@ def main(args: argparse.Namespace) -> dict:
 
 
 def cli_main(argv: Optional[List[str]] = None) -> None:
-    main(build_parser().parse_args(argv))
+    from syntax_nmt.cli_errors import run
+
+    run("syntax-nmt-synth", main, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -42,8 +42,24 @@ class SyntaxTranslationConfig(TranslationConfig):
     )
     source_prepend_bos: bool = field(
         default=False,
-        metadata={"help": "prepend BOS to each source sentence; its streams get the BOS value (heads: itself)"},
+        metadata={"help": "prepend BOS to each source sentence; its streams get the BOS value (heads: itself). "
+                  "Recorded in the checkpoint: generation applies it from there (asking for it with a checkpoint "
+                  "trained without it is an error). With --truncate-source, sources are cut to leave room for it"},
     )
+
+
+def _set(cfg, key, value) -> None:
+    """Set ``cfg.key`` on an ``argparse.Namespace`` or an omegaconf ``DictConfig`` (struct or not)."""
+    try:
+        from omegaconf import DictConfig, open_dict
+
+        if isinstance(cfg, DictConfig):
+            with open_dict(cfg):
+                cfg[key] = value
+            return
+    except ImportError:  # pragma: no cover - omegaconf comes with fairseq
+        pass
+    setattr(cfg, key, value)
 
 
 def dictionary_signature(name: str, d: Dictionary) -> str:
@@ -129,6 +145,25 @@ class SyntaxTranslationTask(TranslationTask):
                     )
         return signature
 
+    def build_model(self, cfg, from_checkpoint=False):
+        """fairseq's, recording ``--source-prepend-bos`` in the model's configuration (so in the
+        checkpoint) and, when a checkpoint is loaded, applying the recorded value to this task.
+
+        Raises:
+            StreamConfigError: if BOS is asked for but the checkpoint was trained without it.
+        """
+        recorded = cfg.get("source_prepend_bos", None) if hasattr(cfg, "get") else getattr(cfg, "source_prepend_bos",
+                                                                                            None)
+        if from_checkpoint and recorded is not None and bool(recorded) != bool(self.cfg.source_prepend_bos):
+            if not recorded:
+                raise StreamConfigError("--source-prepend-bos is given, but the checkpoint was trained without it "
+                                        "(its sources had no BOS): generate without --source-prepend-bos")
+            logger.info("the checkpoint was trained with --source-prepend-bos: prepending BOS to the sources")
+            self.cfg.source_prepend_bos = True
+        else:
+            _set(cfg, "source_prepend_bos", bool(self.cfg.source_prepend_bos))
+        return super().build_model(cfg, from_checkpoint)
+
     # -- data ------------------------------------------------------------------------------
     def _pad_value(self, name: str) -> int:
         return self.stream_dicts[name].pad() if name in self.stream_dicts else SPECIAL_HEAD
@@ -142,6 +177,8 @@ class SyntaxTranslationTask(TranslationTask):
             paths = paths[:1]
         data_path = paths[(epoch - 1) % len(paths)]
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        # fairseq truncates (--truncate-source) before prepending BOS: leave room for it
+        max_src = self.cfg.max_source_positions - int(bool(self.cfg.source_prepend_bos))
         pair = load_langpair_dataset(
             data_path, split, src, self.src_dict, tgt, self.tgt_dict,
             combine=combine,
@@ -149,7 +186,7 @@ class SyntaxTranslationTask(TranslationTask):
             upsample_primary=self.cfg.upsample_primary,
             left_pad_source=self.cfg.left_pad_source,
             left_pad_target=self.cfg.left_pad_target,
-            max_source_positions=self.cfg.max_source_positions,
+            max_source_positions=max_src,  # only used for --truncate-source
             max_target_positions=self.cfg.max_target_positions,
             load_alignments=self.cfg.load_alignments,
             truncate_source=self.cfg.truncate_source,
@@ -191,7 +228,8 @@ class SyntaxTranslationTask(TranslationTask):
                     detail = f"sentence {i + 1} has {ds.sizes[i]} tokens, the source {src_ds.sizes[i]}"
                 raise StreamConfigError(f"stream {name!r} of split {split_k!r} ({prefix}) does not match the source: {detail}")
             if self.cfg.truncate_source:
-                ds = TruncateSourceDataset(ds, self.cfg.max_source_positions)
+                max_src = self.cfg.max_source_positions - int(bool(self.cfg.source_prepend_bos))
+                ds = TruncateSourceDataset(ds, max_src, src_ds, self.src_dict.eos())
             shards.append(ds)
             if not combine:
                 break

@@ -30,6 +30,7 @@ import copy
 import math
 
 import torch
+import torch.utils.checkpoint
 from torch import Tensor, nn
 
 #: ``--sgnet-specials`` choices.
@@ -77,7 +78,7 @@ class SGNetLayer(nn.Module):
     """
 
     def __init__(self, layer: nn.Module, num_heads: int, alpha: float = 0.5, learn_alpha: bool = False,
-                 convention: str = "shared", specials: str = "encoder"):
+                 convention: str = "shared", specials: str = "encoder", checkpoint: bool = False):
         super().__init__()
         if specials not in SPECIAL_MODES:
             raise ValueError(f"--sgnet-specials must be one of {SPECIAL_MODES}, got {specials!r}")
@@ -85,6 +86,8 @@ class SGNetLayer(nn.Module):
         self.num_heads = num_heads
         self.convention = convention
         self.aggregate = DualContextAggregation(alpha, learn_alpha)
+        #: recompute the layer in the backward pass instead of keeping its activations
+        self.checkpoint = checkpoint
         # a persistent buffer, so that the checkpoint, not the command line, decides how a
         # trained model treats special tokens
         self.register_buffer("keep_specials", torch.tensor(specials == "encoder"))
@@ -110,12 +113,18 @@ class SGNetLayer(nn.Module):
         # The SDOI already excludes pads from every row (pad rows see only themselves), so no
         # key padding mask is passed: one float mask keeps attention on its fast path and
         # avoids torch's "mismatched key_padding_mask and attn_mask" deprecation warning.
-        h_syntax = self.layer(x, encoder_padding_mask=None, attn_mask=blocked.to(x.dtype))
-        if isinstance(h_syntax, tuple):
-            h_syntax = h_syntax[0]
+        if self.checkpoint and self.training and torch.is_grad_enabled():
+            # same RNG state in the recomputation (dropout), so results are identical
+            h_syntax = torch.utils.checkpoint.checkpoint(self._syntax_states, x, blocked, use_reentrant=False)
+        else:
+            h_syntax = self._syntax_states(x, blocked)
         out = self.aggregate(x, h_syntax)
         keep = (special.transpose(0, 1) & self.keep_specials).unsqueeze(-1)  # T x B x 1
         return torch.where(keep, x, out)
+
+    def _syntax_states(self, x: Tensor, blocked: Tensor) -> Tensor:
+        h = self.layer(x, encoder_padding_mask=None, attn_mask=blocked.to(x.dtype))
+        return h[0] if isinstance(h, tuple) else h
 
     @torch.no_grad()
     def _record(self, x: Tensor, blocked: Tensor, allowed: Tensor) -> None:

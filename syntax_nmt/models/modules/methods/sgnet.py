@@ -25,6 +25,12 @@ class SGNetConfig(FairseqDataclass):
                   "output there (the paper's footnote 11); aggregate = alpha H + (1 - alpha) H' like words "
                   "(what checkpoints trained before this option do)"},
     )
+    sgnet_checkpoint_activations: bool = field(
+        default=False,
+        metadata={"help": "recompute the SG-Net layer in the backward pass instead of storing its activations "
+                  "(about 9%% less training memory at Transformer-base depth, one more layer forward per step; "
+                  "identical results). fairseq's --checkpoint-activations turns it on too"},
+    )
 
 
 class SGNetModule(SGNetLayer):
@@ -63,4 +69,5 @@ class SGNet(SyntaxMethod):
             learn_alpha=cfg.sgnet_learn_alpha,
             convention=cfg.sgnet_subword,
             specials=cfg.sgnet_specials,
+            checkpoint=cfg.sgnet_checkpoint_activations or cfg.checkpoint_activations,
         )

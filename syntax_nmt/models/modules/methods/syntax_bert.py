@@ -78,7 +78,7 @@ class SyntaxBertAttention(MixedSelfAttention):
 
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape
-        pad = key_padding_additive(key_padding_mask, B, T, scores.device)  # B 1 1 T
+        pad = key_padding_additive(key_padding_mask, B, T, scores.device).unsqueeze(1)  # B 1 1 1 T
         s = scores.unsqueeze(1)  # B 1 H T T
         if self.max_distance > 0:
             masks = self.subnet_masks(ctx)  # B M T T
@@ -87,7 +87,7 @@ class SyntaxBertAttention(MixedSelfAttention):
                 logits = s + add.unsqueeze(2)  # B M H T T
                 valid = masks.any(-1)  # B M T
             else:  # the paper's literal element-wise product: masked scores become 0
-                logits = s * masks.unsqueeze(2).to(s.dtype) + pad.unsqueeze(1)
+                logits = s * masks.unsqueeze(2).to(s.dtype) + pad
                 valid = torch.ones(masks.shape[:3], dtype=torch.bool, device=masks.device)
             if self.global_subnet:
                 logits = torch.cat([logits, (s + pad).expand(B, 1, H, T, T)], dim=1)

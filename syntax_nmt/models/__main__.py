@@ -1,0 +1,26 @@
+"""``python -m syntax_nmt.models``: the options of ``--arch syntax_transformer*`` with their help.
+
+fairseq 0.12's ``fairseq-train --help`` prints its help before it adds the options of the
+chosen architecture, so the model's options are listed here.
+"""
+
+import argparse
+
+from syntax_nmt import register_with_fairseq
+
+
+def main(argv=None):
+    register_with_fairseq()
+    from syntax_nmt.models.syntax_transformer import SyntaxTransformerModel
+
+    parser = argparse.ArgumentParser(
+        prog="python -m syntax_nmt.models",
+        description="Options of the syntax_transformer model (fairseq's Transformer options first, then the "
+        "feature and syntax-method options), as fairseq-train takes them.",
+    )
+    SyntaxTransformerModel.add_args(parser)
+    parser.parse_args(argv if argv is not None else ["--help"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Reruns, resumes and locks of syntax-nmt-annotate (issues 10.3, 10.4 and 15).
+
+* a rerun into an existing prefix with other input or settings is refused, never silently kept;
+* a run that failed before parsing anything does not block the corrected rerun;
+* resuming after a kill with any render option changed re-renders every chunk (no mixed schemes);
+* an input edited in place with the same size is noticed (content hash);
+* a stale or empty ``finalize.lock`` is detected and reported.
+"""
+
+import os
+import socket
+import time
+
+import pytest
+
+from syntax_nmt.annotate.chunks import LOCK_GRACE_S
+from syntax_nmt.annotate.cli import main
+
+from test_annotate import CODES, NAMES, Killed, corpus_args, outputs, read, spacy_model, write  # noqa: F401
+
+
+@pytest.fixture
+def codes(tmp_path):
+    p = tmp_path / "bpe.codes"
+    p.write_text(CODES, encoding="utf-8")
+    return str(p)
+
+
+def _codes2(tmp_path):
+    p = tmp_path / "bpe2.codes"
+    p.write_text("#version: 0.2\nr a\nra i\nrai n\nrain s</w>\n", encoding="utf-8")
+    return str(p)
+
+
+def test_rerun_with_other_input_or_settings_is_refused(tmp_path, spacy_model, codes):  # noqa: F811
+    args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
+    main(args)
+    ref = outputs(tmp_path / "run/train", NAMES)
+    main(args)  # same input and settings: nothing to do
+    assert outputs(tmp_path / "run/train", NAMES) == ref
+    # the issue's case: same prefix, another input of the same size (one word changed in place)
+    src = tmp_path / "c.en"
+    text = src.read_text(encoding="utf-8")
+    src.write_text(text.replace("The cat sat on the mat 1 .", "The dog sat on the mat 1 ."), encoding="utf-8")
+    assert len(src.read_text(encoding="utf-8")) == len(text)
+    with pytest.raises(ValueError, match=r"run/train\.\* exist but were made from another source file \(.*c\.en "
+                                         r"\(size \d+, sha256 [0-9a-f]{12}\.\.\.\); this run: .*; pass --overwrite"):
+        main(args[:0] + ["--source", str(src)] + args[2:])
+    assert outputs(tmp_path / "run/train", NAMES) == ref
+    src.write_text(text, encoding="utf-8")
+    # another subword model with the same path: its hash differs
+    with open(codes, "a", encoding="utf-8") as f:
+        f.write("m a\n")
+    with pytest.raises(ValueError, match="other settings .*'subword_model_sha256' differs"):
+        main(args)
+    # outputs of an older run (no record of input and settings) are not trusted either
+    os.remove(tmp_path / "run/train.annotation.inputs.json")
+    with pytest.raises(ValueError, match=r"without a record of their input and settings"):
+        main(args)
+    main(args + ["--overwrite"])
+    assert read(str(tmp_path / "run/train.en")) != ref["en"]  # redone with the new codes
+    redone = outputs(tmp_path / "run/train", NAMES)
+    # a missing output with the same input and settings is simply redone
+    os.remove(tmp_path / "run/train.pos")
+    main(args)
+    assert outputs(tmp_path / "run/train", NAMES) == redone
+
+
+def test_failed_run_before_any_chunk_does_not_block_the_next(tmp_path, spacy_model, codes):  # noqa: F811
+    args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
+    bad = [a if a != spacy_model else "xx_misspelled_model" for a in args]
+    with pytest.raises(OSError, match="cannot load spaCy pipeline 'xx_misspelled_model'"):
+        main(bad)
+    assert (tmp_path / "run/train.chunks/manifest.json").exists()  # left behind, holding no parse
+    main(args)  # the corrected run: not "holds chunks made with other settings"
+    main(corpus_args(tmp_path, "ref/train", spacy_model, "--subword", "bpe", "--subword-model", codes))
+    assert outputs(tmp_path / "run/train", NAMES) == outputs(tmp_path / "ref/train", NAMES)
+
+
+def test_changed_parse_settings_after_a_parsed_chunk_are_refused(tmp_path, spacy_model, codes):  # noqa: F811
+    args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
+    with pytest.raises(Killed):
+        main(args, on_chunk_done=lambda k: (_ for _ in ()).throw(Killed()))
+    with pytest.raises(ValueError, match=r"holds chunks made with other settings \(multi_root: 'forest' -> 'attach'\)"):
+        main(args + ["--multi-root", "attach"])
+    # an input edited in place (same size) between the kill and the resume: the content hash differs
+    src = tmp_path / "c.en"
+    text = src.read_text(encoding="utf-8")
+    src.write_text(text.replace("mat 3", "rat 3"), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"holds chunks made with other settings \(source: "):
+        main(args)
+
+
+#: Every option that changes how parsed chunks are rendered, with a changed value.
+RENDER_OPTIONS = {
+    "case": ["--case", "rich"],
+    "pos-tagset": ["--pos-tagset", "xpos"],
+    "subword-model": ["SUBWORD_MODEL2"],
+    "subword scheme": ["--subword", "none"],
+    "max-subwords": ["--max-subwords", "12"],
+    "no conllu": ["NO_CONLLU"],
+    "tgt-lang": ["--tgt-lang", "fr"],
+}
+
+
+@pytest.mark.parametrize("option", list(RENDER_OPTIONS))
+def test_resume_with_a_changed_render_option_never_mixes(tmp_path, spacy_model, codes, option):  # noqa: F811
+    """Kill after two chunks were parsed and rendered, resume with one render option changed:
+    the outputs equal an uninterrupted run with the new option (no chunk keeps the old one)."""
+    def args_for(prefix, changed):
+        extra = ["--subword", "bpe", "--subword-model", codes]
+        if changed:
+            change = RENDER_OPTIONS[option]
+            if change == ["SUBWORD_MODEL2"]:
+                extra = ["--subword", "bpe", "--subword-model", _codes2(tmp_path)]
+            elif change[:2] == ["--subword", "none"]:
+                extra = ["--subword", "none"]
+            elif change != ["NO_CONLLU"]:
+                extra += change
+        a = corpus_args(tmp_path, prefix, spacy_model, *extra)
+        if changed and RENDER_OPTIONS[option] == ["NO_CONLLU"]:
+            a.remove("--write-conllu")
+        if changed and option == "tgt-lang":
+            a[a.index("--tgt-lang") + 1] = "fr"
+        return a
+
+    with pytest.raises(Killed):
+        main(args_for("run/train", False), on_chunk_done=lambda k: (_ for _ in ()).throw(Killed()) if k == 1 else None)
+    done = []
+    main(args_for("run/train", True), on_chunk_done=done.append)
+    assert done == [2, 3, 4]  # the parses are reused
+    main(args_for("ref/train", True))
+    names = ["fr" if option == "tgt-lang" and n == "de" else n for n in NAMES]
+    if option == "no conllu":
+        names.remove("en.conllu")
+    new, ref = outputs(tmp_path / "run/train", names), outputs(tmp_path / "ref/train", names)
+    assert new == ref
+    assert not (tmp_path / "run/train.chunks").exists()
+
+
+def test_render_options_change_the_outputs(tmp_path, spacy_model, codes):  # noqa: F811
+    """Each option of RENDER_OPTIONS really changes the outputs (else the resume test proves nothing)."""
+    main(corpus_args(tmp_path, "base/train", spacy_model, "--subword", "bpe", "--subword-model", codes))
+    base = {n: read(str(tmp_path / f"base/train.{n}")) for n in ("en", "de", "pos", "case")}
+    main(corpus_args(tmp_path, "a/train", spacy_model, "--subword", "bpe", "--subword-model", codes, "--case", "rich"))
+    assert read(str(tmp_path / "a/train.case")) != base["case"]
+    main(corpus_args(tmp_path, "b/train", spacy_model, "--subword", "bpe", "--subword-model", codes,
+                     "--pos-tagset", "xpos"))
+    assert read(str(tmp_path / "b/train.pos")) != base["pos"]
+    main(corpus_args(tmp_path, "c/train", spacy_model, "--subword", "bpe", "--subword-model", _codes2(tmp_path)))
+    assert read(str(tmp_path / "c/train.en")) != base["en"]
+    main(corpus_args(tmp_path, "d/train", spacy_model, "--subword", "bpe", "--subword-model", codes,
+                     "--max-subwords", "12"))
+    assert read(str(tmp_path / "d/train.en")) != base["en"] and "" in read(str(tmp_path / "d/train.de"))
+
+
+# -- the finalization lock ------------------------------------------------------------------------------
+def _parsed_store(tmp_path, spacy_model, codes, lock_text, age_s=0.0):  # noqa: F811
+    args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
+    chunks = tmp_path / "run/train.chunks"
+    chunks.mkdir(parents=True)
+    lock = chunks / "finalize.lock"
+    lock.write_text(lock_text)
+    if age_s:
+        t = time.time() - age_s
+        os.utime(lock, (t, t))
+    return args, chunks, lock
+
+
+@pytest.mark.parametrize("content", ["", "garbage", "host-only"])
+def test_empty_or_corrupt_old_lock_is_taken_over(tmp_path, spacy_model, codes, caplog, content):  # noqa: F811
+    """A crash between creating and writing the lock leaves it empty: once older than the grace
+    period it is reported and taken over, instead of every later run exiting 0 with no outputs."""
+    args, chunks, lock = _parsed_store(tmp_path, spacy_model, codes, content, age_s=LOCK_GRACE_S + 5)
+    main(args)
+    assert len(read(str(tmp_path / "run/train.en"))) == 23 and not chunks.exists()
+    assert "removing the stale lock" in caplog.text and "empty or unreadable" in caplog.text
+
+
+def test_fresh_empty_lock_or_live_owner_is_reported(tmp_path, spacy_model, codes, caplog):  # noqa: F811
+    args, chunks, lock = _parsed_store(tmp_path, spacy_model, codes, "")  # being written right now
+    main(args)
+    assert not (tmp_path / "run/train.en").exists()
+    assert "a run that is taking the lock right now" in caplog.text
+    with pytest.raises(ValueError, match=r"another run \(a run that is taking the lock right now.*\) is finalizing "
+                                         r".*; if that run is dead, delete .*finalize\.lock and rerun"):
+        main(args + ["--merge-only"])
+    # a live process on this host (pid 1) / a process on another host: reported with its age, not taken over
+    lock.write_text(f"{socket.gethostname()} 1 {time.time() - 7230:.0f}")
+    with pytest.raises(ValueError, match=r"another run \(pid 1 on this host, lock taken 2 h 0 min ago\)"):
+        main(args + ["--merge-only"])
+    lock.write_text("elsewhere.example 4242 0")
+    caplog.clear()
+    main(args)
+    assert any(r.levelname == "WARNING" and "pid 4242 on host elsewhere.example" in r.getMessage()
+               for r in caplog.records)
+    assert not (tmp_path / "run/train.en").exists()
+    # a dead process on this host: stale, reported and taken over
+    lock.write_text(f"{socket.gethostname()} 999999999 {time.time():.0f}")
+    main(args + ["--merge-only"])
+    assert len(read(str(tmp_path / "run/train.en"))) == 23
+    assert "its process 999999999 on this host is dead" in caplog.text

@@ -1,0 +1,161 @@
+"""The annotation settings file (issue 9.1): written by syntax-nmt-annotate, checked and copied by binarize."""
+
+import json
+import os
+import re
+
+import pytest
+
+from syntax_nmt.annotate.cli import main
+from syntax_nmt.annotate.settings import (
+    KEYS,
+    SETTINGS_VERSION,
+    check_compatible,
+    parse_moses_settings,
+    read_settings,
+    settings_path,
+    write_settings,
+)
+from syntax_nmt.annotate.subwords import file_sha256
+from syntax_nmt.data import binarize
+
+from streamdata import write_corpus
+from test_annotate import CODES, spacy_model, write  # noqa: F401  (fixture)
+
+MOSES = "lang=en,normalize=1,aggressive_dash_splits=1,escape=0"
+
+
+def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):  # noqa: F811
+    codes = tmp_path / "bpe.codes"
+    codes.write_text(CODES, encoding="utf-8")
+    src = write(tmp_path / "in.en", ["The cat sat .", "A dog ran ."])
+    prefix = str(tmp_path / "out/train")
+    monkeypatch.chdir(tmp_path)  # relative paths are recorded as absolute ones
+    main(["--source", src, "--src-lang", "en", "-o", prefix, "--spacy-model", os.path.relpath(spacy_model),
+          "--pretokenized", "--subword", "bpe", "--subword-model", "bpe.codes", "--case", "rich",
+          "--max-words", "50", "--moses-settings", MOSES, "--quiet"])
+    assert settings_path(prefix) == prefix + ".annotation.json"
+    with open(settings_path(prefix), encoding="utf-8") as f:
+        raw = json.load(f)
+    assert raw == {
+        "version": 1, "src_lang": "en", "backend": "spacy", "spacy_model": spacy_model, "pretokenized": True,
+        "parser_unescape": True, "pos_tagset": "upos", "case": "rich", "multi_root": "forest", "subword": "bpe",
+        "subword_model": str(codes), "subword_model_sha256": file_sha256(str(codes)), "escape": "v1",
+        "max_words": 50, "max_subwords": 0, "on_long": "blank", "on_empty": "keep",
+        "moses": {"lang": "en", "normalize": True, "aggressive_dash_splits": True, "escape": False},
+    }
+    assert read_settings(settings_path(prefix)) == raw
+    # a learned model is recorded with its final path and hash; conllu: no spaCy model; no moses
+    conllu = tmp_path / "in.conllu"
+    conllu.write_text("1\tThe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t0\troot\t_\t_\n\n"
+                      "1\tDogs\t_\tNOUN\tNNS\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    main(["--backend", "conllu", "--conllu", str(conllu), "--src-lang", "en", "-o", str(tmp_path / "c/train"),
+          "--subword", "bpe", "--learn-subword", "5", "--subword-model-out", "learned.codes", "--quiet"])
+    got = read_settings(str(tmp_path / "c/train.annotation.json"))
+    assert (got["backend"], got["spacy_model"], got["pretokenized"], got["parser_unescape"], got["moses"]) == (
+        "conllu", None, False, False, None)
+    assert got["subword_model"] == str(tmp_path / "learned.codes")
+    assert got["subword_model_sha256"] == file_sha256(str(tmp_path / "learned.codes"))
+
+
+@pytest.mark.parametrize("spec,expected", [
+    (MOSES, {"lang": "en", "normalize": True, "aggressive_dash_splits": True, "escape": False}),
+    ("escape=true, lang=de ,normalize=no,aggressive_dash_splits=off",
+     {"lang": "de", "normalize": False, "aggressive_dash_splits": False, "escape": True}),
+    ("lang=en,normalize=1,aggressive_dash_splits=1", "missing escape"),
+    ("lang=en,normalize=1,aggressive_dash_splits=1,escape=0,x=1", "unknown key 'x'"),
+    ("lang=en,normalize=2,aggressive_dash_splits=1,escape=0", "normalize must be 1 or 0"),
+    ("lang=en,lang=de,normalize=1,aggressive_dash_splits=1,escape=0", "'lang' given twice"),
+    ("lang,normalize=1", "KEY=VALUE"),
+    ("lang=,normalize=1,aggressive_dash_splits=1,escape=0", "lang is empty"),
+])
+def test_parse_moses_settings(spec, expected):
+    if isinstance(expected, str):
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            parse_moses_settings(spec)
+    else:
+        assert parse_moses_settings(spec) == expected
+        assert list(parse_moses_settings(spec)) == ["lang", "normalize", "aggressive_dash_splits", "escape"]
+
+
+def _settings(**changes):
+    s = {"version": 1, "src_lang": "en", "backend": "spacy", "spacy_model": "en_core_web_sm", "pretokenized": True,
+         "parser_unescape": True, "pos_tagset": "upos", "case": "binary", "multi_root": "forest", "subword": "bpe",
+         "subword_model": "/x/bpe.codes", "subword_model_sha256": "ab" * 32, "escape": "v1", "max_words": 0,
+         "max_subwords": 0, "on_long": "blank", "on_empty": "keep", "moses": None}
+    s.update(changes)
+    return s
+
+
+def test_read_settings_validates(tmp_path):
+    path = str(tmp_path / "a.annotation.json")
+    write_settings(path, _settings())
+    assert read_settings(path) == _settings()
+    for key in KEYS:
+        s = _settings()
+        del s[key]
+        write_settings(path, s)
+        with pytest.raises(ValueError, match=f"{re.escape(path)}: annotation setting '{key}' is missing"):
+            read_settings(path)
+    write_settings(path, _settings(version=SETTINGS_VERSION + 1))
+    with pytest.raises(ValueError, match="version 2, this syntax-nmt reads version 1"):
+        read_settings(path)
+    write_settings(path, _settings(moses={"lang": "en", "normalize": True, "escape": False}))
+    with pytest.raises(ValueError, match="'moses.aggressive_dash_splits' is missing"):
+        read_settings(path)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json: not a valid annotation settings file"):
+        read_settings(str(tmp_path / "bad.json"))
+
+
+def test_check_compatible_names_the_first_differing_key():
+    check_compatible(_settings(), _settings(), "a", "b")
+    with pytest.raises(ValueError, match=r"setting 'case' differs: 'binary' in train, 'rich' in test"):
+        check_compatible(_settings(), _settings(case="rich", subword="spm"), "train", "test")
+    with pytest.raises(ValueError, match=r"setting 'moses' differs: None in a, \{'lang': 'en'\} in b"):
+        check_compatible(_settings(), _settings(moses={"lang": "en"}), "a", "b")
+    with pytest.raises(ValueError, match=r"setting 'zz' differs: missing in a, 1 in b"):
+        check_compatible(_settings(), _settings(zz=1), "a", "b")
+
+
+def _binarize(corpus, dest, *extra):
+    binarize.main(binarize.get_parser().parse_args([
+        "--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"], "--validpref",
+        corpus["valid"], "--destdir", dest, "--joined-dictionary", "--workers", "1", *extra]))
+
+
+def test_binarize_copies_checks_or_warns(tmp_path, caplog):
+    corpus = write_corpus(str(tmp_path / "text"), sizes={"train": 12, "valid": 4}, seed=5)
+    # no settings anywhere (older annotation): binarized, with a warning, nothing copied
+    _binarize(corpus, str(tmp_path / "none"))
+    assert not os.path.exists(tmp_path / "none/annotation.json")
+    assert "no annotation settings" in caplog.text
+    # every split has the same settings: copied
+    for split in ("train", "valid"):
+        write_settings(settings_path(corpus[split]), _settings())
+    _binarize(corpus, str(tmp_path / "same"))
+    assert read_settings(str(tmp_path / "same/annotation.json")) == _settings()
+    # they differ: an error naming the setting and both files, before anything is written
+    write_settings(settings_path(corpus["valid"]), _settings(pos_tagset="xpos"))
+    with pytest.raises(ValueError, match=rf"'pos_tagset' differs: 'upos' in {re.escape(corpus['train'])}"
+                                         rf"\.annotation\.json, 'xpos' in {re.escape(corpus['valid'])}"):
+        _binarize(corpus, str(tmp_path / "diff"))
+    assert not os.path.exists(tmp_path / "diff")
+    # only some splits have them
+    os.remove(settings_path(corpus["valid"]))
+    with pytest.raises(ValueError, match=rf"{re.escape(corpus['valid'])}\.annotation\.json does not exist but"):
+        _binarize(corpus, str(tmp_path / "some"))
+    assert not os.path.exists(tmp_path / "some")
+
+
+def test_recipe_records_its_moses_settings():
+    here = os.path.join(os.path.dirname(__file__), "..", "examples", "wmt14_en_de")
+    with open(os.path.join(here, "run_all.sh"), encoding="utf-8") as f:
+        script = f.read()
+    spec = re.search(r'MOSES_SETTINGS="([^"]+)"', script).group(1)
+    assert '--moses-settings "$MOSES_SETTINGS"' in script
+    # prepare.py: MosesPunctNormalizer, aggressive dash splits, escaping only with --escape (not passed)
+    assert parse_moses_settings(spec) == {"lang": "en", "normalize": True, "aggressive_dash_splits": True,
+                                          "escape": False}
+    prepare_call = re.search(r'"\$HERE/prepare.py"[^\n]*(\n[^\n]*\\\n)*[^\n]*', script).group(0)
+    assert "--workers" in prepare_call and "--escape" not in prepare_call

@@ -1,0 +1,39 @@
+"""fairseq-train / fairseq-generate command lines with each syntax method and with all combined."""
+
+import os
+import re
+
+import pytest
+
+from conftest import USER_DIR, run_cli
+from test_fairseq_cli import TRAIN
+
+pytestmark = pytest.mark.e2e
+
+# each run costs ~20 s of fairseq start-up on 2 cores: two runs cover every method and option path
+# (the methods one by one are tested in-process in test_methods_model.py)
+SETUPS = {
+    "combined": ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--sla-threshold", "4",
+                 "--syntax-bert-layers", "1", "--syntax-bert-max-distance", "2", "--sgnet-learn-alpha",
+                 "--source-features", "pos,case,subword,dep"],
+    "wla+syntax_bert_product": ["--syntax-attention", "sla,syntax_bert", "--sla-window", "2", "--sla-layers", "-1",
+                                "--syntax-bert-layers", "0", "--syntax-bert-mask-mode", "product",
+                                "--no-syntax-bert-global", "--source-features", ""],
+}
+
+
+@pytest.mark.parametrize("name", list(SETUPS))
+def test_train_and_generate(stream_bin, stream_corpus, tmp_path, name):
+    save = tmp_path / "ckpt"
+    proc = run_cli("fairseq-train", stream_bin, *TRAIN, "--arch", "syntax_transformer_tiny", *SETUPS[name],
+                   "--save-dir", save)
+    log = proc.stdout + proc.stderr
+    assert "done training" in log  # (training logs torch's mask-type warning from fairseq's own decoder)
+    losses = [float(x) for x in re.findall(r"\| train \|.*? loss ([\d.]+)", log)]
+    assert losses and all(0 < x < 20 for x in losses)
+    gen = run_cli("fairseq-generate", stream_bin, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                  "--path", os.path.join(save, "checkpoint_last.pt"), "--beam", "3", "--batch-size", "8")
+    hyps = [line for line in gen.stdout.splitlines() if line.startswith("H-")]
+    n_test = sum(1 for _ in open(stream_corpus["test"] + ".en"))
+    assert sorted(int(re.match(r"H-(\d+)", h).group(1)) for h in hyps) == list(range(n_test))
+    assert "mismatched key_padding_mask" not in gen.stderr

@@ -1,0 +1,282 @@
+"""SLA, Syntax-BERT and the method registry inside the model: equivalences, the masks the
+layers apply, composition, one syntax context per forward, low precision, decoding."""
+
+from argparse import Namespace
+
+import pytest
+import torch
+
+from conftest import build_task_and_model
+from syntax_nmt.models.modules import syntax_context
+from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
+from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
+from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+from syntax_nmt.syntax import tree as T_
+
+ALL = ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--syntax-bert-layers", "1"]
+
+
+def _batch(task, split="valid", n=8, left_pad=None):
+    task.load_dataset(split)
+    ds = task.dataset(split)
+    return ds.collater([ds[i] for i in range(n)])
+
+
+def _enc_in(batch):
+    return {k: v for k, v in batch["net_input"].items() if k != "prev_output_tokens"}
+
+
+def _stock_twin(stream_bin, model, *args):
+    """A model without syntax methods carrying the same weights (the methods' extra params dropped)."""
+    _, plain, _ = build_task_and_model(stream_bin, *args)
+    result = plain.load_state_dict(model.state_dict(), strict=False)
+    assert not result.missing_keys
+    plain.eval()
+    return plain
+
+
+def test_sla_with_gate_zero_is_the_stock_encoder(stream_bin, monkeypatch):
+    task, sla, _ = build_task_and_model(stream_bin, "--syntax-attention", "sla", "--dropout", 0)
+    sla.eval()
+    plain = _stock_twin(stream_bin, sla, "--dropout", 0)
+    batch = _batch(task)
+    monkeypatch.setattr(SyntaxLocalAttention, "compute_gate",
+                        lambda self, x: torch.zeros(x.shape[1], x.shape[0]))
+    with torch.no_grad():
+        a = sla.encoder(**_enc_in(batch))["encoder_out"][0]
+        b = plain.encoder(**_enc_in(batch))["encoder_out"][0]
+    torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-5)
+    # and the gate matters: with g = 1 the output differs
+    monkeypatch.setattr(SyntaxLocalAttention, "compute_gate", lambda self, x: torch.ones(x.shape[1], x.shape[0]))
+    with torch.no_grad():
+        c = sla.encoder(**_enc_in(batch))["encoder_out"][0]
+    assert (c - b).abs().max() > 1e-3
+
+
+def test_syntax_bert_with_one_all_allowed_subnetwork_is_the_stock_encoder(stream_bin):
+    task, sb, _ = build_task_and_model(stream_bin, "--syntax-attention", "syntax_bert",
+                                       "--syntax-bert-max-distance", 0, "--dropout", 0)
+    sb.eval()
+    plain = _stock_twin(stream_bin, sb, "--dropout", 0)
+    batch = _batch(task)
+    with torch.no_grad():
+        a = sb.encoder(**_enc_in(batch))["encoder_out"][0]
+        b = plain.encoder(**_enc_in(batch))["encoder_out"][0]
+    torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-5)
+
+
+def _record_layers(model, cls):
+    mods = [m for m in model.encoder.modules() if isinstance(m, cls)]
+    for m in mods:
+        m.record = True
+    return mods
+
+
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_sla_layers_apply_the_pure_functions_mask(stream_bin, left_pad):
+    """The local distribution each SLA layer uses is zero exactly outside sla_mask(batch streams)."""
+    pad_arg = [] if left_pad else ["--left-pad-source"]  # fairseq: the bare flag turns left padding off
+    task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sla", "--sla-threshold", 1,
+                                          "--source-prepend-bos", *pad_arg)
+    model.eval()
+    batch = _batch(task, n=8)
+    net = batch["net_input"]
+    assert bool(net["src_tokens"][:, 0].eq(task.src_dict.pad()).any()) == left_pad
+    mods = _record_layers(model, SyntaxLocalAttention)
+    assert len(mods) == 2
+    with torch.no_grad():
+        model.encoder(**_enc_in(batch))
+    ctx_ws = (net["src_streams"]["subword"].unsqueeze(-1) == model.encoder.word_start_ids).any(-1)
+    special = model.encoder.special_positions(net["src_tokens"])
+    expected = T_.sla_mask(net["src_streams"]["head"], ctx_ws, special, 1)
+    # the mask is asymmetric and non-trivial on this batch
+    assert not torch.equal(expected, expected.transpose(1, 2)) or not expected.all()
+    for m in mods:
+        local = m.recorded["local"]  # B H T T
+        assert torch.equal(local.gt(0).any(1), expected)
+        torch.testing.assert_close(local.sum(-1), torch.ones_like(local.sum(-1)))
+        g = m.recorded["gate"]
+        assert g.shape == net["src_tokens"].shape and ((g > 0) & (g < 1)).all()
+
+
+def test_word_start_comes_from_B_and_O_tags(stream_bin):
+    task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sla")
+    d = task.stream_dicts["subword"]
+    assert sorted(model.encoder.word_start_ids.tolist()) == sorted([d.index("B"), d.index("O")])
+
+
+def test_syntax_bert_layers_apply_the_pure_functions_masks(stream_bin):
+    task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "syntax_bert",
+                                          "--syntax-bert-max-distance", 2)
+    model.eval()
+    batch = _batch(task, n=8)
+    net = batch["net_input"]
+    mods = _record_layers(model, SyntaxBertAttention)
+    seen = {}
+
+    def hook(mod, args, out):
+        seen[mod] = out
+
+    for m in mods:  # capture the per-sub-network distributions through the topical weights' input
+        m.register_forward_hook(hook)
+    with torch.no_grad():
+        model.encoder(**_enc_in(batch))
+    ws = (net["src_streams"]["subword"].unsqueeze(-1) == model.encoder.word_start_ids).any(-1)
+    special = model.encoder.special_positions(net["src_tokens"])
+    masks = T_.syntax_bert_masks(net["src_streams"]["head"], ws, special, 2)
+    for m in mods:
+        valid = m.recorded["valid"]  # B M T: sub-network j has an allowed key for token i
+        assert valid.shape[1] == 3 * 2 + 1
+        assert torch.equal(valid[:, :6], masks.any(-1))
+        assert valid[:, 6].all()  # the global sub-network
+        w = m.recorded["topical"]
+        torch.testing.assert_close(w.sum(1), torch.ones_like(w.sum(1)))
+        assert (w[:, :6][~valid[:, :6]] == 0).all()
+
+
+def test_syntax_bert_masks_reach_the_attention(stream_bin, monkeypatch):
+    """Replacing the sub-network masks changes the output (the masks are used, not just computed)."""
+    task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "syntax_bert", "--dropout", 0)
+    model.eval()
+    batch = _batch(task)
+    with torch.no_grad():
+        a = model.encoder(**_enc_in(batch))["encoder_out"][0]
+    orig = T_.syntax_bert_masks_from_tree
+    import syntax_nmt.models.modules.methods.syntax_bert as sbmod
+
+    # (a transpose would only swap the parent and child sub-networks: topical attention is
+    # invariant to the order of its sub-networks)
+    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", lambda tree, d: orig(tree, d).roll(1, dims=3))
+    with torch.no_grad():
+        b = model.encoder(**_enc_in(batch))["encoder_out"][0]
+    assert (a - b).abs().max() > 1e-4
+
+
+def test_tree_is_built_once_per_forward_for_every_method(stream_bin, monkeypatch):
+    task, model, _ = build_task_and_model(stream_bin, *ALL, "--encoder-layers", 3, "--sla-layers", "0,2")
+    model.eval()
+    calls = []
+    orig = syntax_context.word_tree
+    monkeypatch.setattr(syntax_context, "word_tree", lambda *a: calls.append(1) or orig(*a))
+    batch = _batch(task)
+    with torch.no_grad():
+        model(**batch["net_input"])
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--syntax-attention", "sla,syntax_bert"], r"sla and syntax_bert both replace .* layers \[0, 1\]"),
+    (["--syntax-attention", "sla", "--sla-layers", "5"], "--sla-layers: layer 5 does not exist"),
+    (["--syntax-attention", "sgnet,nope"], "unknown --syntax-attention method 'nope'"),
+    (["--syntax-attention", "syntax_bert", "--syntax-bert-max-distance", "0", "--no-syntax-bert-global"],
+     "leaves no sub-network"),
+])
+def test_method_option_errors_are_clear(stream_bin, extra, message):
+    with pytest.raises(ValueError, match=message):
+        build_task_and_model(stream_bin, *extra)
+
+
+def test_composition_places_each_method_where_asked(stream_bin):
+    _, model, _ = build_task_and_model(stream_bin, *ALL)
+    enc = model.encoder
+    assert isinstance(enc.layers[0].self_attn, SyntaxLocalAttention)
+    assert isinstance(enc.layers[1].self_attn, SyntaxBertAttention)
+    assert isinstance(enc.syntax_modules["sgnet"], SGNetLayer)
+    assert enc.required_streams == ["pos", "case", "subword", "head"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("no_global", [False, True])
+def test_no_nan_in_low_precision(stream_bin, dtype, no_global):
+    args = [*ALL] + (["--no-syntax-bert-global"] if no_global else [])
+    task, model, _ = build_task_and_model(stream_bin, *args)
+    model.eval()
+    model.to(dtype)
+    net = _batch(task, n=12)["net_input"]
+    out = model.encoder(net["src_tokens"], net["src_lengths"], src_streams=net["src_streams"])["encoder_out"][0]
+    assert out.dtype == dtype and torch.isfinite(out.float()).all()
+    logits = model(**net)[0]
+    assert torch.isfinite(logits.float()).all()
+
+
+def test_gradients_reach_every_method_parameter(stream_bin):
+    task, model, _ = build_task_and_model(stream_bin, *ALL, "--sgnet-learn-alpha")
+    model.train()
+    model(**_batch(task)["net_input"])[0].sum().backward()
+    enc = model.encoder
+    for name, p in [("sla gate", enc.layers[0].self_attn.gate.weight),
+                    ("topical query", enc.layers[1].self_attn.q_task),
+                    ("topical key", enc.layers[1].self_attn.topic_key.weight),
+                    ("topical value", enc.layers[1].self_attn.topic_value.weight),
+                    ("sgnet alpha", enc.syntax_modules["sgnet"].aggregate.logit)]:
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_batched_generation_equals_one_by_one(stream_bin):
+    torch.manual_seed(1)
+    task, model, _ = build_task_and_model(stream_bin, *ALL)
+    model.eval()
+    batch = _batch(task, "test", n=6)
+    gen = task.build_generator([model], Namespace(beam=3, max_len_b=20, max_len_a=0, min_len=1))
+    batched = task.inference_step(gen, [model], batch)
+    ds = task.dataset("test")
+    for i, sid in enumerate(batch["id"].tolist()):
+        single = task.inference_step(gen, [model], ds.collater([ds[sid]]))
+        assert single[0][0]["tokens"].tolist() == batched[i][0]["tokens"].tolist()
+        torch.testing.assert_close(single[0][0]["score"], batched[i][0]["score"], atol=1e-4, rtol=1e-4)
+
+
+def test_sgnet_special_positions_keep_the_encoder_output(stream_bin):
+    """Footnote 11: at EOS/BOS/pad the aggregation keeps H; words get alpha H + (1 - alpha) H'."""
+    task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--source-features", "")
+    model.eval()
+    batch = _batch(task)
+    layer = model.encoder.syntax_modules["sgnet"]
+    captured = {}
+    layer.register_forward_pre_hook(lambda mod, args: captured.update(x=args[0]))
+    with torch.no_grad():
+        out = model.encoder(**_enc_in(batch))["encoder_out"][0]
+    special = model.encoder.special_positions(batch["net_input"]["src_tokens"]).t()
+    x = captured["x"]
+    assert torch.equal(out[special], x[special])
+    assert (out[~special] - x[~special]).abs().max() > 1e-3
+    layer.keep_specials.fill_(False)  # the old behaviour
+    with torch.no_grad():
+        old = model.encoder(**_enc_in(batch))["encoder_out"][0]
+    assert (old[special] - x[special]).abs().max() > 1e-3
+    assert torch.equal(old[~special], out[~special])
+
+
+def test_pre_registry_sgnet_checkpoint_state_is_upgraded(stream_bin):
+    """A state dict with SG-Net at encoder.syntax_layer (before the registry) loads into the new
+    layout and keeps aggregating special tokens, as it was trained."""
+    task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet")
+    state = {k.replace("encoder.syntax_modules.sgnet.", "encoder.syntax_layer."): v
+             for k, v in model.state_dict().items() if not k.endswith("keep_specials")}
+    assert any(k.startswith("encoder.syntax_layer.") for k in state)
+    _, fresh, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet")
+    fresh.load_state_dict(state)  # fairseq's load_state_dict upgrades first
+    assert not bool(fresh.encoder.syntax_modules["sgnet"].keep_specials)
+    for k, v in model.state_dict().items():
+        if not k.endswith("keep_specials"):
+            assert torch.equal(fresh.state_dict()[k], v), k
+
+
+def test_sgnet_checkpoint_activations_gives_identical_gradients(stream_bin):
+    """Recomputing the SG-Net layer in the backward pass (dropout on) changes no gradient."""
+    grads = []
+    for extra in ([], ["--sgnet-checkpoint-activations"]):
+        torch.manual_seed(3)
+        task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-learn-alpha",
+                                              "--dropout", 0.3, *extra)
+        assert model.encoder.syntax_modules["sgnet"].checkpoint == bool(extra)
+        model.train()
+        batch = _batch(task)
+        torch.manual_seed(4)
+        model(**batch["net_input"])[0].sum().backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    for n in grads[0]:
+        torch.testing.assert_close(grads[0][n], grads[1][n], atol=1e-6, rtol=1e-5, msg=n)
+    layer_grads = [n for n in grads[0] if ".syntax_modules.sgnet.layer." in n]
+    assert layer_grads and all(grads[1][n].abs().sum() > 0 for n in layer_grads)
