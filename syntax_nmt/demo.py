@@ -28,7 +28,6 @@ import math
 import os
 import shlex
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Sequence
@@ -52,6 +51,7 @@ SYSTEMS: Dict[str, tuple] = {
             ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--syntax-bert-layers", "1"]),
 }
 BASELINE = "transformer"
+PROG = "python -m syntax_nmt.demo"
 
 #: Model size and optimisation shared by every system (identical budgets).
 MODEL_ARGS = [
@@ -615,11 +615,13 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def main(args) -> None:
+    from syntax_nmt.cli_errors import fail
+
     def systems(value, option):
         names = [s for s in value.split(",") if s]
         unknown = [s for s in names if s not in SYSTEMS]
         if unknown or not names:
-            raise SystemExit(f"demo: error: {option}: unknown systems {unknown}; choose from {list(SYSTEMS)}")
+            fail(PROG, f"{option}: unknown systems {unknown}; choose from {list(SYSTEMS)}")
         return names
 
     args.systems = systems(args.systems, "--systems")
@@ -628,13 +630,13 @@ def main(args) -> None:
         args.seeds = "auto" if args.seeds == "auto" else _seeds(args.seeds)
         args.fractions = [float(p) for p in args.fractions.split(",") if p.strip()]
     except ValueError as e:
-        raise SystemExit(f"demo: error: {e}")
+        fail(PROG, e)
     if not args.seeds or any(not 0 < p <= 100 for p in args.fractions):
-        raise SystemExit("demo: error: --seeds needs at least one seed and --fractions percentages in (0, 100]")
+        fail(PROG, "--seeds needs at least one seed and --fractions percentages in (0, 100]")
     known = {"length", "attention", "gates", "noise"}
     args.analyses = [x for x in args.analyses.split(",") if x]
     if set(args.analyses) - known:
-        raise SystemExit(f"demo: error: --analyses: unknown {sorted(set(args.analyses) - known)}; choose from {sorted(known)}")
+        fail(PROG, f"--analyses: unknown {sorted(set(args.analyses) - known)}; choose from {sorted(known)}")
     args.jobs = args.jobs or _default_jobs()
     args.threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
     Demo(args).main()

@@ -5,9 +5,6 @@ Every subcommand writes a PNG plot and the same numbers as JSON and markdown int
 
 import argparse
 import logging
-import sys
-
-from syntax_nmt.analyze.common import AnalyzeError
 
 PROG = "syntax-nmt-analyze"
 
@@ -64,11 +61,9 @@ def cli_main(argv=None) -> None:
     # before fairseq is imported: it would otherwise leave the root logger at DEBUG
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.WARNING)
     args = get_parser().parse_args(argv)
-    try:
-        main(args)
-    except AnalyzeError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        sys.exit(2)
+    from syntax_nmt.cli_errors import run
+
+    run(PROG, main, args)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
-class AnalyzeError(Exception):
+class AnalyzeError(ValueError):
     """A user error: printed as one ``syntax-nmt-analyze: error: ...`` line (exit status 2)."""
 
 
