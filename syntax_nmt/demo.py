@@ -482,7 +482,8 @@ def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[i
 def format_table(rows: List[dict], args, seeds: Sequence[int]) -> str:
     base = rows[0]
     lines = [f"=== sacreBLEU on the synthetic test set ({base['sentences']} sentences), {len(seeds)} training seeds "
-             f"({', '.join(map(str, seeds))}), identical budgets: {args.max_update} updates of {args.max_tokens} tokens",
+             f"({', '.join(map(str, seeds))}), identical budgets: {args.max_update} updates of "
+             f"{args.max_tokens} tokens",
              f"sacreBLEU signature: {base['signature']}"]
     head = (f"{'system':<16} {'BLEU mean ± sd':>15} {'per seed':>20} {'Δ ' + base['system'][:11]:>14} "
             f"{'p pooled':>9} {'seeds p<.05':>11} {'params':>10} {'train s':>7}")
@@ -608,7 +609,8 @@ def get_parser() -> argparse.ArgumentParser:
                    help="syntax-nmt-analyze subcommands run on the first seed's models: length, attention, gates, "
                    "noise (slow: 2 streams x 6 rates x systems); empty for none")
     p.add_argument("--fractions", default="",
-                   help="also train --fraction-systems on these percentages of the training data, e.g. 1,5,10,25,50,100")
+                   help="also train --fraction-systems on these percentages of the training data, "
+                   "e.g. 1,5,10,25,50,100")
     p.add_argument("--fraction-systems", default="transformer,syntax-infused")
     p.add_argument("--verbose", action="store_true", help="stream every log line of fairseq")
     return p

@@ -286,7 +286,7 @@ def test_gates_are_the_mean_sla_gate_per_layer_and_alpha_is_the_learned_one(trai
     logit = next(v for k, v in state["model"].items() if k.endswith("aggregate.logit"))
     (alpha,) = syntax["alphas"]
     assert alpha["alpha"] == pytest.approx(float(torch.sigmoid(logit)), abs=1e-6)
-    assert alpha["alpha"] != pytest.approx(0.3, abs=1e-7)  # it was learned away from its initial value
+    assert alpha["alpha"] != pytest.approx(0.3, abs=1e-7) and alpha["learned"]  # moved away from its initial value
 
 
 # ------------------------------------------------------------------------------ fractions
@@ -301,14 +301,22 @@ def test_fractions_table_from_scored_runs(tmp_path):
                 suffix = f".seed{seed}" if len(values) > 1 else ""
                 (results / f"p{p}" / f"{name}{suffix}.json").write_text(json.dumps({"sacrebleu": v}))
     (results / "p10" / "notes.json").write_text("[1, 2]")  # not a score: ignored
-    analyze("fractions", "--results", results, "--out", tmp_path)
+    (results / "sit-paper-p5").mkdir()
+    (results / "sit-paper-p5" / "baseline.json").write_text(json.dumps({"sacrebleu": 8.5}))
+    with pytest.raises(ValueError, match="pick one with --preset"):
+        analyze("fractions", "--results", results, "--out", tmp_path)
+    analyze("fractions", "--results", results, "--preset", "sit-paper", "--out", tmp_path / "preset")
+    preset = json.loads((tmp_path / "preset" / "fractions.json").read_text())
+    assert preset["baseline"] == "baseline" and preset["rows"][0]["percent"] == 5
+    analyze("fractions", "--results", results, "--preset", "", "--out", tmp_path)
     result = json.loads((tmp_path / "fractions.json").read_text())
     assert result["baseline"] == "transformer" and result["systems"] == ["transformer", "syntax"]
     rows = {r["percent"]: r["systems"] for r in result["rows"]}
     assert rows[1]["transformer"]["mean"] == 1.5 and rows[1]["syntax"]["delta"] == 1.5
     assert rows[1]["syntax"]["sd"] == pytest.approx(np.std([2.0, 4.0], ddof=1))
     assert rows[10]["syntax"]["sd"] == 0.0 and rows[10]["syntax"]["delta"] == 2.5
-    assert rows[100]["syntax"]["delta"] == pytest.approx(-1.0) and rows[100]["transformer"]["runs"] == [20.0, 22.0, 24.0]
+    assert rows[100]["syntax"]["delta"] == pytest.approx(-1.0)
+    assert rows[100]["transformer"]["runs"] == [20.0, 22.0, 24.0]
     md = (tmp_path / "fractions.md").read_text()
     assert "| 1 | 1.50 ± 0.71 (n=2) | 3.00 ± 1.41 (n=2) | +1.50 |" in md
     assert (tmp_path / "fractions.png").stat().st_size > 0

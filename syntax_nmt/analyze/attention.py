@@ -175,8 +175,8 @@ def markdown(result: Dict) -> str:
                 rows = [[tok, " ".join(src[j] for j in np.flatnonzero(e["mask"][i])), src[int(e["attn"][i].argmax())],
                          float(e["attn"][i][~e["mask"][i]].sum())] for i, tok in enumerate(src)]
                 parts += ["", f"## {s['name']}: SG-Net ({e['module']})", "",
-                          common.markdown_table(["token", "SDOI (allowed keys)", "most attended", "weight outside SDOI"],
-                                                rows)]
+                          common.markdown_table(["token", "SDOI (allowed keys)", "most attended",
+                                                 "weight outside SDOI"], rows)]
             elif e["kind"] == "sla":
                 rows = [[tok, float(e["gate"][i]), src[int(e["local"][i].argmax())], src[int(e["global"][i].argmax())]]
                         for i, tok in enumerate(src)]

@@ -12,7 +12,8 @@ EPILOG = """examples (paths of `make demo`):
   syntax-nmt-analyze attention --data demo-out/data-bin --sentence 3 \\
       --system demo-out/checkpoints/transformer/seed1/checkpoint_last.pt \\
       --system demo-out/checkpoints/syntax-infused/seed1/checkpoint_last.pt --out analysis
-  syntax-nmt-analyze gates --data demo-out/data-bin --system sla=demo-out/checkpoints/sla/seed1/checkpoint_last.pt --out analysis
+  syntax-nmt-analyze gates --data demo-out/data-bin --out analysis \\
+      --system sla=demo-out/checkpoints/sla/seed1/checkpoint_last.pt
   syntax-nmt-analyze length --data demo-out/data-bin --ref-raw demo-out/corpus/test.de \\
       --system transformer=demo-out/gen/transformer.seed1.gen --system sgnet=demo-out/gen/sgnet.seed1.gen --out analysis
   syntax-nmt-analyze noise --data demo-out/data-bin --ref-raw demo-out/corpus/test.de \\
@@ -35,8 +36,9 @@ SUBCOMMANDS = {
 def get_parser() -> argparse.ArgumentParser:
     from syntax_nmt.analyze import attention, fractions, gates, length, noise
 
-    parser = argparse.ArgumentParser(prog=PROG, description="the papers' analyses of trained models, one subcommand each (PNG + JSON + markdown)", epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="the papers' analyses of trained models, one subcommand each (PNG + JSON + markdown)",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     adders = {"attention": attention.add_args, "gates": gates.add_args, "length": length.add_args,
               "noise": noise.add_args, "corrupt": noise.add_corrupt_args, "fractions": fractions.add_args}

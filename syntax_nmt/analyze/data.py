@@ -140,7 +140,8 @@ def corrupt_split(data: str, out: str, split: str, stream: str, rate: float, see
             "changed_words": int((before != after).sum())}
 
 
-def noisy_copy(data: str, out: str, stream: str, rate: float, seed: int, splits: Sequence[str] = ("test",)) -> List[dict]:
+def noisy_copy(data: str, out: str, stream: str, rate: float, seed: int,
+               splits: Sequence[str] = ("test",)) -> List[dict]:
     """A copy of data directory ``data`` in ``out`` whose ``stream`` is noisy in ``splits``.
 
     Every file is a symbolic link to ``data`` except the ``.bin`` files of the noisy stream,

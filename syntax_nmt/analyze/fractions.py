@@ -1,9 +1,9 @@
 """``fractions``: BLEU against the share of training data (Syntax-Infused Transformer, Table 1).
 
-Reads scored systems laid out as ``RESULTS/p{PERCENT}/{SYSTEM}.json`` (the JSON that
+Reads scored systems laid out as ``RESULTS/[PRESET-]p{PERCENT}/{SYSTEM}.json`` (the JSON that
 ``syntax-nmt-evaluate score`` writes): the WMT14 recipe's ``WORK/eval`` after
-``PERCENT=1 ... run_all.sh`` for each percentage, or ``demo-out/fractions/eval`` of
-``python -m syntax_nmt.demo --fractions ...``. Files named ``{SYSTEM}.seed{N}.json`` are
+``PERCENT="1 5 10 25 50 100" run_all.sh`` (``sit-paper-p5`` with ``PRESET=sit-paper``; pick one
+preset with ``--preset``), or ``demo-out/fractions/eval`` of ``python -m syntax_nmt.demo --fractions ...``. Files named ``{SYSTEM}.seed{N}.json`` are
 runs of one system with several seeds: the table shows their mean and standard deviation.
 The training subsets of one seed are nested (1 % within 5 % within ...), as the recipe's
 ``prepare.py`` and the demo draw them (:func:`syntax_nmt.data.subsample.subsample_mask`).
@@ -17,21 +17,27 @@ from typing import Dict, List, Optional
 from syntax_nmt.analyze import common
 from syntax_nmt.analyze.common import AnalyzeError
 
-_PERCENT = re.compile(r"^p(\d+(?:\.\d+)?)$")
+_PERCENT = re.compile(r"^(?:(.+)-)?p(\d+(?:\.\d+)?)$")
 
 
-def collect(results: str, metric: str = "sacrebleu") -> Dict:
+def collect(results: str, metric: str = "sacrebleu", preset: Optional[str] = None) -> Dict:
     """``{"percents": [...], "systems": {name: {percent: [scores of each seed]}}}``."""
     if not os.path.isdir(results):
         raise AnalyzeError(f"{results} is not a directory")
-    systems: Dict[str, Dict[float, List[float]]] = {}
-    percents = []
+    found = {}
     for entry in sorted(os.listdir(results)):
         m = _PERCENT.match(entry)
-        if not m or not os.path.isdir(os.path.join(results, entry)):
-            continue
-        percent = float(m.group(1))
-        found = False
+        if m and os.path.isdir(os.path.join(results, entry)):
+            found.setdefault(m.group(1) or "", []).append((entry, float(m.group(2))))
+    if preset is not None:
+        found = {k: v for k, v in found.items() if k == preset}
+    elif len(found) > 1:
+        raise AnalyzeError(f"{results} holds the presets {sorted(k or '(none)' for k in found)}: "
+                           "pick one with --preset")
+    systems: Dict[str, Dict[float, List[float]]] = {}
+    percents = []
+    for entry, percent in next(iter(found.values()), []):
+        scored_any = False
         for fname in sorted(os.listdir(os.path.join(results, entry))):
             if not fname.endswith(".json"):
                 continue
@@ -44,11 +50,11 @@ def collect(results: str, metric: str = "sacrebleu") -> Dict:
                 continue
             name, _ = common.split_seed(fname[: -len(".json")])
             systems.setdefault(name, {}).setdefault(percent, []).append(float(scored[metric]))
-            found = True
-        if found:
+            scored_any = True
+        if scored_any:
             percents.append(percent)
     if not systems:
-        raise AnalyzeError(f"no scored systems (p<PERCENT>/<SYSTEM>.json with {metric!r}) under {results}")
+        raise AnalyzeError(f"no scored systems ([PRESET-]p<PERCENT>/<SYSTEM>.json with {metric!r}) under {results}")
     return {"percents": sorted(percents), "systems": systems}
 
 
@@ -111,7 +117,7 @@ def plot(result: Dict, metric: str):
 
 
 def run(args) -> List[str]:
-    result = table(collect(args.results, args.metric), args.baseline)
+    result = table(collect(args.results, args.metric, args.preset), args.baseline)
     result["metric"] = args.metric
     return common.write_outputs(args.out, "fractions", result, markdown(result, args.metric),
                                 {"fractions": plot(result, args.metric)})
@@ -120,6 +126,7 @@ def run(args) -> List[str]:
 def add_args(p) -> None:
     p.add_argument("--results", required=True,
                    help="directory with p<PERCENT>/<SYSTEM>[.seed<N>].json (syntax-nmt-evaluate score outputs)")
+    p.add_argument("--preset", help="the recipe's PRESET whose runs (PRESET-pP) to read; '' for plain pP")
     p.add_argument("--baseline", help="system the others are compared with (default: transformer or baseline)")
     p.add_argument("--metric", default="sacrebleu", help="key of the score JSON (sacrebleu, compound_split_bleu)")
     p.add_argument("--out", required=True, help="output directory (fractions.json, fractions.md, fractions.png)")

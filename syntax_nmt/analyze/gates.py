@@ -37,7 +37,8 @@ def collect(loaded: models.Loaded, split: str = "test", max_tokens: int = 4000) 
     gates = [{"module": n, "layer": layers[n], "mean_gate": sums[n] / counts[n], "tokens": counts[n]}
              for n in sorted(sums, key=lambda n: (layers[n] is None, layers[n]))]
     return {"name": loaded.name, "checkpoint": loaded.path, "sentences": sentences, "gates": gates,
-            "alphas": [{"module": n, "alpha": a} for n, a in models.alphas(loaded.model)]}
+            "alphas": [{"module": n, "alpha": a, "learned": learned}
+                       for n, a, learned in models.alphas(loaded.model)]}
 
 
 def markdown(result: Dict) -> str:
@@ -56,10 +57,11 @@ def markdown(result: Dict) -> str:
                   common.markdown_table(header, rows), ""]
     else:
         parts += ["No SLA layer in these checkpoints.", ""]
-    alpha_rows = [[s["name"], a["module"], f"{a['alpha']:.4f}"] for s in result["systems"] for a in s["alphas"]]
+    alpha_rows = [[s["name"], a["module"], f"{a['alpha']:.4f}", "yes" if a["learned"] else "no (fixed)"]
+                  for s in result["systems"] for a in s["alphas"]]
     if alpha_rows:
-        parts += ["Learned mixing weights alpha (weight of the ordinary encoder states):", "",
-                  common.markdown_table(["system", "module", "alpha"], alpha_rows)]
+        parts += ["Mixing weights alpha (weight of the ordinary encoder states):", "",
+                  common.markdown_table(["system", "module", "alpha", "learned"], alpha_rows)]
     else:
         parts += ["No module with a mixing weight alpha."]
     return "\n".join(parts)
@@ -89,14 +91,15 @@ def plot(result: Dict):
         labels, values = [], []
         for s in with_alpha:
             for a in s["alphas"]:
-                labels.append(f"{s['name']}\n{a['module'].replace('encoder.', '')}")
+                labels.append(f"{s['name']}\n{a['module'].replace('encoder.', '')}"
+                              + ("" if a["learned"] else " (fixed)"))
                 values.append(a["alpha"])
         ax.barh(range(len(values)), values)
         ax.set_yticks(range(len(values)))
         ax.set_yticklabels(labels, fontsize=7)
         ax.set_xlim(0, 1)
         ax.set_xlabel("alpha (weight of the ordinary encoder states)")
-        ax.set_title("learned mixing weights")
+        ax.set_title("mixing weights alpha")
     fig.tight_layout()
     return fig
 

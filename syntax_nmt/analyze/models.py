@@ -105,8 +105,9 @@ def kind_of(recorded: Dict) -> str:
     return "other"
 
 
-def alphas(model: torch.nn.Module) -> List[Tuple[str, float]]:
-    """``(module name, alpha)`` of every module exposing a 0-d tensor ``alpha`` (SG-Net, SEPREM)."""
+def alphas(model: torch.nn.Module) -> List[Tuple[str, float, bool]]:
+    """``(module name, alpha, learned)`` of every module exposing a 0-d tensor ``alpha`` (SG-Net,
+    SEPREM); ``learned``: the value depends on trained parameters (it requires grad)."""
     out = []
     for name, m in model.named_modules():
         try:
@@ -114,7 +115,7 @@ def alphas(model: torch.nn.Module) -> List[Tuple[str, float]]:
         except Exception:  # a property that cannot be computed on this module
             continue
         if isinstance(a, torch.Tensor) and a.dim() == 0:
-            out.append((name, float(a.detach().float())))
+            out.append((name, float(a.detach().float()), bool(a.requires_grad)))
     return out
 
 
