@@ -543,8 +543,10 @@ def plot_bleu(rows: List[dict], path: str, title: str) -> None:
     for i, r in enumerate(rows):
         ax.scatter([i] * len(r["sacrebleu"]), r["sacrebleu"], color="black", s=12, zorder=3)
         p = r.get("p_pooled")
-        if p is not None and p < 0.05:
-            ax.annotate("*", (i, r["mean"] + r["sd"]), ha="center", va="bottom", fontsize=14)
+        star = "*" if p is not None and p < 0.05 else ""
+        top = max([r["mean"] + r["sd"], *r["sacrebleu"]])
+        ax.annotate(f"{r['mean']:.2f}{star}", (i, top), xytext=(0, 3), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=8)
     ax.axhline(rows[0]["mean"], color="black", linewidth=0.8, linestyle=":")
     ax.set_xticks(x)
     ax.set_xticklabels([r["system"] for r in rows], rotation=30, ha="right")

@@ -104,3 +104,21 @@ def test_tiny_demo_end_to_end(tmp_path):
     scored = [json.loads((out / "fractions" / "eval" / "p50" / f"transformer.seed{s}.json").read_text())["sacrebleu"]
               for s in (1, 2)]
     assert p50["percent"] == 50 and p50["systems"]["transformer"]["runs"] == scored
+
+
+@pytest.mark.parametrize("round_seconds, expected", [(300.0, 3), (2000.0, 2), (1.0, 5)])
+def test_auto_seeds_run_rounds_while_they_fit_the_budget(round_seconds, expected, tmp_path):
+    """Rounds resumed from an earlier run count with their recorded cost (here every round is)."""
+    args = demo.get_parser().parse_args(["--out", str(tmp_path), "--systems", "transformer,sgnet"])
+    args.systems, args.jobs, args.threads = ["transformer", "sgnet"], 2, 1
+    d = demo.Demo(args)
+    calls = []
+
+    def fake(jobs, data=None, group=""):
+        calls.append(jobs)
+        return {job: {"train_seconds": round_seconds - 10.0, "generate_seconds": 10.0} for job in jobs}
+
+    d.train_and_generate = fake
+    runs, seeds = d.auto_seeds()  # 20 min budget, 90 s reserve: 1110 s for the rounds
+    assert seeds == list(range(1, expected + 1))
+    assert calls == [[("transformer", s), ("sgnet", s)] for s in seeds] and len(runs) == 2 * expected
