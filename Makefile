@@ -30,7 +30,7 @@ test: install
 	$(PY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
 
 test-slow: install
-	$(PY) -m pytest tests -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m slow -rP $(PYTEST_ARGS)  # -rP: print the table the check judged
 
 demo: install
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.demo --out $(DEMO_DIR) $(DEMO_ARGS)

@@ -34,6 +34,7 @@ setup(
             "syntax-nmt-annotate = syntax_nmt.annotate.cli:cli_main",
             "syntax-nmt-binarize = syntax_nmt.data.binarize:cli_main",
             "syntax-nmt-evaluate = syntax_nmt.evaluate:cli_main",
+            "syntax-nmt-analyze = syntax_nmt.analyze.cli:cli_main",
         ]
     },
 )

@@ -1,31 +1,44 @@
-"""``make demo``: the whole pipeline on the embedded synthetic EN->DE corpus, end to end.
+"""``make demo``: every method of the plugin compared on the embedded synthetic EN->DE corpus.
 
 Steps (each skipped when its outputs exist, so an interrupted run resumes):
 
 1. generate the synthetic corpus with gold English trees (``syntax-nmt-synth``);
 2. train the tiny spaCy tagger+parser on its gold CoNLL-U and load it by path
-   (``syntax-nmt-train-spacy``), exactly as a user loads ``en_core_web_sm``;
+   (``syntax-nmt-train-spacy``), exactly as a user loads ``en_core_web_sm``
+   (``--gold-parses``: skip it and annotate from the gold trees);
 3. parse the raw English with it, learn joint BPE, write subwords and aligned
    streams (``syntax-nmt-annotate``);
 4. binarize text and streams (``syntax-nmt-binarize``);
-5. train the stock fairseq ``transformer`` and the syntax-infused model (and any
-   other ``--systems``) with identical budgets (``fairseq-train``);
-6. translate the test set (``fairseq-generate``), detokenize, score with
-   sacrebleu and print a table with training times.
+5. train every system of :data:`SYSTEMS` (``--systems``) with each training seed
+   (``--seeds``) and identical budgets (``fairseq-train``), ``--jobs`` at a time;
+6. translate the test set (``fairseq-generate``), score with sacreBLEU, and report the
+   mean and standard deviation over seeds, paired bootstrap significance against the
+   stock Transformer (sacreBLEU's, on the seeds' translations pooled and per seed), and
+   a bar chart (``bleu.png``);
+7. run ``syntax-nmt-analyze`` on the first seed's models (``--analyses``: BLEU by
+   length, attention maps, gates; ``noise`` on request); ``--fractions`` adds the
+   learning curve over nested subsamples of the training data.
 
 Every step runs the real command line a user would run, in a subprocess.
 """
 
 import argparse
 import json
+import math
 import os
 import shlex
 import subprocess
-import sys
 import time
-from typing import Dict, List
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Optional, Sequence
 
-#: name -> (fairseq task, arch, extra options; they come after the shared ones, so they may change the criterion)
+from syntax_nmt.analyze.common import exe as _exe
+from syntax_nmt.analyze.common import mean_sd
+from syntax_nmt.analyze.common import user_dir as _user_dir
+
+#: name -> (fairseq task, arch, extra options; they come after the shared ones, so a system may change
+#: the criterion). The demo compares every system listed
+#: here by default (the first is the baseline); a method added to the plugin gets a line here.
 SYSTEMS: Dict[str, tuple] = {
     "transformer": ("translation", "transformer_tiny", []),
     "syntax-infused": ("syntax_translation", "syntax_transformer_tiny", []),
@@ -45,6 +58,8 @@ SYSTEMS: Dict[str, tuple] = {
              "--criterion", "label_smoothed_cross_entropy_with_syntax", "--dp-loss-weight", "1",
              "--hp-loss-weight", "1"]),
 }
+BASELINE = "transformer"
+PROG = "python -m syntax_nmt.demo"
 
 #: Model size and optimisation shared by every system (identical budgets).
 MODEL_ARGS = [
@@ -58,22 +73,18 @@ OPTIM_ARGS = [
     "--warmup-updates", "100", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
     "--clip-norm", "1.0",
 ]
+GEN_ARGS = ["--beam", "4", "--lenpen", "0.6", "--batch-size", "128"]
+#: ``--seeds auto``: at least 2 seed rounds (for a standard deviation), at most 5, and a reserve of
+#: the time budget for the report and the analyses.
+MIN_AUTO_SEEDS, MAX_AUTO_SEEDS, AUTO_RESERVE_SECONDS = 2, 5, 90
 
-EPILOG = """example:
+EPILOG = """examples:
   python -m syntax_nmt.demo --out demo-out                       # what `make demo` runs
-  python -m syntax_nmt.demo --out demo-out --systems transformer,syntax-infused,sgnet --max-update 600
+  python -m syntax_nmt.demo --out demo-out --systems transformer,sgnet --seeds 5 --max-update 600
+  python -m syntax_nmt.demo --out demo-out --analyses length,attention,gates,noise
+  python -m syntax_nmt.demo --out demo-out --fractions 1,5,10,25,50,100 --fraction-systems transformer,syntax-infused
 On a GPU fairseq-train/-generate use it automatically; raise --train, --max-update and the model size there.
 """
-
-
-def _user_dir() -> str:
-    return os.path.dirname(os.path.abspath(__file__))
-
-
-def _exe(name: str) -> str:
-    """A console script of this environment (the one next to the running python)."""
-    local = os.path.join(os.path.dirname(sys.executable), name)
-    return local if os.path.exists(local) else name
 
 
 class Demo:
@@ -81,9 +92,10 @@ class Demo:
         self.args = args
         self.out = os.path.abspath(args.out)
         os.makedirs(self.out, exist_ok=True)
-        self.steps = 6
+        self.steps = 7
         self.step_no = 0
         self.timings: Dict[str, float] = {}
+        self.start = time.time()
 
     def path(self, *parts) -> str:
         return os.path.join(self.out, *parts)
@@ -92,22 +104,30 @@ class Demo:
         self.step_no += 1
         print(f"\n=== [{self.step_no}/{self.steps}] {title}", flush=True)
 
-    def run(self, cmd: List[str], log: str = None) -> None:
-        """Run a command, streaming its output (or teeing it into ``log``)."""
-        print("$ " + " ".join(shlex.quote(str(c)) for c in cmd), flush=True)
-        if log is None:
-            subprocess.run([str(c) for c in cmd], check=True)
-            return
-        with open(log, "w", encoding="utf-8") as f:
-            proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1)
-            for line in proc.stdout:
-                f.write(line)
-                if self.args.verbose or any(k in line for k in ("| train_inner |", "| valid |", "done training",
-                                                                 "Translated", "Error", "error")):
+    def run(self, cmd: List[str], log: str = None, quiet: bool = False, env: Optional[dict] = None) -> float:
+        """Run a command, streaming its output (or teeing it into ``log``; ``quiet``: log only).
+
+        Returns the CPU seconds (user + system) the command used.
+        """
+        if not quiet:
+            print("$ " + " ".join(shlex.quote(str(c)) for c in cmd), flush=True)
+        out = open(log, "w", encoding="utf-8") if log else None
+        try:
+            proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE if log else None,
+                                    stderr=subprocess.STDOUT if log else None, text=True, bufsize=1, env=env)
+            for line in proc.stdout if log else ():
+                out.write(line)
+                if not quiet and (self.args.verbose or any(k in line for k in (
+                        "| train_inner |", "| valid |", "done training", "Translated", "Error", "error"))):
                     print("  " + line.rstrip().split(" | INFO | ")[-1][:200], flush=True)
-            if proc.wait() != 0:
-                raise subprocess.CalledProcessError(proc.returncode, cmd, output=f"see {log}")
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            if out:
+                out.close()
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, cmd, output=f"see {log}" if log else None)
+        return usage.ru_utime + usage.ru_stime
 
     def done(self, name: str) -> bool:
         return os.path.exists(self.path(f".done-{name}"))
@@ -120,18 +140,21 @@ class Demo:
         with open(self.path(f".done-{name}")) as f:
             return json.load(f)
 
-    # -- steps ------------------------------------------------------------------------------
+    # -- data ---------------------------------------------------------------------------------
     def corpus(self):
         a = self.args
         self.header(f"synthetic corpus: {a.train}/{a.valid}/{a.test} sentences")
         if not self.done("corpus"):
             self.run([_exe("syntax-nmt-synth"), "--out", self.path("corpus"), "--train", a.train,
-                      "--valid", a.valid, "--test", a.test, "--seed", a.seed])
+                      "--valid", a.valid, "--test", a.test, "--seed", a.seed, "--quiet"])
             self.mark("corpus")
         else:
             print("already there")
 
     def spacy(self):
+        if getattr(self.args, "gold_parses", False):
+            self.header("gold trees of the corpus instead of a parser (--gold-parses)")
+            return
         self.header("tiny spaCy tagger+parser trained on the gold trees, loaded by path")
         if not self.done("spacy"):
             c = self.path("corpus")
@@ -142,7 +165,10 @@ class Demo:
             print("already there")
 
     def parser_args(self, split: str) -> List[str]:
-        """How ``syntax-nmt-annotate`` reads and parses one split: spaCy on the raw English."""
+        """How ``syntax-nmt-annotate`` reads and parses one split: spaCy on the raw English
+        (``--gold-parses``: the gold CoNLL-U of the corpus)."""
+        if getattr(self.args, "gold_parses", False):
+            return ["--backend", "conllu", "--conllu", self.path("corpus", f"{split}.en.conllu")]
         return ["--source", self.path("corpus", f"{split}.en"), "--backend", "spacy",
                 "--spacy-model", self.path("spacy-en")]
 
@@ -160,101 +186,383 @@ class Demo:
                       "-o", f"{t}/{split}", "--subword", "bpe", *sub, "--overwrite", "--quiet"])
             self.mark(f"annotate-{split}")
 
-    def binarize(self):
-        self.header("binarize subword text and streams")
-        if not self.done("binarize"):
-            t = self.path("text")
-            if os.path.exists(self.path("data-bin")):
+    def binarize(self, trainpref: str = None, dest: str = None, tag: str = "binarize"):
+        if tag == "binarize":
+            self.header("binarize subword text and streams")
+        t = self.path("text")
+        trainpref, dest = trainpref or f"{t}/train", dest or self.path("data-bin")
+        if not self.done(tag):
+            if os.path.exists(dest):
                 import shutil
 
-                shutil.rmtree(self.path("data-bin"))
+                shutil.rmtree(dest)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
             self.run([_exe("syntax-nmt-binarize"), "--source-lang", "en", "--target-lang", "de",
-                      "--trainpref", f"{t}/train", "--validpref", f"{t}/valid", "--testpref", f"{t}/test",
-                      "--destdir", self.path("data-bin"), "--joined-dictionary", "--workers", "2"],
-                     log=self.path("binarize.log"))
-            self.mark("binarize")
-        else:
+                      "--trainpref", trainpref, "--validpref", f"{t}/valid", "--testpref", f"{t}/test",
+                      "--destdir", dest, "--joined-dictionary", "--workers", "2"],
+                     log=dest + ".log", quiet=tag != "binarize")
+            self.mark(tag)
+        elif tag == "binarize":
             print("already there")
 
+    # -- systems ------------------------------------------------------------------------------
     def model_args(self) -> List[str]:
         return MODEL_ARGS
 
-    def train(self, name: str):
+    def seeds(self) -> List[int]:
+        """The training seeds: ``--seeds``, or with ``--seeds auto`` the ones :meth:`compare` chose."""
+        return self.args.seeds
+
+    def checkpoint(self, name: str, seed: int, group: str = "") -> str:
+        """The checkpoint of system ``name`` trained with ``seed`` (``group``: a data fraction)."""
+        return self.path("checkpoints", *([group] if group else []), name, f"seed{seed}", "checkpoint_last.pt")
+
+    def _env(self) -> dict:
+        env = dict(os.environ)
+        threads = str(self.args.threads)
+        env.setdefault("OMP_NUM_THREADS", threads)
+        env.setdefault("MKL_NUM_THREADS", threads)
+        return env
+
+    def train(self, name: str, seed: int, data: str = None, group: str = "", quiet: bool = False) -> dict:
+        """Train one system with one seed (skipped when done); returns its wall and CPU seconds."""
         a = self.args
         task, arch, extra = SYSTEMS[name]
-        save = self.path("checkpoints", name)
-        if self.done(f"train-{name}"):
-            print(f"{name}: already trained")
-            return
-        cmd = [_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
+        tag = f"train-{group + '-' if group else ''}{name}-seed{seed}"
+        if self.done(tag):
+            return self.info(tag)
+        save = os.path.dirname(self.checkpoint(name, seed, group))
+        cmd = [_exe("fairseq-train"), data or self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
                "--arch", arch, *self.model_args(), *OPTIM_ARGS, *extra, "--max-tokens", a.max_tokens,
-               "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save, "--no-epoch-checkpoints",
+               "--max-update", a.max_update, "--seed", seed, "--save-dir", save, "--no-epoch-checkpoints",
                "--log-format", "simple", "--log-interval", "25", "--num-workers", "0",
                "--validate-interval-updates", a.max_update]
+        os.makedirs(self.path("logs"), exist_ok=True)
         start = time.time()
-        self.run(cmd, log=self.path(f"train-{name}.log"))
-        self.mark(f"train-{name}", seconds=time.time() - start)
+        cpu = self.run(cmd, log=self.path("logs", tag + ".log"), quiet=quiet, env=self._env())
+        info = {"seconds": time.time() - start, "cpu_seconds": cpu}
+        self.mark(tag, **info)
+        return info
 
-    def generate(self, name: str):
-        task = SYSTEMS[name][0]
-        gen = self.path(f"test-{name}.gen")
-        if not self.done(f"generate-{name}"):
-            self.run([_exe("fairseq-generate"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
-                      "--path", self.path("checkpoints", name, "checkpoint_last.pt"), "--beam", "4", "--lenpen", "0.6",
-                      "--batch-size", "128", "--remove-bpe", "--required-batch-size-multiple", "1"], log=gen)
-            self.mark(f"generate-{name}")
+    def generate(self, name: str, seed: int, data: str = None, group: str = "", quiet: bool = False) -> dict:
+        """Translate the test set with one trained system and score it (``evaluate.score``)."""
         from syntax_nmt.evaluate import score
 
+        task = SYSTEMS[name][0]
+        folder = self.path("gen", group) if group else self.path("gen")
+        os.makedirs(folder, exist_ok=True)
+        gen = os.path.join(folder, f"{name}.seed{seed}.gen")
+        tag = f"generate-{group + '-' if group else ''}{name}-seed{seed}"
+        if not self.done(tag):
+            start = time.time()
+            cpu = self.run([_exe("fairseq-generate"), data or self.path("data-bin"), "--user-dir", _user_dir(),
+                            "--task", task, "--path", self.checkpoint(name, seed, group), *GEN_ARGS, "--remove-bpe",
+                            "--required-batch-size-multiple", "1"], log=gen, quiet=quiet, env=self._env())
+            self.mark(tag, seconds=time.time() - start, cpu_seconds=cpu)
+        scores = os.path.join(self.path("eval", group) if group else self.path("eval"))
+        os.makedirs(scores, exist_ok=True)
         return score(gen, self.path("corpus", "test.de"), self.path("corpus", "test.tok.de"),
-                     self.path(f"test-{name}"))
+                     os.path.join(scores, f"{name}.seed{seed}"))
 
-    def report(self, results: Dict[str, dict]):
-        from syntax_nmt.evaluate import significance
+    def train_and_generate(self, jobs: Sequence[tuple], data: str = None, group: str = "") -> Dict[tuple, dict]:
+        """Train and translate every ``(system, seed)``, ``--jobs`` at a time; returns their scores."""
+        parallel = self.args.jobs > 1 and len(jobs) > 1
 
-        systems = list(results)
-        base = systems[0]
-        p_values = {}
-        if len(systems) > 1:
-            rows = significance(self.path("corpus", "test.de"), (base, self.path(f"test-{base}.detok")),
-                                [(s, self.path(f"test-{s}.detok")) for s in systems[1:]])
-            p_values = {r["name"]: r.get("p_value") for r in rows}
-        print("\n=== results on the synthetic test set "
-              f"({results[base]['sentences']} sentences, identical budgets: {self.args.max_update} updates "
-              f"of {self.args.max_tokens} tokens)")
-        print(f"sacreBLEU signature: {results[base]['signature']}")
-        header = f"{'system':<16} {'BLEU':>6} {'split-BLEU':>10} {'params':>9} {'train s':>8} {'p vs ' + base:>16}"
-        print(header)
-        print("-" * len(header))
-        table = []
-        for s in systems:
-            r = results[s]
-            p = p_values.get(s)
-            line = (f"{s:<16} {r['sacrebleu']:>6.2f} {r['compound_split_bleu']:>10.2f} {r['params']:>9,} "
-                    f"{r['train_seconds']:>8.0f} {'-' if p is None else f'{p:.4f}':>16}")
-            print(line)
-            table.append({**r, "p_value": p})
+        def one(job):
+            name, seed = job
+            t = self.train(name, seed, data, group, quiet=parallel)
+            r = self.generate(name, seed, data, group, quiet=parallel)
+            g = self.info(f"generate-{group + '-' if group else ''}{name}-seed{seed}")
+            r.update(system=name, seed=seed, train_seconds=t["seconds"], train_cpu_seconds=t.get("cpu_seconds"),
+                     generate_seconds=g.get("seconds", 0.0), generate_cpu_seconds=g.get("cpu_seconds"))
+            print(f"  {name:<16} seed {seed}: trained in {t['seconds']:5.0f} s ({t.get('cpu_seconds', 0):.0f} s CPU), "
+                  f"sacreBLEU {r['sacrebleu']:6.2f}", flush=True)
+            return job, r
+
+        if not parallel:
+            return dict(one(j) for j in jobs)
+        with ThreadPoolExecutor(self.args.jobs) as pool:
+            return dict(pool.map(one, jobs))
+
+    def compare(self) -> List[dict]:
+        a = self.args
+        auto = a.seeds == "auto"
+        what = (f"as many seeds as fit in {a.time_budget:g} min ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS})" if auto
+                else f"{len(a.seeds)} seeds")
+        self.header(f"train {len(a.systems)} systems x {what} ({a.max_update} updates of {a.max_tokens} tokens each, "
+                    f"{a.jobs} at a time with {a.threads} thread(s) each), translate, score")
+        if auto:
+            runs, a.seeds = self.auto_seeds()
+        else:
+            runs = self.train_and_generate([(name, seed) for seed in self.seeds() for name in a.systems])
+        return summarize(runs, a.systems, self.seeds(),
+                         {n: _count_params(self.checkpoint(n, self.seeds()[0])) for n in a.systems})
+
+    def auto_seeds(self):
+        """Seed rounds (every system with seed 1, then 2, ...) while the next round fits in ``--time-budget``.
+
+        A round's cost is the recorded wall time of its trainings and translations divided by the
+        jobs run at a time; rounds resumed from an earlier run count with their recorded cost, so a
+        resumed demo chooses the seeds the interrupted one would have. At least ``MIN_AUTO_SEEDS``
+        (a standard deviation needs two), at most ``MAX_AUTO_SEEDS``; a reserve is kept for the report
+        and the analyses.
+        """
+        a = self.args
+        budget = a.time_budget * 60 - AUTO_RESERVE_SECONDS
+        runs, seeds, resumed = {}, [], 0.0
+        for seed in range(1, MAX_AUTO_SEEDS + 1):
+            t0 = time.time()
+            done = self.train_and_generate([(name, seed) for name in a.systems])
+            runs.update(done)
+            seeds.append(seed)
+            cost = sum(r["train_seconds"] + r["generate_seconds"] for r in done.values()) / min(a.jobs, len(done))
+            resumed += max(0.0, cost - (time.time() - t0))
+            used = time.time() - self.start + resumed
+            if len(seeds) >= MIN_AUTO_SEEDS and used + cost > budget:
+                print(f"  {len(seeds)} seeds: another round (~{cost / 60:.1f} min) would end after "
+                      f"{(used + cost) / 60:.1f} of the {a.time_budget:g} min budget", flush=True)
+                break
+        return runs, seeds
+
+    # -- report -------------------------------------------------------------------------------
+    def significance(self, rows: List[dict]) -> None:
+        """Paired bootstrap (sacreBLEU) of every system against the baseline: on the translations
+        of all seeds pooled (seed s of a system paired with seed s of the baseline), and per seed."""
+        from syntax_nmt.evaluate import read_lines, significance, write_lines
+
+        if len(rows) < 2:
+            return
+        seeds = self.seeds()
+        base = rows[0]["system"]
+        detok = lambda name, seed: self.path("eval", f"{name}.seed{seed}.detok")  # noqa: E731
+        pooled_dir = self.path("eval", "pooled")
+        os.makedirs(pooled_dir, exist_ok=True)
+        refs = read_lines(self.path("corpus", "test.de"))
+        write_lines(os.path.join(pooled_dir, "ref.de"), refs * len(seeds))
+        for r in rows:
+            write_lines(os.path.join(pooled_dir, r["system"] + ".detok"),
+                        [h for s in seeds for h in read_lines(detok(r["system"], s))])
+        pooled = significance(os.path.join(pooled_dir, "ref.de"), (base, os.path.join(pooled_dir, base + ".detok")),
+                              [(r["system"], os.path.join(pooled_dir, r["system"] + ".detok")) for r in rows[1:]])
+        p_pooled = {x["name"]: x["p_value"] for x in pooled[1:]}
+        per_seed = {r["system"]: [] for r in rows[1:]}
+        for s in seeds:
+            res = significance(self.path("corpus", "test.de"), (base, detok(base, s)),
+                               [(r["system"], detok(r["system"], s)) for r in rows[1:]])
+            for x in res[1:]:
+                per_seed[x["name"]].append(x["p_value"])
+        for r in rows[1:]:
+            r["p_pooled"] = p_pooled[r["system"]]
+            r["p_per_seed"] = per_seed[r["system"]]
+
+    def report(self, rows: List[dict]) -> str:
+        a = self.args
+        self.significance(rows)
+        text = format_table(rows, a, self.seeds())
+        print("\n" + text)
+        verdict = quality_check(rows)
+        if verdict:
+            print("\n" + "\n".join(f"[{'ok' if ok else 'no'}] {claim}: {detail}" for claim, ok, detail in verdict))
         with open(self.path("results.json"), "w") as f:
-            json.dump(table, f, indent=2)
-        print(f"\n(results.json, hypotheses and logs in {self.out})")
+            json.dump(rows, f, indent=1)
+        with open(self.path("results.md"), "w") as f:
+            f.write("```\n" + text + "\n```\n")
+        plot_bleu(rows, self.path("bleu.png"), f"synthetic EN->DE test set, {len(self.seeds())} seeds, "
+                                                 f"{a.max_update} updates")
+        print(f"\n(results.json, results.md, bleu.png, hypotheses and logs in {self.out})")
+        return text
+
+    # -- analyses -----------------------------------------------------------------------------
+    def analyze(self, rows: List[dict]) -> None:
+        """``syntax-nmt-analyze`` on the first seed's models (``--analyses``)."""
+        a = self.args
+        if not a.analyses:
+            return
+        self.header(f"analyses of the seed-{self.seeds()[0]} models: {', '.join(a.analyses)}")
+        seed = self.seeds()[0]
+        out = self.path("analysis")
+        data = self.path("data-bin")
+        tool = [_exe("syntax-nmt-analyze")]
+        ckpts = [x for n in a.systems for x in ("--system", f"{n}={self.checkpoint(n, seed)}")]
+        gens = [x for n in a.systems for x in ("--system", f"{n}={self.path('gen', f'{n}.seed{seed}.gen')}")]
+        refs = ["--ref-raw", self.path("corpus", "test.de")]
+        commands = {
+            "length": ["length", "--data", data, *refs, "--out", out, *gens],
+            "attention": ["attention", "--data", data, "--sentence", self.attention_sentence(), "--out", out, *ckpts],
+            "gates": ["gates", "--data", data, "--out", out, *ckpts],
+            "noise": ["noise", "--data", data, *refs, "--out", os.path.join(out, "noise"),
+                      "--gen-args", " ".join(GEN_ARGS), *ckpts],
+        }
+        for name in a.analyses:
+            try:
+                self.run([*tool, *commands[name]], env=self._env())
+            except subprocess.CalledProcessError as e:  # an analysis that does not apply is no reason to stop
+                print(f"  (analysis {name} did not run: exit status {e.returncode})", flush=True)
+        print(f"analyses in {out}")
+
+    def attention_sentence(self) -> int:
+        """The first test sentence of 10 to 20 subwords (readable heatmaps), else sentence 0."""
+        with open(self.path("text", "test.en"), encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                if 10 <= len(line.split()) <= 20:
+                    return i
+        return 0
+
+    # -- data fractions -----------------------------------------------------------------------
+    def fractions(self) -> None:
+        """Train ``--fraction-systems`` on nested subsamples of the training data (same BPE and
+        budget), then ``syntax-nmt-analyze fractions`` (Syntax-Infused Transformer, Table 1)."""
+        import numpy as np
+
+        from syntax_nmt.data.subsample import subsample_mask
+
+        a = self.args
+        if not a.fractions:
+            return
+        self.header(f"data fractions {', '.join(f'{p:g}%' for p in a.fractions)}: "
+                    f"{', '.join(a.fraction_systems)} x {len(self.seeds())} seeds")
+        t = self.path("text")
+        streams = [e for e in ("en", "de", "pos", "case", "subword", "head", "dep") if os.path.exists(f"{t}/train.{e}")]
+        with open(f"{t}/train.en", encoding="utf-8") as f:
+            n = sum(1 for _ in f)
+        for p in a.fractions:
+            group = f"p{p:g}"
+            mask = subsample_mask(n, p, a.seed)
+            prefix = self.path("fractions", "text", group, "train")
+            if not self.done(f"subsample-{group}"):
+                os.makedirs(os.path.dirname(prefix), exist_ok=True)
+                for e in streams:
+                    with open(f"{t}/train.{e}", encoding="utf-8") as src, \
+                            open(f"{prefix}.{e}", "w", encoding="utf-8") as dst:
+                        dst.writelines(line for line, keep in zip(src, mask) if keep)
+                self.mark(f"subsample-{group}")
+            data = self.path("fractions", "data-bin", group)
+            self.binarize(prefix, data, tag=f"binarize-{group}")
+            print(f"{group}: {int(np.sum(mask))} training sentences")
+            jobs = [(name, seed) for seed in self.seeds() for name in a.fraction_systems]
+            runs = self.train_and_generate(jobs, data, group)
+            results = self.path("fractions", "eval", group)
+            os.makedirs(results, exist_ok=True)
+            for (name, seed), r in runs.items():
+                with open(os.path.join(results, f"{name}.seed{seed}.json"), "w") as f:
+                    json.dump({**r, "train_sentences": int(np.sum(mask))}, f, indent=1)
+        self.run([_exe("syntax-nmt-analyze"), "fractions", "--results", self.path("fractions", "eval"),
+                  "--out", self.path("fractions")])
+        with open(self.path("fractions", "fractions.md"), encoding="utf-8") as f:
+            print(f.read())
 
     def main(self):
-        start = time.time()
+        self.start = start = time.time()
         self.corpus()
         self.spacy()
         self.annotate()
         self.binarize()
-        self.header(f"train {', '.join(self.args.systems)} ({self.args.max_update} updates each)")
-        for name in self.args.systems:
-            self.train(name)
-        self.header("translate the test set with fairseq-generate and score with sacrebleu")
-        results = {}
-        for name in self.args.systems:
-            r = self.generate(name)
-            r["train_seconds"] = self.info(f"train-{name}")["seconds"]
-            r["params"] = _count_params(self.path("checkpoints", name, "checkpoint_last.pt"))
-            results[name] = r
-        self.report(results)
-        print(f"demo finished in {time.time() - start:.0f}s")
+        rows = self.compare()
+        self.report(rows)
+        self.analyze(rows)
+        self.fractions()
+        import resource
+
+        cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        print(f"demo finished in {time.time() - start:.0f} s ({cpu.ru_utime + cpu.ru_stime:.0f} s CPU in its commands)")
+
+
+# -- pure helpers (tested without training) ------------------------------------------------------
+def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[int],
+              params: Dict[str, int]) -> List[dict]:
+    """One row per system (baseline first): per-seed scores, mean and sample sd."""
+    rows = []
+    for name in systems:
+        mine = [runs[(name, s)] for s in seeds]
+        bleu = [r["sacrebleu"] for r in mine]
+        split = [r["compound_split_bleu"] for r in mine]
+        m, sd = mean_sd(bleu)
+        sm, ssd = mean_sd(split)
+        rows.append({"system": name, "seeds": list(seeds), "sacrebleu": bleu, "mean": m, "sd": sd,
+                     "compound_split_bleu": split, "split_mean": sm, "split_sd": ssd,
+                     "train_seconds": [r["train_seconds"] for r in mine],
+                     "train_cpu_seconds": [r.get("train_cpu_seconds") for r in mine],
+                     "generate_cpu_seconds": [r.get("generate_cpu_seconds") for r in mine], "params": params.get(name),
+                     "sentences": mine[0]["sentences"], "signature": mine[0]["signature"]})
+    return rows
+
+
+def format_table(rows: List[dict], args, seeds: Sequence[int]) -> str:
+    base = rows[0]
+    lines = [f"=== sacreBLEU on the synthetic test set ({base['sentences']} sentences), {len(seeds)} training seeds "
+             f"({', '.join(map(str, seeds))}), identical budgets: {args.max_update} updates of "
+             f"{args.max_tokens} tokens",
+             f"sacreBLEU signature: {base['signature']}"]
+    head = (f"{'system':<16} {'BLEU mean ± sd':>15} {'per seed':>20} {'Δ ' + base['system'][:11]:>14} "
+            f"{'p pooled':>9} {'seeds p<.05':>11} {'params':>10} {'train s':>7}")
+    lines += [head, "-" * len(head)]
+    for r in rows:
+        per_seed = " ".join(f"{b:.1f}" for b in r["sacrebleu"])
+        if r is base:
+            delta, p, sig = "-", "-", "-"
+        else:
+            delta = f"{r['mean'] - base['mean']:+.2f}"
+            p = "-" if r.get("p_pooled") is None else f"{r['p_pooled']:.4f}" + ("*" if r["p_pooled"] < 0.05 else " ")
+            ps = r.get("p_per_seed") or []
+            sig = f"{sum(x < 0.05 for x in ps)}/{len(ps)}" if ps else "-"
+        train_s = sum(r["train_seconds"]) / len(r["train_seconds"])
+        lines.append(f"{r['system']:<16} {r['mean']:>8.2f} ± {r['sd']:<4.2f} {per_seed:>20} {delta:>14} {p:>9} "
+                     f"{sig:>11} {r['params'] or 0:>10,} {train_s:>7.0f}")
+    lines.append("p: sacreBLEU paired bootstrap against the first system (1000 resamples), on the seeds' translations "
+                 "pooled (* p < 0.05); seeds p<.05: seeds whose own test is significant")
+    return "\n".join(lines)
+
+
+def quality_check(rows: List[dict], baseline: str = BASELINE, margin: float = 1.0,
+                  sgnet: str = "sgnet") -> List[tuple]:
+    """The claims the slow quality check asserts, as ``(claim, ok, detail)``.
+
+    1. The best syntax variant beats the baseline by at least ``margin`` BLEU (means over seeds).
+    2. SG-Net alone is not worse than the baseline by more than noise: its mean is at least the
+       baseline's minus two standard errors of the difference of the means
+       (``2 * sqrt(sd_b^2 / n_b + sd_s^2 / n_s)``, seed-to-seed variation).
+    """
+    by = {r["system"]: r for r in rows}
+    if baseline not in by or len(rows) < 2:
+        return []
+    base = by[baseline]
+    others = [r for r in rows if r["system"] != baseline]
+    best = max(others, key=lambda r: r["mean"])
+    gain = best["mean"] - base["mean"]
+    out = [(f"best syntax variant beats {baseline} by >= {margin} BLEU", gain >= margin,
+            f"{best['system']} {best['mean']:.2f} vs {base['mean']:.2f} ({gain:+.2f})")]
+    if sgnet in by:
+        s = by[sgnet]
+        noise = 2 * math.sqrt(base["sd"] ** 2 / len(base["sacrebleu"]) + s["sd"] ** 2 / len(s["sacrebleu"]))
+        diff = s["mean"] - base["mean"]
+        out.append((f"{sgnet} not worse than {baseline} by more than noise", diff >= -noise,
+                    f"{s['mean']:.2f} vs {base['mean']:.2f} ({diff:+.2f}; noise 2 SE = {noise:.2f})"))
+    return out
+
+
+def plot_bleu(rows: List[dict], path: str, title: str) -> None:
+    from syntax_nmt.analyze.common import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4.5))
+    x = list(range(len(rows)))
+    colors = ["tab:gray"] + ["tab:blue"] * (len(rows) - 1)
+    ax.bar(x, [r["mean"] for r in rows], yerr=[r["sd"] for r in rows], capsize=4, color=colors, alpha=0.8)
+    for i, r in enumerate(rows):
+        ax.scatter([i] * len(r["sacrebleu"]), r["sacrebleu"], color="black", s=12, zorder=3)
+        p = r.get("p_pooled")
+        star = "*" if p is not None and p < 0.05 else ""
+        top = max([r["mean"] + r["sd"], *r["sacrebleu"]])
+        ax.annotate(f"{r['mean']:.2f}{star}", (i, top), xytext=(0, 3), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=8)
+    ax.axhline(rows[0]["mean"], color="black", linewidth=0.8, linestyle=":")
+    ax.set_xticks(x)
+    ax.set_xticklabels([r["system"] for r in rows], rotation=30, ha="right")
+    ax.set_ylabel("sacreBLEU (mean ± sd over seeds; dots: seeds)")
+    ax.set_title(title + "\n* paired bootstrap p < 0.05 against " + rows[0]["system"], fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _count_params(checkpoint: str) -> int:
@@ -266,6 +574,24 @@ def _count_params(checkpoint: str) -> int:
     return sum(v.numel() for k, v in state["model"].items() if not k.endswith("_float_tensor") and "version" not in k)
 
 
+def _seeds(value: str) -> List[int]:
+    items = [int(v) for v in value.split(",") if v.strip()]
+    if len(items) == 1 and "," not in value:
+        return list(range(1, items[0] + 1))
+    return items
+
+
+def _default_jobs() -> int:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return 1
+    except ImportError:
+        pass
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -273,21 +599,58 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--train", type=int, default=20000, help="training sentences")
     p.add_argument("--valid", type=int, default=500)
     p.add_argument("--test", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="seed of the corpus and of the data fractions")
+    p.add_argument("--seeds", default="auto",
+                   help="training seeds: a count N (seeds 1..N), a comma-separated list, or 'auto' (default): "
+                   f"seed rounds while they fit in --time-budget ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS})")
+    p.add_argument("--time-budget", type=float, default=20.0,
+                   help="minutes of the whole demo that --seeds auto plans for (default 20)")
     p.add_argument("--bpe", type=int, default=4000, help="joint BPE merges")
     p.add_argument("--max-update", type=int, default=300, help="training updates per system (same for all)")
     p.add_argument("--max-tokens", type=int, default=4096, help="tokens per batch")
-    p.add_argument("--systems", default="transformer,syntax-infused",
-                   help=f"comma-separated, first is the baseline; from {', '.join(SYSTEMS)}")
+    p.add_argument("--systems", default=",".join(SYSTEMS),
+                   help=f"comma-separated, the first is the baseline (default: all: {', '.join(SYSTEMS)})")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="trainings at a time (default: 1 on a GPU, else the CPU cores, at most 4)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads per training (default: cores / jobs)")
+    p.add_argument("--gold-parses", action="store_true",
+                   help="annotate from the corpus's gold trees instead of training and running a spaCy parser")
+    p.add_argument("--analyses", default="length,attention,gates",
+                   help="syntax-nmt-analyze subcommands run on the first seed's models: length, attention, gates, "
+                   "noise (slow: 2 streams x 6 rates x systems); empty for none")
+    p.add_argument("--fractions", default="",
+                   help="also train --fraction-systems on these percentages of the training data, "
+                   "e.g. 1,5,10,25,50,100")
+    p.add_argument("--fraction-systems", default="transformer,syntax-infused")
     p.add_argument("--verbose", action="store_true", help="stream every log line of fairseq")
     return p
 
 
 def main(args) -> None:
-    args.systems = [s for s in args.systems.split(",") if s]
-    unknown = [s for s in args.systems if s not in SYSTEMS]
-    if unknown:
-        raise SystemExit(f"unknown systems {unknown}; choose from {list(SYSTEMS)}")
+    from syntax_nmt.cli_errors import fail
+
+    def systems(value, option):
+        names = [s for s in value.split(",") if s]
+        unknown = [s for s in names if s not in SYSTEMS]
+        if unknown or not names:
+            fail(PROG, f"{option}: unknown systems {unknown}; choose from {list(SYSTEMS)}")
+        return names
+
+    args.systems = systems(args.systems, "--systems")
+    args.fraction_systems = systems(args.fraction_systems, "--fraction-systems")
+    try:
+        args.seeds = "auto" if args.seeds == "auto" else _seeds(args.seeds)
+        args.fractions = [float(p) for p in args.fractions.split(",") if p.strip()]
+    except ValueError as e:
+        fail(PROG, e)
+    if not args.seeds or any(not 0 < p <= 100 for p in args.fractions):
+        fail(PROG, "--seeds needs at least one seed and --fractions percentages in (0, 100]")
+    known = {"length", "attention", "gates", "noise"}
+    args.analyses = [x for x in args.analyses.split(",") if x]
+    if set(args.analyses) - known:
+        fail(PROG, f"--analyses: unknown {sorted(set(args.analyses) - known)}; choose from {sorted(known)}")
+    args.jobs = args.jobs or _default_jobs()
+    args.threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
     Demo(args).main()
 
 

@@ -38,6 +38,8 @@ from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 import numpy as np
 from tqdm import tqdm
 
+from syntax_nmt.data.subsample import subsample_mask  # noqa: F401  (shared with the demo's --fractions)
+
 SRC, TGT = "en", "de"
 TRAIN_CORPORA = [  # (archive, member prefix); members are PREFIX.en / PREFIX.de
     ("training-parallel-europarl-v7.tgz", "training/europarl-v7.de-en"),
@@ -186,21 +188,6 @@ def keep_pair(src: str, tgt: str, min_len: int = 1, max_len: int = 250, ratio: f
     if not (min_len <= ns <= max_len and min_len <= nt <= max_len):
         return False
     return ns <= ratio * nt and nt <= ratio * ns
-
-
-def subsample_mask(n: int, percent: float, seed: int) -> np.ndarray:
-    """Boolean mask over ``n`` lines selecting ``round(n * percent / 100)`` of them
-    (at least one), deterministically by ``seed``.
-
-    The selection is the first k entries of ``default_rng(seed).permutation(n)``,
-    so for a fixed seed a smaller percentage selects a subset of a larger one.
-    """
-    if not 0 < percent <= 100:
-        raise ValueError(f"percent must be in (0, 100], got {percent}")
-    k = n if percent == 100 else max(1, int(round(n * percent / 100.0)))
-    mask = np.zeros(n, dtype=bool)
-    mask[np.random.default_rng(seed).permutation(n)[:k]] = True
-    return mask
 
 
 # ------------------------------------------------------------------------- stages

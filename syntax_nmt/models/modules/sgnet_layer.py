@@ -128,12 +128,22 @@ class SGNetLayer(nn.Module):
 
     @torch.no_grad()
     def _record(self, x: Tensor, blocked: Tensor, allowed: Tensor) -> None:
+        """Store the per-head SDOI attention probabilities ``(B, H, T, T)`` and the mask.
+
+        Computed from the layer's own projections: fairseq's ``MultiheadAttention`` takes torch's
+        fused path here, which returns head-averaged weights whatever ``need_head_weights`` says.
+        """
         layer = self.layer
+        attn = layer.self_attn
         h = layer.self_attn_layer_norm(x) if layer.normalize_before else x
-        fill = -1e8 if x.dtype == torch.float32 else -1e4
-        _, attn = layer.self_attn(query=h, key=h, value=h, need_weights=True, need_head_weights=True,
-                                  attn_mask=blocked.to(x.dtype).masked_fill(blocked, fill))
-        self.recorded = {"attn": attn.transpose(0, 1).detach(), "mask": allowed.detach()}
+        T, B, C = h.shape
+        H = self.num_heads
+        q = (attn.q_proj(h) * attn.scaling).view(T, B, H, C // H).permute(1, 2, 0, 3)
+        k = attn.k_proj(h).view(T, B, H, C // H).permute(1, 2, 0, 3)
+        scores = torch.matmul(q, k.transpose(-1, -2)).float()
+        fill = -1e8 if x.dtype == torch.float32 else -1e4  # what fairseq's layer adds at blocked keys
+        probs = torch.softmax(scores.masked_fill(~allowed.unsqueeze(1), fill), dim=-1)
+        self.recorded = {"attn": probs.detach(), "mask": allowed.detach()}
 
 
 def gelu_layer_config(cfg):

@@ -1,0 +1,198 @@
+"""Shared helpers of ``syntax-nmt-analyze``: named inputs, outputs (JSON + markdown + PNG),
+fairseq command lines, scoring."""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+
+class AnalyzeError(ValueError):
+    """A user error: printed as one ``syntax-nmt-analyze: error: ...`` line (exit status 2)."""
+
+
+def user_dir() -> str:
+    """The plugin directory for fairseq's ``--user-dir``."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def exe(name: str) -> str:
+    """A console script of this environment (the one next to the running python)."""
+    local = os.path.join(os.path.dirname(sys.executable), name)
+    return local if os.path.exists(local) else name
+
+
+def parse_named(spec: str, kind: str = "file") -> Tuple[str, str]:
+    """``NAME=PATH`` -> ``(NAME, PATH)``; a bare ``PATH`` is named after it: a checkpoint
+    ``.../sgnet/checkpoint_last.pt`` after its directory (``sgnet``), other files after their stem."""
+    name, sep, path = spec.partition("=")
+    if not sep:
+        path = spec
+        base = os.path.basename(path)
+        if base.startswith("checkpoint") and base.endswith(".pt"):
+            name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        else:
+            name = os.path.splitext(base)[0]
+    if not os.path.exists(path):
+        raise AnalyzeError(f"{kind} {path} not found")
+    return name, path
+
+
+def unique_names(named: Sequence[Tuple[str, str]]) -> None:
+    names = [n for n, _ in named]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise AnalyzeError(f"several inputs are named {dup}: name them NAME=PATH")
+
+
+def parse_floats(value: str, option: str) -> List[float]:
+    try:
+        return [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise AnalyzeError(f"{option} takes comma-separated numbers, got {value!r}") from None
+
+
+def pyplot():
+    """matplotlib's pyplot on the non-interactive Agg backend."""
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search logs at DEBUG
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+    def cell(v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.2f}"
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _jsonable(obj):
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):
+        return _jsonable(obj.tolist())
+    return obj
+
+
+def write_outputs(out_dir: str, stem: str, data: Dict, markdown: str, figures: Dict[str, object] = None) -> List[str]:
+    """Write ``stem.json`` (NaN as null), ``stem.md`` and each figure (``name -> matplotlib figure``,
+    saved as ``name.png``); returns the paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = [os.path.join(out_dir, stem + ".json"), os.path.join(out_dir, stem + ".md")]
+    with open(paths[0], "w", encoding="utf-8") as f:
+        json.dump(_jsonable(data), f, indent=1)
+    with open(paths[1], "w", encoding="utf-8") as f:
+        f.write(markdown.rstrip("\n") + "\n")
+    plt = pyplot() if figures else None
+    for name, fig in (figures or {}).items():
+        path = os.path.join(out_dir, name + ".png")
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def checkpoint_info(path: str) -> Dict:
+    """``{"task": name, "streams": [...]}`` of a fairseq checkpoint (weights-only load)."""
+    import torch
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401  (allow-lists what fairseq checkpoints pickle)
+
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    cfg = state.get("cfg") or {}
+    task = cfg.get("task") or {}
+    model = cfg.get("model")
+    task_name = task.get("_name") if isinstance(task, dict) else getattr(task, "_name", None)
+    if task_name is None and state.get("args") is not None:
+        task_name = getattr(state["args"], "task", None)
+    streams = getattr(model, "source_streams", None) if not isinstance(model, dict) else model.get("source_streams")
+    return {"task": task_name or "translation", "streams": [s for s in (streams or "").split(",") if s]}
+
+
+def generate(data: str, checkpoint: str, log: str, split: str = "test", gen_args: Sequence[str] = (),
+             task: Optional[str] = None) -> str:
+    """Translate ``split`` of ``data`` with ``fairseq-generate --remove-bpe`` into ``log``."""
+    task = task or checkpoint_info(checkpoint)["task"]
+    cmd = [exe("fairseq-generate"), data, "--user-dir", user_dir(), "--task", task, "--path", checkpoint,
+           "--gen-subset", split, "--remove-bpe", "--required-batch-size-multiple", "1", *gen_args]
+    with open(log, "w", encoding="utf-8") as f:
+        proc = subprocess.run([str(c) for c in cmd], stdout=f, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        with open(log, encoding="utf-8") as f:
+            tail = [line.rstrip() for line in f][-3:]
+        raise AnalyzeError(f"fairseq-generate failed on {checkpoint} (see {log}): {' / '.join(tail)}")
+    return log
+
+
+def hypotheses(gen_log: str, lang: str = "de") -> List[str]:
+    """Detokenized best hypotheses of a ``fairseq-generate --remove-bpe`` log, in corpus order."""
+    from syntax_nmt.evaluate import detokenize, read_hypotheses
+
+    try:
+        return detokenize(read_hypotheses(gen_log), lang)
+    except ValueError as e:
+        raise AnalyzeError(str(e)) from None
+
+
+def read_references(path: str, n: Optional[int] = None) -> List[str]:
+    from syntax_nmt.evaluate import read_lines
+
+    refs = read_lines(path)
+    if n is not None and len(refs) != n:
+        raise AnalyzeError(f"{path} has {len(refs)} lines, expected {n}")
+    return refs
+
+
+def sacrebleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    """Corpus sacreBLEU (13a, as ``syntax-nmt-evaluate``); NaN for an empty set."""
+    from syntax_nmt.evaluate import detok_bleu
+
+    if not hyps:
+        return float("nan")
+    return detok_bleu(list(hyps), list(refs))[0]
+
+
+def bleu_signature() -> str:
+    """The sacreBLEU signature of :func:`sacrebleu` (one reference)."""
+    from syntax_nmt.evaluate import detok_bleu
+
+    return detok_bleu(["x"], ["x"])[2]
+
+
+_SEED = re.compile(r"^(.*)\.seed(\d+)$")
+
+
+def split_seed(name: str) -> Tuple[str, Optional[int]]:
+    """``"sgnet.seed2"`` -> ``("sgnet", 2)``; ``"sgnet"`` -> ``("sgnet", None)``."""
+    m = _SEED.match(name)
+    return (m.group(1), int(m.group(2))) if m else (name, None)
+
+
+def mean_sd(values: Sequence[float]) -> Tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value; NaN for none)."""
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    if not values:
+        return float("nan"), float("nan")
+    m = sum(values) / len(values)
+    if len(values) == 1:
+        return m, 0.0
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))

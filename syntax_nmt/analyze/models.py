@@ -1,0 +1,134 @@
+"""Load trained checkpoints for analysis and read what their syntax modules record.
+
+The coupling with the model is one contract: every syntax attention module of the
+encoder has ``record: bool`` (default False); when it is True, its forward stores
+``recorded``, a dict of detached tensors:
+
+* SLA: ``{"gate": (B, T), "local": (B, H, T, T), "global": (B, H, T, T)}``;
+* SG-Net: ``{"attn": (B, H, T, T), "mask": (B, T, T) bool}``;
+
+and a module with a scalar learned mix (SG-Net's aggregation, SEPREM per layer) exposes
+``alpha``, a 0-d tensor. Nothing here knows the model classes.
+"""
+
+import contextlib
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import torch
+
+from syntax_nmt.analyze.common import AnalyzeError
+
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+@dataclass
+class Loaded:
+    """A checkpoint loaded for analysis (model in eval mode, its task with the data)."""
+
+    name: str
+    path: str
+    model: torch.nn.Module
+    task: object
+    cfg: object
+
+
+def load(name: str, path: str, data: str, split: str = "test") -> Loaded:
+    """Load ``path`` with fairseq's ``load_model_ensemble_and_task`` on data directory ``data``
+    (its dictionaries and ``split``)."""
+    import fairseq  # noqa: F401  (so that importing the plugin registers it)
+    from fairseq import checkpoint_utils
+
+    from syntax_nmt import register_with_fairseq
+
+    register_with_fairseq()
+    try:
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    except (ValueError, FileNotFoundError, KeyError) as e:
+        raise AnalyzeError(f"cannot load {path} on {data}: {e}") from None
+    task.load_dataset(split)
+    model = models[0]
+    model.eval()
+    return Loaded(name, path, model, task, cfg)
+
+
+def sample(loaded: Loaded, ids: Sequence[int], split: str = "test") -> Dict:
+    """The collated batch of sentences ``ids`` of ``split`` (as the task's data loader builds it)."""
+    dataset = loaded.task.dataset(split)
+    bad = [i for i in ids if not 0 <= i < len(dataset)]
+    if bad:
+        raise AnalyzeError(f"sentence ids {bad} are not in the {split} split (0..{len(dataset) - 1})")
+    return dataset.collater([dataset[i] for i in ids])
+
+
+def batches(loaded: Loaded, split: str = "test", max_tokens: int = 4000) -> Iterator[Dict]:
+    """Every batch of ``split``, in the task's order (no sentence dropped)."""
+    task = loaded.task
+    itr = task.get_batch_iterator(dataset=task.dataset(split), max_tokens=max_tokens, max_sentences=None,
+                                  required_batch_size_multiple=1, ignore_invalid_inputs=False)
+    return itr.next_epoch_itr(shuffle=False)
+
+
+def recording_modules(model: torch.nn.Module) -> List[Tuple[str, torch.nn.Module]]:
+    """``(name, module)`` of every module with a ``record`` attribute, in model order."""
+    return [(n, m) for n, m in model.named_modules() if isinstance(getattr(m, "record", None), bool)]
+
+
+@contextlib.contextmanager
+def recording(model: torch.nn.Module):
+    """Switch ``record`` on for every recording module; yields them; switches it off after."""
+    mods = recording_modules(model)
+    for _, m in mods:
+        m.record = True
+        m.recorded = None
+    try:
+        yield mods
+    finally:
+        for _, m in mods:
+            m.record = False
+
+
+def layer_of(name: str) -> Optional[int]:
+    """Encoder layer index in a module name (``encoder.layers.3.self_attn`` -> 3), None outside layers."""
+    m = _LAYER.search(name + ".")
+    return int(m.group(1)) if m else None
+
+
+def kind_of(recorded: Dict) -> str:
+    """``"sla"`` / ``"sgnet"`` / ``"other"`` from the keys a module recorded."""
+    keys = set(recorded or {})
+    if {"gate", "local", "global"} <= keys:
+        return "sla"
+    if {"attn", "mask"} <= keys:
+        return "sgnet"
+    return "other"
+
+
+def alphas(model: torch.nn.Module) -> List[Tuple[str, float, bool]]:
+    """``(module name, alpha, learned)`` of every module exposing a 0-d tensor ``alpha`` (SG-Net,
+    SEPREM); ``learned``: the value depends on trained parameters (it requires grad)."""
+    out = []
+    for name, m in model.named_modules():
+        try:
+            a = getattr(m, "alpha", None)
+        except Exception:  # a property that cannot be computed on this module
+            continue
+        if isinstance(a, torch.Tensor) and a.dim() == 0:
+            out.append((name, float(a.detach().float()), bool(a.requires_grad)))
+    return out
+
+
+def special_mask(loaded: Loaded, src_tokens: torch.Tensor) -> torch.Tensor:
+    """Bool ``(B, T)``: pad, EOS and BOS positions of a source batch."""
+    d = loaded.task.source_dictionary
+    return src_tokens.eq(d.pad()) | src_tokens.eq(d.eos()) | src_tokens.eq(d.bos())
+
+
+def encode(loaded: Loaded, net_input: Dict):
+    """Run the encoder on a batch (recording modules fill ``recorded``)."""
+    kwargs = {"src_lengths": net_input["src_lengths"]}
+    if "src_streams" in net_input:
+        kwargs["src_streams"] = net_input["src_streams"]
+    with torch.no_grad():
+        return loaded.model.encoder(net_input["src_tokens"], **kwargs)

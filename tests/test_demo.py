@@ -1,0 +1,124 @@
+"""The demo's multi-seed comparison: the report's arithmetic and verdicts (no training), and one tiny
+end-to-end run (gold parses, two systems, two seeds, a data fraction)."""
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from syntax_nmt import demo
+
+
+def row(system, scores, **extra):
+    m = statistics.mean(scores)
+    sd = statistics.stdev(scores) if len(scores) > 1 else 0.0
+    return {"system": system, "sacrebleu": scores, "mean": m, "sd": sd, **extra}
+
+
+def test_seeds_option():
+    assert demo._seeds("3") == [1, 2, 3]
+    assert demo._seeds("4,7") == [4, 7]
+    assert demo._seeds("5,") == [5]
+
+
+def test_summarize_means_and_sample_sd_per_system():
+    runs = {(n, s): {"sacrebleu": b, "compound_split_bleu": b + 1, "train_seconds": 10.0 * s, "sentences": 7,
+                     "signature": "sig"}
+            for n, scores in {"transformer": [10.0, 12.0, 14.0], "sgnet": [11.0, 11.0, 11.0]}.items()
+            for s, b in zip((1, 2, 3), scores)}
+    rows = demo.summarize(runs, ["transformer", "sgnet"], [1, 2, 3], {"transformer": 5, "sgnet": 6})
+    assert [r["system"] for r in rows] == ["transformer", "sgnet"]
+    assert rows[0]["sacrebleu"] == [10.0, 12.0, 14.0] and rows[0]["mean"] == 12.0 and rows[0]["sd"] == 2.0
+    assert rows[0]["split_mean"] == 13.0 and rows[1]["sd"] == 0.0 and rows[1]["params"] == 6
+    assert rows[0]["train_seconds"] == [10.0, 20.0, 30.0]
+
+
+@pytest.mark.parametrize("best, ok", [(21.0, True), (20.99, False)])
+def test_best_variant_must_gain_a_full_bleu_point(best, ok):
+    rows = [row("transformer", [19.0, 20.0, 21.0]), row("sgnet", [19.0, 20.0, 21.0]),
+            row("syntax-infused", [best - 1, best, best + 1])]
+    claims = demo.quality_check(rows)
+    assert claims[0][1] is ok
+    assert "syntax-infused" in claims[0][2]
+
+
+def test_sgnet_may_trail_the_baseline_by_two_standard_errors_only():
+    base = row("transformer", [20.0, 21.0, 22.0])  # sd 1
+    noise = 2 * math.sqrt(1 / 3 + 1 / 3)  # sgnet also has sd 1
+    within = row("sgnet", [21 - noise + 0.01 - 1, 21 - noise + 0.01, 21 - noise + 0.01 + 1])
+    beyond = row("sgnet", [21 - noise - 0.01 - 1, 21 - noise - 0.01, 21 - noise - 0.01 + 1])
+    assert demo.quality_check([base, within])[1][1] is True
+    assert demo.quality_check([base, beyond])[1][1] is False
+    assert demo.quality_check([base]) == []
+
+
+def test_table_and_chart(tmp_path):
+    rows = [row("transformer", [20.0, 21.0], params=100, train_seconds=[5.0, 7.0], sentences=9, signature="sig"),
+            row("sgnet", [22.0, 23.5], params=120, train_seconds=[6.0, 6.0], sentences=9, signature="sig",
+                p_pooled=0.001, p_per_seed=[0.01, 0.2])]
+    args = type("A", (), {"max_update": 300, "max_tokens": 4096})()
+    text = demo.format_table(rows, args, [1, 2])
+    line = next(x for x in text.splitlines() if x.startswith("sgnet"))
+    assert "22.75 ± 1.06" in line and "+2.25" in line and "0.0010*" in line and "1/2" in line and "120" in line
+    demo.plot_bleu(rows, str(tmp_path / "bleu.png"), "title")
+    assert (tmp_path / "bleu.png").stat().st_size > 1000
+
+
+@pytest.mark.e2e
+def test_tiny_demo_end_to_end(tmp_path):
+    out = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.demo", "--out", str(out), "--train", "300",
+                           "--valid", "30", "--test", "40", "--bpe", "300", "--max-update", "3",
+                           "--systems", "transformer,sgnet", "--seeds", "2", "--gold-parses", "--analyses", "length",
+                           "--fractions", "50", "--fraction-systems", "transformer", "--jobs", "2", "--threads", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads((out / "results.json").read_text())
+    assert [r["system"] for r in rows] == ["transformer", "sgnet"]
+    for r in rows:
+        scores = [json.loads((out / "eval" / f"{r['system']}.seed{s}.json").read_text())["sacrebleu"] for s in (1, 2)]
+        assert r["sacrebleu"] == scores and r["seeds"] == [1, 2]
+        assert r["mean"] == pytest.approx(statistics.mean(scores))
+        assert r["sd"] == pytest.approx(statistics.stdev(scores))
+        assert (out / "checkpoints" / r["system"] / "seed2" / "checkpoint_last.pt").exists()
+    sg = rows[1]
+    assert 0.0 <= sg["p_pooled"] <= 1.0 and len(sg["p_per_seed"]) == 2
+    pooled = (out / "eval" / "pooled" / "sgnet.detok").read_text().splitlines()
+    seeds = [(out / "eval" / f"sgnet.seed{s}.detok").read_text().splitlines() for s in (1, 2)]
+    assert pooled == seeds[0] + seeds[1] and len(pooled) == 80
+    assert (out / "eval" / "pooled" / "ref.de").read_text().splitlines() == \
+        (out / "corpus" / "test.de").read_text().splitlines() * 2
+    assert "± " in (out / "results.md").read_text() and (out / "bleu.png").stat().st_size > 0
+    assert json.loads((out / "analysis" / "length.json").read_text())["units"]["words"]["systems"].keys() == \
+        {"transformer", "sgnet"}
+    # data fraction: a nested subsample, scored per seed, tabulated
+    full = (out / "text" / "train.en").read_text().splitlines()
+    half = (out / "fractions" / "text" / "p50" / "train.en").read_text().splitlines()
+    assert len(half) == 150 and all(line in full for line in half)
+    assert (out / "fractions" / "text" / "p50" / "train.head").read_text().count("\n") == 150
+    frac = json.loads((out / "fractions" / "fractions.json").read_text())
+    (p50,) = frac["rows"]
+    scored = [json.loads((out / "fractions" / "eval" / "p50" / f"transformer.seed{s}.json").read_text())["sacrebleu"]
+              for s in (1, 2)]
+    assert p50["percent"] == 50 and p50["systems"]["transformer"]["runs"] == scored
+
+
+@pytest.mark.parametrize("round_seconds, expected", [(300.0, 3), (2000.0, 2), (1.0, 5)])
+def test_auto_seeds_run_rounds_while_they_fit_the_budget(round_seconds, expected, tmp_path):
+    """Rounds resumed from an earlier run count with their recorded cost (here every round is)."""
+    args = demo.get_parser().parse_args(["--out", str(tmp_path), "--systems", "transformer,sgnet"])
+    args.systems, args.jobs, args.threads = ["transformer", "sgnet"], 2, 1
+    d = demo.Demo(args)
+    calls = []
+
+    def fake(jobs, data=None, group=""):
+        calls.append(jobs)
+        return {job: {"train_seconds": round_seconds - 10.0, "generate_seconds": 10.0} for job in jobs}
+
+    d.train_and_generate = fake
+    runs, seeds = d.auto_seeds()  # 20 min budget, 90 s reserve: 1110 s for the rounds
+    assert seeds == list(range(1, expected + 1))
+    assert calls == [[("transformer", s), ("sgnet", s)] for s in seeds] and len(runs) == 2 * expected
