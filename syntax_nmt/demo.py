@@ -224,6 +224,39 @@ class Demo:
             json.dump(table, f, indent=2)
         print(f"\n(results.json, hypotheses and logs in {self.out})")
 
+    def translate_raw(self, sentences=("The old teacher saw a small dog in the garden.", "A train is expensive.",
+                                       "Has our queen answered the mysterious party?")):
+        """Translate raw English, annotated on the fly, with fairseq-interactive and with the Python hub."""
+        name = next((s for s in self.args.systems if SYSTEMS[s][0] == "syntax_translation"), None)
+        if name is None:
+            return
+        from syntax_nmt.annotate.online import ensure_data_settings
+
+        t = self.path("text")
+        settings = ensure_data_settings(self.path("data-bin"), [
+            *self.parser_args("test"), "--src-lang", "en", "-o", f"{t}/test", "--subword", "bpe",
+            "--subword-model", f"{t}/bpe.codes"])
+        ckpt = self.path("checkpoints", name, "checkpoint_last.pt")
+        print(f"\n=== translate raw English with the {name} model, parsed and segmented on the fly")
+        with open(self.path("raw.en"), "w", encoding="utf-8") as f:
+            f.write("".join(s + "\n" for s in sentences))
+        self.run([_exe("fairseq-interactive"), self.path("data-bin"), "--user-dir", _user_dir(), "--task",
+                  "syntax_translation", "--path", ckpt, "--annotation-settings-file", settings, "--beam", "4",
+                  "--lenpen", "0.6", "--remove-bpe", "--input", self.path("raw.en")], log=self.path("raw.gen"))
+        with open(self.path("raw.gen"), encoding="utf-8") as f:
+            for line in f:
+                if line[:2] in ("S-", "D-"):
+                    print("  " + line.rstrip("\n"))
+        print(f">>> from syntax_nmt import SyntaxTransformerModel\n>>> m = SyntaxTransformerModel.from_pretrained("
+              f"{os.path.dirname(ckpt)!r}, checkpoint_file='checkpoint_last.pt', data_name_or_path="
+              f"{self.path('data-bin')!r})\n>>> m.translate({list(sentences)!r}, beam=4)", flush=True)
+        from syntax_nmt import SyntaxTransformerModel
+
+        m = SyntaxTransformerModel.from_pretrained(os.path.dirname(ckpt), checkpoint_file="checkpoint_last.pt",
+                                                   data_name_or_path=self.path("data-bin"),
+                                                   annotation_settings_file=settings, lenpen=0.6)
+        print(m.translate(list(sentences), beam=4))
+
     def main(self):
         start = time.time()
         self.corpus()
@@ -241,6 +274,7 @@ class Demo:
             r["params"] = _count_params(self.path("checkpoints", name, "checkpoint_last.pt"))
             results[name] = r
         self.report(results)
+        self.translate_raw()
         print(f"demo finished in {time.time() - start:.0f}s")
 
 
