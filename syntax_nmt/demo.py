@@ -247,14 +247,14 @@ class Demo:
             for line in f:
                 if line[:2] in ("S-", "D-"):
                     print("  " + line.rstrip("\n"))
-        print(f">>> from syntax_nmt import SyntaxTransformerModel\n>>> m = SyntaxTransformerModel.from_pretrained("
-              f"{os.path.dirname(ckpt)!r}, checkpoint_file='checkpoint_last.pt', data_name_or_path="
-              f"{self.path('data-bin')!r})\n>>> m.translate({list(sentences)!r}, beam=4)", flush=True)
+        kwargs = {"checkpoint_file": "checkpoint_last.pt", "data_name_or_path": self.path("data-bin"),
+                  "annotation_settings_file": settings, "lenpen": 0.6}
+        print(">>> from syntax_nmt import SyntaxTransformerModel\n>>> m = SyntaxTransformerModel.from_pretrained("
+              + ", ".join([repr(os.path.dirname(ckpt))] + [f"{k}={v!r}" for k, v in kwargs.items()])
+              + f")\n>>> m.translate({list(sentences)!r}, beam=4)", flush=True)
         from syntax_nmt import SyntaxTransformerModel
 
-        m = SyntaxTransformerModel.from_pretrained(os.path.dirname(ckpt), checkpoint_file="checkpoint_last.pt",
-                                                   data_name_or_path=self.path("data-bin"),
-                                                   annotation_settings_file=settings, lenpen=0.6)
+        m = SyntaxTransformerModel.from_pretrained(os.path.dirname(ckpt), **kwargs)
         print(m.translate(list(sentences), beam=4))
 
     def main(self):

@@ -211,3 +211,16 @@ def test_settings_of_the_command_line_are_json(tmp_path, spacy_model):
     _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "none"], ["x"])
     assert json.loads(json.dumps(settings)) == settings
     assert settings["spacy_model"] == os.path.abspath(spacy_model)
+
+
+def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes):
+    argv = ["--spacy-model", spacy_model, "--subword", "bpe", "--subword-model", codes]
+    expected, settings = cli_outputs(tmp_path, argv, LINES[:4])
+    moved = str(tmp_path / "moved-en")
+    shutil.move(spacy_model, moved)
+    try:
+        with pytest.raises(OSError, match="cannot load spaCy pipeline"):
+            OnlineAnnotator(settings).annotate(LINES[:1])
+        assert online_outputs(OnlineAnnotator(settings, spacy_model=moved), LINES[:4]) == expected
+    finally:
+        shutil.move(moved, spacy_model)

@@ -34,6 +34,7 @@ TRAIN = [
     "--num-workers", "0", "--log-format", "simple", "--no-progress-bar",
 ]
 MODELS = {"features": [], "sgnet": ["--source-features=", "--syntax-attention", "sgnet"]}
+N_TEST = 30
 DECODE = ["--beam", "4", "--nbest", "2", "--batch-size", "8", "--max-len-b", "30"]
 #: Bad input appended after the test source in one interactive session: empty, 2000 words,
 #: control characters, two sentences on one line, only whitespace control characters.
@@ -49,7 +50,7 @@ def pipeline(request, tmp_path_factory):
     spacy_model = str(train_spacy_pipeline(spacy_corpus["train"]["en.conllu"], spacy_corpus["valid"]["en.conllu"],
                                            spacy_root / "spacy-en", max_steps=60, seed=0))
     root = tmp_path_factory.mktemp("raw")
-    paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 20, "test": 30}, seed=5)
+    paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 20, "test": N_TEST}, seed=5)
     argv = {}
     for split in ("train", "valid", "test"):
         sub = (["--learn-subword", "300", "--subword-model-out", str(root / "bpe.codes")] if split == "train"
@@ -83,6 +84,11 @@ def hypotheses(stdout):
         elif m:
             src[int(m.group(2))] = m.group(3)
     return hyps, src
+
+
+def unbpe(text):
+    """fairseq's --remove-bpe (also a trailing '@@' of a hypothesis cut by --max-len-b)."""
+    return (text + " ").replace("@@ ", "").rstrip()
 
 
 def assert_same(a, b, tol=1e-4):
@@ -128,13 +134,13 @@ def test_annotated_batches_equal_the_binarized_split(pipeline, options):
     lines = raw_test_lines(pipeline)
     tokens = task.annotate_lines(lines[:13]) + task.annotate_lines(lines[13:])  # two buffers
     online = task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
-    assert len(online) == len(binarized) == 30
+    assert len(online) == len(binarized) == N_TEST
     for i in range(len(binarized)):
         a, b = online[i], binarized[i]
         assert torch.equal(a["source"], b["source"]), i
         for name in ("pos", "case", "subword", "head", "dep"):
             assert torch.equal(a["streams"][name].long(), b["streams"][name].long()), (i, name)
-    ids = [3, 0, 17, 29, 8]
+    ids = [3, 0, 17, N_TEST - 1, 8]
     x, y = online.collater([online[i] for i in ids]), binarized.collater([binarized[i] for i in ids])
     assert torch.equal(x["net_input"]["src_tokens"], y["net_input"]["src_tokens"])
     for name, t in y["net_input"]["src_streams"].items():
@@ -148,11 +154,11 @@ def test_interactive_equals_generate_features_model(pipeline):
 
     expected, expected_src = fairseq_generate(pipeline, "features")
     proc = interactive(pipeline, "features", pipeline["paths"]["test"]["en"], "--tokenizer", "moses",
-                       "--target-lang", "de", "--remove-bpe")
+                       "-s", "en", "-t", "de", "--remove-bpe")
     got, got_src = hypotheses(proc.stdout)
-    assert len(got) == 30
-    assert got_src == {i: s.replace("@@ ", "") for i, s in expected_src.items()}  # --remove-bpe: S- lines too
-    assert_same(got, {i: [(h.replace("@@ ", ""), s) for h, s in hs] for i, hs in expected.items()})
+    assert len(got) == N_TEST
+    assert got_src == {i: unbpe(s) for i, s in expected_src.items()}  # --remove-bpe: S- lines too
+    assert_same(got, {i: [(unbpe(h), s) for h, s in hs] for i, hs in expected.items()})
     detok = MosesDetokenizer(lang="de")
     d_lines = [line.split("\t") for line in proc.stdout.splitlines() if line.startswith("D-")]
     assert d_lines and all(d[2] == detok.detokenize(got[int(d[0][2:])][k % 2][0].split())
@@ -165,16 +171,16 @@ def test_interactive_equals_generate_sgnet_model_and_survives_bad_input(pipeline
     raw.write_text("\n".join(raw_test_lines(pipeline) + BAD) + "\n", encoding="utf-8")
     proc = interactive(pipeline, "sgnet", raw)
     got, got_src = hypotheses(proc.stdout)
-    assert_same({i: got[i] for i in range(30)}, expected)
-    assert {i: got_src[i] for i in range(30)} == expected_src
-    bad = {k: got_src[30 + k] for k in range(len(BAD))}
-    assert sorted(got) == list(range(30 + len(BAD)))  # every bad line translated, the session went on
+    assert_same({i: got[i] for i in range(N_TEST)}, expected)
+    assert {i: got_src[i] for i in range(N_TEST)} == expected_src
+    bad = {k: got_src[N_TEST + k] for k in range(len(BAD))}
+    assert sorted(got) == list(range(N_TEST + len(BAD)))  # every bad line translated, the session went on
     assert bad[0] == "" and bad[4] == ""  # empty / whitespace control characters
     assert bad[1] == ""  # 2001 words: more than the model's 1024 positions, translated as an empty line
     log = proc.stdout + proc.stderr
-    assert "input line 32: " in log and "source positions: translated as an empty line" in log
+    assert f"input line {N_TEST + 2}: " in log and "source positions: translated as an empty line" in log
     assert "<unk>" in bad[2] or "\x07" in bad[2]  # control characters are ordinary characters
-    assert bad[3].replace("@@ ", "").startswith("The dog sleeps . A cat runs")
+    assert unbpe(bad[3]).startswith("The dog sleeps . A cat runs")
 
 
 def test_hub_equals_generate(pipeline):
@@ -192,13 +198,13 @@ def test_hub_equals_generate(pipeline):
                for i, hs in enumerate(hyps)}
         assert_same(got, expected)
         # translate(): a string for a string, a list for a list, subwords removed
-        best = [expected[i][0][0].replace("@@ ", "") for i in range(3)]
+        best = [unbpe(expected[i][0][0]) for i in range(3)]
         assert m.translate(lines[:3], beam=4) == best
         assert m.translate(lines[1], beam=4) == best[1]
         assert m.string(m.generate(m.encode(lines[2]), beam=4)[0]["tokens"]) == expected[2][0][0]
         # score() reproduces the beam search's score of its best hypothesis (when the target words,
         # segmented again, give the hypothesis' own subwords)
-        scored = m.score(lines[:6], [expected[i][0][0].replace("@@ ", "") for i in range(6)])
+        scored = m.score(lines[:6], [unbpe(expected[i][0][0]) for i in range(6)])
         same = [i for i, s in enumerate(scored) if m.string(s["tokens"]) == expected[i][0][0]]
         assert len(same) >= 3
         for i in same:
@@ -233,7 +239,7 @@ def test_interactive_with_input_conllu(pipeline, tmp_path):
         gold = f.read().split("\n")[:-1]
     proc = interactive(pipeline, "sgnet", test["en"], "--input-conllu", test["en.conllu"])
     got, got_src = hypotheses(proc.stdout)
-    assert got_src == dict(enumerate(gold)) and len(got) == 30
+    assert got_src == dict(enumerate(gold)) and len(got) == N_TEST
 
     from syntax_nmt import SyntaxTransformerModel
 
@@ -243,7 +249,7 @@ def test_interactive_with_input_conllu(pipeline, tmp_path):
     with open(test["en.conllu"], encoding="utf-8") as f:
         text = f.read()
     hub = m.translate_conllu(text, raw_test_lines(pipeline), beam=4)
-    assert hub == [got[i][0][0].replace("@@ ", "") for i in range(30)]
+    assert hub == [unbpe(got[i][0][0]) for i in range(N_TEST)]
 
 
 def test_checkpoint_without_settings_fails_only_for_raw_text(pipeline, tmp_path):
@@ -258,7 +264,7 @@ def test_checkpoint_without_settings_fails_only_for_raw_text(pipeline, tmp_path)
     torch.save(state, old)
     proc = run_cli("fairseq-generate", pipeline["data"], "--user-dir", USER_DIR, "--task", "syntax_translation",
                    "--path", old, *DECODE)
-    assert len(hypotheses(proc.stdout)[0]) == 30  # binarized data: nothing to annotate, works as before
+    assert len(hypotheses(proc.stdout)[0]) == N_TEST  # binarized data: nothing to annotate, works as before
     m = SyntaxTransformerModel.from_pretrained(str(tmp_path), checkpoint_file="old.pt",
                                                data_name_or_path=pipeline["data"], max_len_b=30)
     with pytest.raises(ValueError, match="records no annotation settings.*annotation_settings_file"):
@@ -266,8 +272,8 @@ def test_checkpoint_without_settings_fails_only_for_raw_text(pipeline, tmp_path)
     m = SyntaxTransformerModel.from_pretrained(
         str(tmp_path), checkpoint_file="old.pt", data_name_or_path=pipeline["data"], max_len_b=30,
         annotation_settings_file=os.path.join(pipeline["data"], "annotation.json"))
-    assert m.translate(raw_test_lines(pipeline)[0], beam=4) == fairseq_generate(
-        pipeline, "features")[0][0][0][0].replace("@@ ", "")
+    assert m.translate(raw_test_lines(pipeline)[0], beam=4) == unbpe(fairseq_generate(
+        pipeline, "features")[0][0][0][0])
 
 
 def test_conflicting_or_broken_settings_are_named(pipeline, tmp_path):

@@ -131,7 +131,6 @@ class SyntaxTranslationTask(TranslationTask):
         ) or "none")
         self.data_annotation = raw_inference.data_settings(data_path)
         self.model_annotation: Optional[Dict] = None  # what the loaded checkpoint(s) record
-        self.models_loaded = 0
         self.max_source_tokens = cfg.max_source_positions
         self.annotation_options: Dict[str, Optional[str]] = {}
         self._annotator = None
@@ -281,8 +280,7 @@ class SyntaxTranslationTask(TranslationTask):
                 raw_inference.check_agree(recorded, self.data_annotation, "the checkpoint", data_file)
             self.model_annotation = recorded
         model = super().build_model(cfg, from_checkpoint)
-        if from_checkpoint:
-            self.models_loaded += 1
+        if from_checkpoint:  # longer raw inputs are blanked (fairseq-interactive would stop on them)
             self.max_source_tokens = min(self.max_source_tokens, utils.resolve_max_positions(
                 model.max_positions(), (self.cfg.max_source_positions, self.cfg.max_target_positions))[0])
         return model
