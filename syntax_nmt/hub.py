@@ -19,7 +19,7 @@ checkpoint, through the task's :meth:`~syntax_nmt.tasks.syntax_translation.Synta
 """
 
 import os
-from typing import Dict, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import torch
 from fairseq import hub_utils

@@ -99,9 +99,12 @@ def assert_same(a, b, tol=1e-4):
 
 
 def fairseq_generate(p, name):
-    out = run_cli("fairseq-generate", p["data"], "--user-dir", USER_DIR, "--task", "syntax_translation",
-                  "--path", p["ckpt"][name], *DECODE)
-    return hypotheses(out.stdout)
+    """fairseq-generate on the binarized test split (run once per model and module)."""
+    if name not in p.setdefault("generated", {}):
+        out = run_cli("fairseq-generate", p["data"], "--user-dir", USER_DIR, "--task", "syntax_translation",
+                      "--path", p["ckpt"][name], *DECODE)
+        p["generated"][name] = hypotheses(out.stdout)
+    return p["generated"][name]
 
 
 def interactive(p, name, input_path, *extra):
