@@ -23,3 +23,18 @@ def register_with_fairseq() -> None:
 
 if sys.modules.get("fairseq") is not None:
     register_with_fairseq()
+
+
+_LAZY = {"SyntaxTransformerModel": "syntax_nmt.models.syntax_transformer", "SyntaxHubInterface": "syntax_nmt.hub"}
+
+
+def __getattr__(name):
+    """Lazy exports that need fairseq (imported, and the plugin registered, on first access)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    import fairseq  # noqa: F401
+
+    register_with_fairseq()
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -144,6 +144,7 @@ class Bench(Demo):
         with open(self.path("bench.json"), "w") as f:
             json.dump(rows, f, indent=2)
         self.plot(rows)
+        measure_raw_text(self, next((s for s in self.args.systems if SYSTEMS[s][0] == "syntax_translation"), None))
         print(f"bench finished in {time.time() - start:.0f}s; bench.json and bench.png in {self.out}")
 
     def print_table(self, rows):
@@ -188,6 +189,78 @@ class Bench(Demo):
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
         fig.savefig(self.path("bench.png"), dpi=100)
+
+
+def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
+    """Raw-text translation speed (issue 9), in the same run as the other measurements.
+
+    fairseq-interactive parses the raw test source on the fly (the tiny spaCy pipeline, batches
+    of ``--buffer-size`` lines through one ``nlp.pipe`` call each), segments and aligns it, and
+    translates with the same decoding options as ``fairseq-generate`` on the binarized split
+    (beam 4, fixed length). Its sentences/s exclude start-up: the time of a run on an empty input
+    is subtracted; fairseq-generate runs again right before it, for the same conditions. Also
+    measured in-process on the same lines: spaCy alone (``nlp.pipe``) and
+    the whole on-the-fly annotation, whose ratio is the cost of annotating beyond parsing.
+    """
+    if name is None:
+        return {}
+    from syntax_nmt.annotate.online import OnlineAnnotator, ensure_data_settings, read_settings
+    from syntax_nmt.annotate.spacy_backend import load_pipeline
+
+    a = bench.args
+    bench.steps += 1
+    bench.spacy()  # the tiny spaCy pipeline of the demo (the bench's streams come from gold trees)
+    spacy_model = bench.path("spacy-en")
+    settings = ensure_data_settings(bench.path("data-bin"), [*bench.parser_args("test"), "--src-lang", "en",
+                                                             "-o", bench.path("text", "test"), "--subword", "bpe",
+                                                             "--subword-model", bench.path("text", "bpe.codes")])
+    with open(bench.path("corpus", "test.en"), encoding="utf-8") as f:
+        lines = f.read().split("\n")[:-1]
+    empty = bench.path("empty.en")
+    open(empty, "w").close()
+    common = [bench.path("data-bin"), "--user-dir", _user_dir(), "--task", "syntax_translation", "--path",
+              bench.path("checkpoints", name, "checkpoint_last.pt"), "--beam", "4", "--batch-size", "64",
+              "--min-len", a.gen_len, "--max-len-a", "0", "--max-len-b", a.gen_len]
+    cmd = [_exe("fairseq-interactive"), *common, "--buffer-size", "64", "--annotation-settings-file", settings,
+           "--annotate-spacy-model", spacy_model]
+    print(f"--- {name}: fairseq-generate on the binarized test split (again, next to fairseq-interactive)", flush=True)
+    gen_log = bench.path("generate-binarized.log")
+    _run_measured([_exe("fairseq-generate"), *common], gen_log)
+    gen_sps = _last_float(r"Translated .*?\(([\d.]+) sentences/s", open(gen_log, encoding="utf-8").read())
+    totals = []
+    for src, log in ((empty, "interactive-empty.log"), (bench.path("corpus", "test.en"), "interactive.log")):
+        print(f"--- {name}: fairseq-interactive on {len(lines) if src != empty else 0} raw lines", flush=True)
+        _run_measured(cmd + ["--input", src], bench.path(log))
+        totals.append(_last_float(r"Total time: ([\d.]+) seconds", open(bench.path(log), encoding="utf-8").read()))
+    decode_seconds = _last_float(r"translation time: ([\d.]+)", open(bench.path("interactive.log")).read())
+    nlp = load_pipeline(spacy_model)
+    list(nlp.pipe(lines[:64]))  # warm-up
+    start = time.time()
+    for _ in nlp.pipe(lines, batch_size=64):
+        pass
+    spacy_sps = len(lines) / (time.time() - start)
+    annotator = OnlineAnnotator(read_settings(settings), spacy_model=spacy_model, batch_size=64)
+    annotator.annotate(lines[:64])  # warm-up
+    start = time.time()
+    for k in range(0, len(lines), 64):
+        annotator.annotate(lines[k:k + 64])
+    annotate_sps = len(lines) / (time.time() - start)
+    row = {"system": name, "sentences": len(lines), "generate_binarized_sps": gen_sps,
+           "interactive_raw_sps": len(lines) / max(totals[1] - totals[0], 1e-9),
+           "interactive_decode_only_sps": len(lines) / max(decode_seconds, 1e-9), "spacy_pipe_sps": spacy_sps,
+           "annotate_online_sps": annotate_sps}
+    row["interactive_vs_generate"] = row["interactive_raw_sps"] / gen_sps
+    row["annotate_vs_spacy"] = annotate_sps / spacy_sps
+    print(f"\n=== raw-text translation ({name}, {len(lines)} test sentences, beam 4, same run)\n"
+          f"fairseq-generate on binarized data         {gen_sps:8.1f} sentences/s\n"
+          f"fairseq-interactive, parsing raw           {row['interactive_raw_sps']:8.1f} sentences/s "
+          f"({row['interactive_vs_generate']:.2f}x; its decoding alone {row['interactive_decode_only_sps']:.1f})\n"
+          f"spaCy nlp.pipe alone                       {spacy_sps:8.1f} sentences/s\n"
+          f"on-the-fly annotation (parse+BPE+streams)  {annotate_sps:8.1f} sentences/s "
+          f"({row['annotate_vs_spacy']:.2f}x spaCy alone)", flush=True)
+    with open(bench.path("bench-raw-text.json"), "w") as f:
+        json.dump(row, f, indent=2)
+    return row
 
 
 def get_parser() -> argparse.ArgumentParser:

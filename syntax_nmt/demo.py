@@ -451,6 +451,39 @@ class Demo:
         with open(self.path("fractions", "fractions.md"), encoding="utf-8") as f:
             print(f.read())
 
+    def translate_raw(self, sentences=("The old teacher saw a small dog in the garden.", "A train is expensive.",
+                                       "Has our queen answered the mysterious party?")):
+        """Translate raw English, annotated on the fly, with fairseq-interactive and with the Python hub."""
+        name = next((s for s in self.args.systems if SYSTEMS[s][0] == "syntax_translation"), None)
+        if name is None:
+            return
+        from syntax_nmt.annotate.online import ensure_data_settings
+
+        t = self.path("text")
+        settings = ensure_data_settings(self.path("data-bin"), [
+            *self.parser_args("test"), "--src-lang", "en", "-o", f"{t}/test", "--subword", "bpe",
+            "--subword-model", f"{t}/bpe.codes"])
+        ckpt = self.checkpoint(name, self.seeds()[0])
+        print(f"\n=== translate raw English with the {name} model, parsed and segmented on the fly")
+        with open(self.path("raw.en"), "w", encoding="utf-8") as f:
+            f.write("".join(s + "\n" for s in sentences))
+        self.run([_exe("fairseq-interactive"), self.path("data-bin"), "--user-dir", _user_dir(), "--task",
+                  "syntax_translation", "--path", ckpt, "--annotation-settings-file", settings, "--beam", "4",
+                  "--lenpen", "0.6", "--remove-bpe", "--input", self.path("raw.en")], log=self.path("raw.gen"))
+        with open(self.path("raw.gen"), encoding="utf-8") as f:
+            for line in f:
+                if line[:2] in ("S-", "D-"):
+                    print("  " + line.rstrip("\n"))
+        kwargs = {"checkpoint_file": "checkpoint_last.pt", "data_name_or_path": self.path("data-bin"),
+                  "annotation_settings_file": settings, "lenpen": 0.6}
+        print(">>> from syntax_nmt import SyntaxTransformerModel\n>>> m = SyntaxTransformerModel.from_pretrained("
+              + ", ".join([repr(os.path.dirname(ckpt))] + [f"{k}={v!r}" for k, v in kwargs.items()])
+              + f")\n>>> m.translate({list(sentences)!r}, beam=4)", flush=True)
+        from syntax_nmt import SyntaxTransformerModel
+
+        m = SyntaxTransformerModel.from_pretrained(os.path.dirname(ckpt), **kwargs)
+        print(m.translate(list(sentences), beam=4))
+
     def main(self):
         self.start = start = time.time()
         self.corpus()
@@ -461,6 +494,7 @@ class Demo:
         self.report(rows)
         self.analyze(rows)
         self.fractions()
+        self.translate_raw()
         import resource
 
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -117,6 +117,14 @@ class SyntaxTransformerModel(TransformerModel):
     """
 
     @classmethod
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
+        """A :class:`~syntax_nmt.hub.SyntaxHubInterface` that translates raw text (see :mod:`syntax_nmt.hub`)."""
+        from syntax_nmt import hub
+
+        return hub.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path,
+                                   archive_map=cls.hub_models(), **kwargs)
+
+    @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
         gen_parser_from_dataclass(parser, SyntaxModelConfig(), delete_default=True)

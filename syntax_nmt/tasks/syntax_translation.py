@@ -2,13 +2,27 @@
 
 import hashlib
 import itertools
+import json
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
+import numpy as np
+import torch
 from fairseq import utils
-from fairseq.data import ConcatDataset, Dictionary, PrependTokenDataset, data_utils, indexed_dataset
+from fairseq.data import (
+    AppendTokenDataset,
+    ConcatDataset,
+    Dictionary,
+    LanguagePairDataset,
+    ListDataset,
+    PrependTokenDataset,
+    StripTokenDataset,
+    TruncateDataset,
+    data_utils,
+    indexed_dataset,
+)
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
@@ -22,6 +36,7 @@ from syntax_nmt.data.streams import (
     stream_dict_path,
     streams_in_dir,
 )
+from syntax_nmt.tasks import raw_inference
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +60,27 @@ class SyntaxTranslationConfig(TranslationConfig):
         metadata={"help": "prepend BOS to each source sentence; its streams get the BOS value (heads: itself). "
                   "Recorded in the checkpoint: generation applies it from there (asking for it with a checkpoint "
                   "trained without it is an error). With --truncate-source, sources are cut to leave room for it"},
+    )
+    # raw-text inference (fairseq-interactive, the hub): see syntax_nmt/tasks/raw_inference.py
+    annotate_spacy_model: Optional[str] = field(
+        default=None,
+        metadata={"help": "raw-text inference: parse with this spaCy pipeline (name or path) instead of the one "
+                  "recorded in the checkpoint, e.g. another install of the same pipeline"},
+    )
+    annotate_subword_model: Optional[str] = field(
+        default=None,
+        metadata={"help": "raw-text inference: the recorded BPE codes / sentencepiece model at another path "
+                  "(its SHA-256 must match the recorded one)"},
+    )
+    annotation_settings_file: Optional[str] = field(
+        default=None,
+        metadata={"help": "raw-text inference: annotation settings (an annotation.json) to use instead of the "
+                  "checkpoint's; needed for checkpoints trained before settings were recorded"},
+    )
+    input_conllu: Optional[str] = field(
+        default=None,
+        metadata={"help": "fairseq-interactive: take the parse of the input from this CoNLL-U file (one sentence "
+                  "block per non-empty input line, checked against the line) instead of parsing with spaCy"},
     )
 
 
@@ -96,6 +132,9 @@ class SyntaxTranslationTask(TranslationTask):
             self.streams = streams_in_dir(data_path, cfg.source_lang, cfg.target_lang)
         else:
             self.streams = parse_stream_list(cfg.source_streams)
+        if self.auto_streams and HEAD_STREAM not in self.streams and not _has_binarized_source(
+                data_path, cfg.source_lang, cfg.target_lang):
+            self.streams.append(HEAD_STREAM)  # dictionaries only (raw-text inference): heads need none
         self.stream_dicts: Dict[str, Dictionary] = {}
         for name in self.streams:
             if name in TAG_STREAMS:
@@ -106,6 +145,13 @@ class SyntaxTranslationTask(TranslationTask):
         logger.info("source streams: %s", ", ".join(
             f"{n} ({len(self.stream_dicts[n])} types)" if n in self.stream_dicts else n for n in self.streams
         ) or "none")
+        self.data_annotation = raw_inference.data_settings(data_path)
+        self.model_annotation: Optional[Dict] = None  # what the loaded checkpoint(s) record
+        self.max_source_tokens = cfg.max_source_positions
+        self.annotation_options: Dict[str, Optional[str]] = {}
+        self._annotator = None
+        self._conllu_blocks = None
+        self._last_inference_batch = None
 
     # -- the contract between data and model -------------------------------------------------
     def stream_signature(self, names: List[str]) -> str:
@@ -241,9 +287,188 @@ class SyntaxTranslationTask(TranslationTask):
             ratios = [1] * len(shards)
             ratios[0] = self.cfg.upsample_primary
             ds = ConcatDataset(shards, ratios)
+        return self._wrap_stream(ds, name, truncate=False)
+
+    def _wrap_stream(self, ds, name: str, truncate: bool = True):
+        """Truncate (``--truncate-source``) and prepend BOS (``--source-prepend-bos``) to a stream,
+        as the source tokens are."""
+        if truncate and self.cfg.truncate_source:
+            ds = TruncateSourceDataset(ds, self.cfg.max_source_positions)
         if self.cfg.source_prepend_bos:
             ds = PrependTokenDataset(ds, self._bos_value(name))
         return ds
+
+    # -- annotation settings and raw-text inference ---------------------------------------------
+    def build_model(self, cfg, from_checkpoint=False):
+        """fairseq's, plus the annotation settings: recorded in the model arguments when training
+        (so checkpoints carry them), checked against the data and the ensemble when loading."""
+        data_file = os.path.join(utils.split_paths(self.cfg.data)[0], raw_inference.ANNOTATION_FILE)
+        recorded = raw_inference.recorded_settings(cfg)
+        if recorded is None and not from_checkpoint:
+            if self.data_annotation is not None:
+                raw_inference.record_settings(cfg, self.data_annotation)
+            else:
+                logger.info("%s does not exist: the model records no annotation settings (raw-text inference "
+                            "will need --annotation-settings-file)", data_file)
+        elif recorded is not None:
+            if self.model_annotation is not None:
+                raw_inference.check_agree(self.model_annotation, recorded, "the first model of the ensemble",
+                                          "another model")
+            if self.data_annotation is not None:
+                raw_inference.check_agree(recorded, self.data_annotation, "the checkpoint", data_file)
+            self.model_annotation = recorded
+        model = super().build_model(cfg, from_checkpoint)
+        if from_checkpoint:  # longer raw inputs are blanked (fairseq-interactive would stop on them)
+            self.max_source_tokens = min(self.max_source_tokens, utils.resolve_max_positions(
+                model.max_positions(), (self.cfg.max_source_positions, self.cfg.max_target_positions))[0])
+        return model
+
+    def set_annotation_options(self, spacy_model=None, subword_model=None, settings_file=None) -> None:
+        """Override the annotation options of raw-text inference (the hub's keyword arguments)."""
+        self.annotation_options = {"spacy_model": spacy_model, "subword_model": subword_model,
+                                   "settings_file": settings_file}
+        self._annotator = None
+
+    def _option(self, name: str, cfg_name: str):
+        return self.annotation_options.get(name) or getattr(self.cfg, cfg_name, None)
+
+    def annotation_settings(self) -> Dict:
+        """The settings raw input is annotated with: ``--annotation-settings-file``, else the checkpoint's.
+
+        Raises:
+            ValueError: neither exists (a checkpoint from before settings were recorded).
+        """
+        path = self._option("settings_file", "annotation_settings_file")
+        if path:
+            settings = raw_inference.read_settings(path)
+            if self.model_annotation is not None:
+                raw_inference.check_agree(settings, self.model_annotation, path, "the checkpoint")
+            return settings
+        if self.model_annotation is None:
+            raise ValueError(
+                "the checkpoint records no annotation settings (it was trained before syntax-nmt recorded them, or "
+                f"on data without {raw_inference.ANNOTATION_FILE}), so raw text cannot be annotated as its training "
+                f"data was: pass --annotation-settings-file PATH (hub: annotation_settings_file=PATH) naming the "
+                f"{raw_inference.ANNOTATION_FILE} of the data the model was trained on"
+            )
+        return self.model_annotation
+
+    @property
+    def annotator(self):
+        """The :class:`~syntax_nmt.annotate.online.OnlineAnnotator` for raw input (built on first use)."""
+        if self._annotator is None:
+            from syntax_nmt.annotate.online import OnlineAnnotator
+
+            self._annotator = OnlineAnnotator(
+                self.annotation_settings(),
+                spacy_model=self._option("spacy_model", "annotate_spacy_model"),
+                subword_model=self._option("subword_model", "annotate_subword_model"),
+            )
+            logger.info("annotating raw input with: %s", json.dumps(self._annotator.settings, sort_keys=True))
+        return self._annotator
+
+    def annotate_lines(self, lines: Sequence[str], targets: Optional[Sequence[str]] = None,
+                       conllu=None) -> List[torch.Tensor]:
+        """Annotate raw lines exactly as the training data was, and binarize them.
+
+        Args:
+            lines: raw source lines (``None`` with ``conllu``: the lines are its blocks' words).
+            targets: target lines (tokenized as the training target was), for scoring.
+            conllu: ``(block_no, Sentence)`` pairs to take the parse from instead of spaCy
+                (``--input-conllu``), consumed one per non-empty line.
+
+        Returns:
+            One source tensor per line (EOS appended, as fairseq-preprocess binarizes it), each
+            carrying its streams (and target); see :mod:`syntax_nmt.tasks.raw_inference`.
+        """
+        ann = self.annotator
+        if conllu is None and self.cfg.input_conllu:
+            if self._conllu_blocks is None:
+                from syntax_nmt.annotate.online import conllu_blocks
+
+                self._conllu_blocks = conllu_blocks(self.cfg.input_conllu)
+            conllu = self._conllu_blocks
+        if conllu is not None:
+            lines = list(lines) if lines is not None else None
+            annotated = ann.annotate_conllu(conllu, lines, needed=self.streams,
+                                            source_name=self.cfg.input_conllu or "<conllu>")
+        else:
+            annotated = ann.annotate(list(lines), targets=targets)
+        first = ann.lines_seen - len(annotated) + 1
+        limit = self.max_source_tokens - int(self.cfg.source_prepend_bos)
+        out = []
+        for i, a in enumerate(annotated):
+            src = self.src_dict.encode_line(a.source, add_if_not_exist=False).long()
+            if len(src) > limit and not self.cfg.truncate_source:
+                logger.warning("input line %d: %d tokens, more than the model's %d source positions: translated "
+                               "as an empty line (--truncate-source keeps its beginning)", first + i, len(src), limit)
+                a = type(a)("", dict.fromkeys(a.streams, ""), a.target and "", "too long")
+                src = self.src_dict.encode_line("", add_if_not_exist=False).long()
+            streams = {}
+            for name in self.streams:
+                if name == HEAD_STREAM:
+                    from syntax_nmt.data.binarize import parse_heads
+
+                    streams[name] = torch.from_numpy(parse_heads(a.streams[name], "<input>", first + i))
+                else:
+                    streams[name] = self.stream_dicts[name].encode_line(a.streams[name], add_if_not_exist=False).long()
+                assert len(streams[name]) == len(src), (name, a)
+            tgt = (self.tgt_dict.encode_line(a.target, add_if_not_exist=False).long()
+                   if a.target is not None else None)
+            out.append(raw_inference.attach(src, streams, tgt))
+        return out
+
+    def get_interactive_tokens_and_lengths(self, lines, encode_fn):
+        """fairseq-interactive: annotate the buffered raw lines (``encode_fn``, fairseq's
+        ``--tokenizer``/``--bpe``, is not applied to the source: the annotation settings
+        tokenize and segment it; those options still detokenize the output)."""
+        tokens = self.annotate_lines(lines)
+        return tokens, [t.numel() for t in tokens]
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        """A dataset of annotated source tensors (see :meth:`annotate_lines`), built and padded
+        exactly as :meth:`load_dataset` builds a binarized split."""
+        found = [raw_inference.attached_streams(t) for t in src_tokens]
+        if self.streams and any(s is None for s in found):
+            raise StreamConfigError(
+                f"the model reads source streams {self.streams}, which plain token tensors lack: translate raw "
+                f"text through the task (fairseq-interactive, or SyntaxTransformerModel.from_pretrained(...)"
+                f".translate), or binarized data with fairseq-generate"
+            )
+        sizes = np.array([len(t) for t in src_tokens], dtype=np.int64)
+        src = ListDataset(list(src_tokens), sizes)
+        if self.cfg.truncate_source:  # as fairseq's load_langpair_dataset
+            eos = self.src_dict.eos()
+            src = AppendTokenDataset(TruncateDataset(StripTokenDataset(src, eos), self.cfg.max_source_positions - 1),
+                                     eos)
+        if self.cfg.source_prepend_bos:
+            src = PrependTokenDataset(src, self.src_dict.bos())
+        targets = [raw_inference.attached_target(t) for t in src_tokens]
+        tgt = None
+        if all(t is not None for t in targets) and targets:
+            tgt = ListDataset(targets, np.array([len(t) for t in targets], dtype=np.int64))
+        pair = LanguagePairDataset(
+            src, src.sizes, self.src_dict, tgt, tgt.sizes if tgt is not None else None, self.tgt_dict,
+            left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
+            shuffle=False, pad_to_multiple=self.cfg.required_seq_len_multiple, constraints=constraints,
+        )
+        streams = {name: self._wrap_stream(ListDataset([s[name] for s in found], sizes), name)
+                   for name in self.streams}
+        dataset = StreamLanguagePairDataset(pair, streams, {name: self._pad_value(name) for name in streams})
+        dataset.for_inference = True
+        return dataset
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """fairseq's; a sample without streams (fairseq-interactive keeps only the tokens of the
+        batch the task built) gets the streams of that batch back."""
+        net_input = sample["net_input"]
+        if self.streams and "src_streams" not in net_input:
+            raw_inference.restore_streams(net_input, self._last_inference_batch, self.streams)
+        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
+                                      constraints=constraints)
+
+    def _remember_batch(self, batch) -> None:
+        self._last_inference_batch = batch
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         """fairseq's, except that no sentence of a valid/test split is dropped.
@@ -258,4 +483,18 @@ class SyntaxTranslationTask(TranslationTask):
                 kwargs["required_batch_size_multiple"] = 1
             elif len(args) >= 5:  # max_tokens, max_sentences, max_positions, ignore_invalid_inputs, multiple
                 args = args[:4] + (1,) + args[5:]
-        return super().get_batch_iterator(dataset, *args, **kwargs)
+        for_inference = getattr(dataset, "for_inference", False)
+        if for_inference and len(args) < 12:  # one dataset per buffer of raw lines: do not cache its iterator
+            kwargs["disable_iterator_cache"] = True
+        itr = super().get_batch_iterator(dataset, *args, **kwargs)
+        if for_inference:
+            itr = raw_inference.InferenceBatchIterator(itr, self._remember_batch)
+        return itr
+
+
+def _has_binarized_source(data_path: str, src: Optional[str], tgt: Optional[str]) -> bool:
+    """Whether ``data_path`` holds any binarized split of the language pair (not only dictionaries)."""
+    if not (src and tgt and os.path.isdir(data_path)):
+        return True  # cannot tell: keep the strict check
+    ends = (f".{src}-{tgt}.{src}.idx", f".{tgt}-{src}.{src}.idx")
+    return any(f.endswith(ends) for f in os.listdir(data_path))

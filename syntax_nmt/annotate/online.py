@@ -1,0 +1,391 @@
+"""In-memory annotation of raw input lines, exactly as ``syntax-nmt-annotate`` annotated the training data.
+
+Used by the ``syntax_translation`` task to translate raw text (``fairseq-interactive``,
+the Python hub). Given the annotation settings recorded with the data and the model
+(``annotation.json``, see ``SETTINGS_FORMAT``), :class:`OnlineAnnotator` runs, on lines
+held in memory, the *same* functions as the annotation job:
+
+1. the Moses normalization and tokenization the WMT recipe applied before annotating
+   (only when the settings record one, ``"moses"``);
+2. :func:`~syntax_nmt.annotate.textio.normalize` (what ``read_lines`` does to every line);
+3. the line policies: an empty line stays empty; a line over ``max_words`` words is
+   blanked (``on_long``; at inference ``error`` cannot stop a session, so it blanks too,
+   with a warning); a line longer than spaCy's ``max_length`` characters is blanked;
+4. :func:`~syntax_nmt.annotate.pipeline.build_backend` (spaCy, batched through one
+   ``nlp.pipe`` call per batch of lines, with the recorded tokenization, multi-root
+   policy...), or the parse a user brings as CoNLL-U (:meth:`OnlineAnnotator.annotate_conllu`,
+   checked word for word against the line like ``--backend conllu``);
+5. :func:`~syntax_nmt.annotate.pipeline.make_record` and
+   :func:`~syntax_nmt.annotate.pipeline.render` (escaping, subword segmentation with the
+   recorded model, :func:`~syntax_nmt.annotate.streams.align_streams`);
+6. ``max_subwords``: a line with more subwords than that is blanked.
+
+Each input line gives one :class:`Annotated` line: the subword source line and one
+line per stream, as they would appear in ``P.en``, ``P.pos``... No fairseq import.
+"""
+
+import argparse
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from syntax_nmt.syntax.conllu import Sentence, read_conllu
+
+from .parsed import check_tree, empty_sentence, resolve_roots
+from .pipeline import build_backend, make_record, output_names, render
+from .streams import STREAMS
+from .subwords import file_sha256, load_segmenter
+from .textio import InputError, normalize
+
+logger = logging.getLogger("syntax_nmt.annotate.online")
+
+# -- SEAM: the settings file ------------------------------------------------------------------------
+# Until syntax_nmt/annotate/settings.py (the producer side, same format) is merged, this module
+# reads annotation.json itself. At the merge, replace read_settings / SETTINGS_VERSION / ESCAPE_RULES
+# by the ones of settings.py; nothing else here depends on how the file is written.
+SETTINGS_VERSION = 1
+ESCAPE_RULES = "v1"
+SETTINGS_KEYS = ("version", "src_lang", "backend", "spacy_model", "pretokenized", "parser_unescape", "pos_tagset",
+                 "case", "multi_root", "subword", "subword_model", "subword_model_sha256", "escape", "max_words",
+                 "max_subwords", "on_long", "on_empty", "moses")
+MOSES_KEYS = ("lang", "normalize", "aggressive_dash_splits", "escape")
+
+
+def read_settings(path: str) -> Dict:
+    """Read and validate an ``annotation.json``.
+
+    Raises:
+        ValueError: not a JSON object, a missing key, or an unknown version (naming key and file).
+    """
+    with open(path, encoding="utf-8") as f:
+        try:
+            settings = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"{path}: expected a JSON object of annotation settings")
+    for key in SETTINGS_KEYS:
+        if key not in settings:
+            raise ValueError(f"{path}: annotation setting {key!r} is missing")
+    if settings["version"] != SETTINGS_VERSION:
+        raise ValueError(f"{path}: annotation settings version {settings['version']!r}, this syntax-nmt reads "
+                         f"version {SETTINGS_VERSION}")
+    moses = settings["moses"]
+    if moses is not None:
+        missing = [k for k in MOSES_KEYS if not isinstance(moses, dict) or k not in moses]
+        if missing:
+            raise ValueError(f"{path}: annotation setting 'moses' lacks {missing}")
+    return settings
+
+
+def settings_from_args(args: argparse.Namespace) -> Dict:
+    """The settings of a parsed and checked ``syntax-nmt-annotate`` namespace (after the run:
+    a learned subword model is hashed)."""
+    from .pipeline import model_file
+
+    path = model_file(args)
+    spacy_model = args.spacy_model if args.backend == "spacy" else None
+    if spacy_model and os.path.exists(spacy_model):
+        spacy_model = os.path.abspath(spacy_model)
+    return {
+        "version": SETTINGS_VERSION, "src_lang": args.src_lang, "backend": args.backend, "spacy_model": spacy_model,
+        "pretokenized": args.pretokenized, "parser_unescape": bool(getattr(args, "parser_unescape", args.pretokenized)),
+        "pos_tagset": args.pos_tagset, "case": args.case, "multi_root": args.multi_root, "subword": args.subword,
+        "subword_model": os.path.abspath(path) if path else None,
+        "subword_model_sha256": file_sha256(path) if path and os.path.exists(path) else None,
+        "escape": ESCAPE_RULES, "max_words": args.max_words, "max_subwords": getattr(args, "max_subwords", 0),
+        "on_long": args.on_long, "on_empty": args.on_empty, "moses": getattr(args, "moses", None),
+    }
+
+
+def write_settings(path: str, settings: Dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(settings, f, indent=1, sort_keys=True)
+
+
+def ensure_data_settings(data_dir: str, annotate_argv: Sequence[str]) -> str:
+    """Write ``DATA/annotation.json`` from a ``syntax-nmt-annotate`` argument list, unless
+    ``syntax-nmt-binarize`` already copied one there (used by the demo, bench and tests)."""
+    from .cli import build_parser, check_args
+
+    path = os.path.join(data_dir, "annotation.json")
+    if not os.path.exists(path):
+        args = build_parser().parse_args([str(a) for a in annotate_argv])
+        check_args(args)
+        write_settings(path, settings_from_args(args))
+    return path
+# -- end of SEAM ---------------------------------------------------------------------------------------
+
+
+def settings_differences(a: Dict, b: Dict) -> List[str]:
+    """Keys whose values differ between two settings (in :data:`SETTINGS_KEYS` order)."""
+    return [k for k in SETTINGS_KEYS if a.get(k) != b.get(k)]
+
+
+@dataclass
+class Annotated:
+    """One annotated input line, as ``syntax-nmt-annotate`` would have written it.
+
+    Attributes:
+        source: the subword source line (``P.en``).
+        streams: ``{stream: line}`` for every stream of :data:`~syntax_nmt.annotate.streams.STREAMS`,
+            each line with as many fields as ``source``.
+        target: the subword target line, when a target was given (for scoring).
+        note: why the line was blanked (empty ``source``), or None.
+    """
+
+    source: str
+    streams: Dict[str, str]
+    target: Optional[str] = None
+    note: Optional[str] = None
+
+
+def moses_preprocess(settings_moses: Dict):
+    """The sacremoses normalization + tokenization recorded in the settings, as a function of a line.
+
+    Mirrors ``examples/wmt14_en_de/prepare.py``: ``MosesPunctNormalizer`` (control characters
+    removed, as ``remove-non-printing-char.perl``) then ``MosesTokenizer.tokenize`` with the
+    recorded ``aggressive_dash_splits`` and ``escape``.
+    """
+    from sacremoses import MosesPunctNormalizer, MosesTokenizer
+
+    lang = settings_moses["lang"]
+    norm = MosesPunctNormalizer(lang=lang, post_remove_control_chars=True) if settings_moses["normalize"] else None
+    tok = MosesTokenizer(lang=lang)
+    dash, escape = bool(settings_moses["aggressive_dash_splits"]), bool(settings_moses["escape"])
+
+    def apply(line: str) -> str:
+        if norm is not None:
+            line = norm.normalize(line)
+        return tok.tokenize(line, aggressive_dash_splits=dash, return_str=True, escape=escape)
+
+    return apply
+
+
+def annotation_args(settings: Dict, spacy_model: Optional[str] = None, batch_size: int = 256,
+                    gpu_id: int = -1, with_target: bool = False) -> argparse.Namespace:
+    """A ``syntax-nmt-annotate`` namespace equivalent to ``settings``, for the pipeline's functions.
+
+    Every settings key becomes the attribute of the same name (the command-line ``dest``);
+    the rest are the run-time options of a single in-memory batch.
+    """
+    args = argparse.Namespace(**{k: settings[k] for k in SETTINGS_KEYS})
+    if spacy_model:
+        args.spacy_model = spacy_model
+    args.source = None
+    args.conllu = None
+    args.target = "<target>" if with_target else None
+    args.tgt_lang = "tgt" if with_target else None
+    args.write_conllu = False
+    args.batch_size = batch_size
+    args.n_process = 1
+    args.gpu_id = gpu_id
+    args.quiet = True
+    return args
+
+
+class OnlineAnnotator:
+    """Annotate raw lines in memory with recorded annotation settings.
+
+    Args:
+        settings: the annotation settings (:func:`read_settings`).
+        spacy_model: another name or path of the same spaCy pipeline (default: the recorded one).
+        subword_model: another path of the same subword model (its SHA-256 must match the recorded one).
+        batch_size: ``nlp.pipe`` batch size.
+        gpu_id: GPU for spaCy (``-1``: CPU).
+
+    Raises:
+        ValueError: settings this version cannot apply, a subword model that is missing or differs
+            from the recorded one (naming the setting and the option that overrides it).
+    """
+
+    def __init__(self, settings: Dict, spacy_model: Optional[str] = None, subword_model: Optional[str] = None,
+                 batch_size: int = 256, gpu_id: int = -1):
+        if settings["escape"] != ESCAPE_RULES:
+            raise ValueError(f"annotation setting escape={settings['escape']!r}: this syntax-nmt escapes words with "
+                             f"rules {ESCAPE_RULES!r}; annotate and train again, or use the syntax-nmt version that "
+                             f"annotated the data")
+        self.settings = settings
+        self.spacy_model = spacy_model
+        self.batch_size = batch_size
+        self.gpu_id = gpu_id
+        self.segmenter = self._segmenter(settings, subword_model)
+        self._moses = moses_preprocess(settings["moses"]) if settings["moses"] else None
+        self._backend = None
+        self.lines_seen = 0
+
+    @staticmethod
+    def _segmenter(settings: Dict, override: Optional[str]):
+        scheme = settings["subword"]
+        if scheme == "none":
+            return load_segmenter("none")
+        path = override or settings["subword_model"]
+        hint = "pass the path of the same model with --annotate-subword-model (hub: annotate_subword_model=...)"
+        if not path or not os.path.isfile(path):
+            raise ValueError(f"annotation setting subword_model: {path!r} does not exist; {hint}")
+        expected = settings.get("subword_model_sha256")
+        if expected and file_sha256(path) != expected:
+            raise ValueError(f"annotation setting subword_model_sha256: {path} is not the subword model the data "
+                             f"was annotated with (sha256 {file_sha256(path)[:12]}..., recorded {expected[:12]}...); "
+                             f"{hint}")
+        return load_segmenter(scheme, path)
+
+    def _args(self, with_target: bool = False) -> argparse.Namespace:
+        return annotation_args(self.settings, self.spacy_model, self.batch_size, self.gpu_id, with_target)
+
+    @property
+    def backend(self):
+        """The recorded parser (built on first use; a spaCy pipeline is loaded once per process)."""
+        if self._backend is None:
+            args = self._args()
+            if args.backend != "spacy" and not self.spacy_model:
+                raise ValueError(
+                    "annotation setting backend='conllu': the training data was parsed by an external parser, so "
+                    "raw text needs its parse too: pass --input-conllu FILE to fairseq-interactive (hub: "
+                    "translate_conllu), or --annotate-spacy-model NAME_OR_PATH to parse with spaCy instead"
+                )
+            args.backend = "spacy"
+            args.source = "<input>"
+            self._backend = build_backend(args)
+        return self._backend
+
+    # -- line policies --------------------------------------------------------------------------------
+    def prepare(self, line: str, moses: bool = True) -> Tuple[str, Optional[str]]:
+        """A raw line as the annotation job reads it, and why it must be blanked (or None)."""
+        if line.startswith("\ufeff"):  # a byte-order mark (read_lines drops it on the first line of a file)
+            line = line[1:]
+        if moses and self._moses is not None:
+            line = self._moses(line)
+        text = normalize(line)
+        s = self.settings
+        nwords = text.count(" ") + 1 if text else 0
+        if s["max_words"] and nwords > s["max_words"]:
+            return "", (f"{nwords} words, more than max_words={s['max_words']} of the annotation "
+                        f"(on_long={s['on_long']}): translated as an empty line")
+        return text, None
+
+    def _blank_long(self, out: Dict[str, List[str]], i: int, names: Sequence[str]) -> Optional[str]:
+        limit = self.settings["max_subwords"]
+        n = len(out[self.settings["src_lang"]][i].split())
+        if limit and n > limit:
+            for name in names:
+                out[name][i] = ""
+            return (f"{n} subwords, more than max_subwords={limit} of the annotation "
+                    f"(on_long={self.settings['on_long']}): translated as an empty line")
+        return None
+
+    def _finish(self, sentences: Iterable[Tuple[int, Sentence, object]], notes: Dict[int, str],
+                targets: Optional[Sequence[str]]) -> List[Annotated]:
+        """Render parsed sentences with the pipeline's own functions."""
+        args = self._args(with_target=targets is not None)
+        names = output_names(args)
+        records = []
+        for k, sentence, blank in sentences:
+            tgt = None if targets is None else ("" if blank else normalize(targets[k]))
+            records.append(make_record(k + 1, sentence, tgt, blank))
+        out, _ = render(records, self.segmenter, args, names)
+        src = self.settings["src_lang"]
+        result = []
+        for i in range(len(records)):
+            note = notes.get(i) or self._blank_long(out, i, names)
+            if note:
+                logger.warning("input line %d: %s", self.lines_seen + i + 1, note)
+            result.append(Annotated(out[src][i], {name: out[name][i] for name in STREAMS},
+                                    out[args.tgt_lang][i] if targets is not None else None, note))
+        self.lines_seen += len(records)
+        return result
+
+    # -- entry points ---------------------------------------------------------------------------------
+    def annotate(self, lines: Sequence[str], targets: Optional[Sequence[str]] = None) -> List[Annotated]:
+        """Parse, segment and align raw lines (one ``nlp.pipe`` call for all of them).
+
+        Args:
+            lines: raw source lines (no newline).
+            targets: optional target lines, tokenized as the training target was (for scoring).
+
+        Returns:
+            One :class:`Annotated` per line, in order.
+        """
+        if targets is not None and len(targets) != len(lines):
+            raise ValueError(f"{len(lines)} source lines but {len(targets)} target lines")
+        texts, notes = [], {}
+        for i, line in enumerate(lines):
+            text, note = self.prepare(line)
+            if note is None and len(text) > self.backend.max_chars:
+                text, note = "", (f"{len(text)} characters, more than spaCy's max_length {self.backend.max_chars}: "
+                                  f"translated as an empty line")
+            texts.append(text)
+            if note:
+                notes[i] = note
+        parsed = self.backend.parse((i, text, i in notes) for i, text in enumerate(texts)) if texts else []
+        return self._finish(parsed, notes, targets)
+
+    def annotate_conllu(self, blocks: Iterator[Tuple[int, Sentence]], lines: Optional[Sequence[str]],
+                        needed: Sequence[str] = STREAMS, source_name: str = "<conllu>") -> List[Annotated]:
+        """Annotate with a parse the user brings, as ``syntax-nmt-annotate --backend conllu`` does.
+
+        Args:
+            blocks: ``(block_no, sentence)`` pairs, consumed one per non-empty line (shared
+                across calls, so a CoNLL-U file can follow a stream of input lines).
+            lines: the raw lines the blocks parse; each block's words are checked against its line
+                (``pretokenized``: the tokens; raw: the characters). ``None``: the lines are the
+                blocks' words (one line per block).
+            needed: the streams the model reads; a CoNLL-U column they come from that is empty
+                (``_``) is an error naming it.
+            source_name: name of the CoNLL-U input in messages.
+
+        Raises:
+            InputError: blocks run out, or do not spell their line, or a needed column is empty.
+        """
+        from .conllu_backend import ConlluBackend
+
+        checker = ConlluBackend(source_name, "<input>", pretokenized=self.settings["pretokenized"],
+                                multi_root=self.settings["multi_root"])
+        notes, sentences = {}, []
+        words_given = lines is None
+        if words_given:
+            lines = []
+            for no, sentence in blocks:
+                lines.append(" ".join(sentence.words))
+                sentences.append((no, sentence))
+            blocks = iter(sentences)
+            sentences = []
+        for i, line in enumerate(lines):
+            text, note = self.prepare(line, moses=not words_given)
+            if not text:
+                if note:  # over max_words: its block is consumed but not used
+                    notes[i] = note
+                    next(blocks, None)
+                sentences.append((i, empty_sentence(), bool(note)))
+                continue
+            nxt = next(blocks, None)
+            if nxt is None:
+                raise InputError(f"{source_name} has no sentence block for input line {self.lines_seen + i + 1} "
+                                 f"(one block per non-empty line)")
+            no, sentence = nxt
+            checker._check(no, sentence, self.lines_seen + i + 1, text)
+            self._check_columns(sentence, needed, f"{source_name} sentence block {no}")
+            try:
+                check_tree(sentence)
+            except ValueError as e:
+                raise InputError(f"{source_name} sentence block {no}: {e}") from None
+            sentences.append((i, resolve_roots(sentence, self.settings["multi_root"]), False))
+        return self._finish(sentences, notes, None)
+
+    def _check_columns(self, sentence: Sentence, needed: Sequence[str], where: str) -> None:
+        columns = {"pos": ("UPOS", 4, sentence.upos) if self.settings["pos_tagset"] == "upos"
+                   else ("XPOS", 5, sentence.xpos), "dep": ("DEPREL", 8, sentence.deprels)}
+        for stream in needed:
+            if stream in columns:
+                name, col, values = columns[stream]
+                if values and all(v in ("", "_") for v in values):
+                    raise InputError(f"{where} has no {name} (column {col}), which the model's {stream!r} stream "
+                                     f"needs (pos_tagset={self.settings['pos_tagset']})")
+
+
+def conllu_blocks(path: str) -> Iterator[Tuple[int, Sentence]]:
+    """``(block_no, sentence)`` of a CoNLL-U file, streaming (1-based block numbers)."""
+    with open(path, encoding="utf-8", newline="\n") as f:
+        yield from enumerate(read_conllu(f, path), 1)

@@ -1,0 +1,136 @@
+"""Python hub for syntax models: translate raw text, annotated on the fly like the training data.
+
+Example::
+
+    from syntax_nmt import SyntaxTransformerModel
+
+    m = SyntaxTransformerModel.from_pretrained("checkpoints", checkpoint_file="checkpoint_best.pt",
+                                               data_name_or_path="data-bin")
+    m.translate("The old teacher saw a small dog .")          # one sentence -> str
+    m.translate(["First sentence .", "Second one ."], beam=4)  # batched: one nlp.pipe call
+    m.score(["The dog sleeps ."], ["Der Hund schläft ."])      # log-probabilities of given targets
+    m.translate_conllu(open("input.conllu").read())            # bring your own parse
+    m.cuda()                                                   # spaCy stays on the CPU
+
+:class:`SyntaxHubInterface` is fairseq's ``GeneratorHubInterface`` whose ``encode``
+annotates (parse, escape, segment, align streams) with the settings recorded in the
+checkpoint, through the task's :meth:`~syntax_nmt.tasks.syntax_translation.SyntaxTranslationTask.annotate_lines`;
+``generate``, beam options, ``.cuda()``/``.half()`` are fairseq's.
+"""
+
+import os
+from typing import List, Optional, Sequence, Union
+
+import torch
+from fairseq import hub_utils
+from fairseq.data.data_utils import post_process
+
+#: Keyword arguments of :func:`from_pretrained` that configure the annotation (not fairseq overrides).
+ANNOTATION_KWARGS = {"annotate_spacy_model": "spacy_model", "annotate_subword_model": "subword_model",
+                     "annotation_settings_file": "settings_file"}
+#: How the subword scheme of the annotation settings is undone on the output.
+POST_PROCESS = {"bpe": "subword_nmt", "spm": "sentencepiece"}
+
+
+class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
+    """fairseq's hub interface for ``syntax_translation`` models; raw inputs are annotated on the fly.
+
+    Source sentences are raw text as the training source was before ``syntax-nmt-annotate``
+    (or, with ``--pretokenized`` data, tokenized the same way; the WMT recipe's Moses
+    tokenization is applied here when the settings record it). fairseq's ``tokenizer``/``bpe``
+    options, if given, only post-process the output (the annotation settings decide the input).
+    """
+
+    def encode(self, sentence: str) -> torch.LongTensor:
+        """Annotate and binarize one raw sentence (the tensor carries its streams)."""
+        return self.task.annotate_lines([sentence])[0]
+
+    def encode_batch(self, sentences: Sequence[str]) -> List[torch.LongTensor]:
+        """Annotate a batch of raw sentences with one ``nlp.pipe`` call."""
+        return self.task.annotate_lines(list(sentences))
+
+    def sample(self, sentences: Union[str, List[str]], beam: int = 1, verbose: bool = False, **kwargs):
+        if isinstance(sentences, str):
+            return self.sample([sentences], beam=beam, verbose=verbose, **kwargs)[0]
+        batched_hypos = self.generate(self.encode_batch(sentences), beam, verbose, **kwargs)
+        return [self.decode(hypos[0]["tokens"]) for hypos in batched_hypos]
+
+    def generate(self, tokenized_sentences, *args, **kwargs):
+        """fairseq's; one annotated sentence (a 1-D tensor from :meth:`encode`) keeps its streams."""
+        if torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1:
+            return super().generate([tokenized_sentences], *args, **kwargs)[0]
+        return super().generate(tokenized_sentences, *args, **kwargs)
+
+    def translate_conllu(self, conllu: Union[str, Sequence], lines: Optional[Sequence[str]] = None,
+                         beam: int = 5, **kwargs) -> List[str]:
+        """Translate sentences whose parse the caller brings (any parser, CoNLL-U).
+
+        Args:
+            conllu: CoNLL-U text (one block per sentence), or a list of
+                :class:`~syntax_nmt.syntax.conllu.Sentence`.
+            lines: the raw lines the blocks parse (checked word by word, as ``--backend conllu``
+                checks ``--source``; empty lines have no block); default: the blocks' words.
+            beam, kwargs: as :meth:`translate`.
+
+        Returns:
+            One translation per line (per block without ``lines``).
+        """
+        import io
+
+        from syntax_nmt.syntax.conllu import read_conllu
+
+        sentences = list(read_conllu(io.StringIO(conllu), "<conllu>")) if isinstance(conllu, str) else list(conllu)
+        tokens = self.task.annotate_lines(lines, conllu=iter(enumerate(sentences, 1)))
+        return [self.decode(hypos[0]["tokens"]) for hypos in self.generate(tokens, beam, **kwargs)]
+
+    def score(self, sentences: Union[str, List[str]], targets: Union[str, List[str]] = None, **kwargs):
+        """Score target sentences given raw source sentences (fairseq's ``score`` scores the
+        source as a language model would, which means nothing for translation).
+
+        Args:
+            sentences: raw source sentences.
+            targets: their targets, tokenized as the training target was (the subword model of
+                the annotation segments them).
+
+        Returns:
+            fairseq's hypothesis dict per pair: ``tokens``, ``score`` (mean log-probability,
+            natural log), ``positional_scores``...
+        """
+        if isinstance(sentences, str):
+            return self.score([sentences], [targets], **kwargs)[0]
+        if targets is None or len(targets) != len(sentences):
+            raise ValueError("score(sentences, targets) needs one target per source sentence")
+        tokens = self.task.annotate_lines(list(sentences), targets=list(targets))
+        return [hypos[0] for hypos in self.generate(tokens, score_reference=True, **kwargs)]
+
+    def remove_bpe(self, sentence: str) -> str:
+        """fairseq's ``bpe`` if one was given, else undo the annotation's subword scheme."""
+        if self.bpe is not None:
+            return self.bpe.decode(sentence)
+        scheme = self.task.annotator.settings["subword"]
+        return post_process(sentence, POST_PROCESS[scheme]) if scheme in POST_PROCESS else sentence
+
+
+def from_pretrained(model_name_or_path: str, checkpoint_file: str = "model.pt", data_name_or_path: str = ".",
+                    archive_map=None, **kwargs) -> SyntaxHubInterface:
+    """Load a checkpoint (ensemble: ``a.pt:b.pt``) as a :class:`SyntaxHubInterface`.
+
+    Args:
+        model_name_or_path: directory (or archive) holding the checkpoint(s).
+        checkpoint_file: checkpoint file name(s) in it, ``:``-separated for an ensemble.
+        data_name_or_path: the data directory with the dictionaries (``dict.*.txt``); relative
+            to the model directory if it starts with ``.``.
+        kwargs: fairseq argument overrides (``beam``, ``max_len_b``...), plus
+            ``annotate_spacy_model``, ``annotate_subword_model``, ``annotation_settings_file``
+            (the options of the same name of fairseq-interactive).
+    """
+    options = {ANNOTATION_KWARGS[k]: kwargs.pop(k) for k in list(kwargs) if k in ANNOTATION_KWARGS}
+    # the plugin as imported now, wherever the checkpoint was trained from (fairseq refuses two
+    # packages named syntax_nmt)
+    kwargs.setdefault("user_dir", os.path.dirname(os.path.abspath(__file__)))
+    x = hub_utils.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, archive_map=archive_map,
+                                  **kwargs)
+    if options:
+        x["task"].set_annotation_options(**options)
+    return SyntaxHubInterface(x["args"], x["task"], x["models"])
+

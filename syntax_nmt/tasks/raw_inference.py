@@ -1,0 +1,135 @@
+"""Raw-text inference for ``syntax_translation``: annotation settings, on-the-fly streams, batches.
+
+The task's fairseq hooks (``get_interactive_tokens_and_lengths``,
+``build_dataset_for_inference``, ``inference_step``) stay thin and call these helpers.
+
+* **Settings.** ``syntax-nmt-binarize`` leaves ``DATA/annotation.json``; when training, the
+  task stores it, as a JSON string, in the model arguments (``annotation_settings``), so
+  ``fairseq-train`` saves it in every checkpoint. At inference the checkpoint's settings
+  are used (``--annotation-settings-file`` replaces them, e.g. for checkpoints trained
+  before they were recorded). Settings that disagree between checkpoint, ensemble members
+  and the data directory are an error naming the first differing setting.
+* **Streams travel with the tokens.** The task annotates raw lines and returns one source
+  tensor per line; the tensors carry their streams as an attribute (:data:`STREAMS_ATTR`),
+  so every fairseq caller that hands the same tensors to ``build_dataset_for_inference``
+  (fairseq-interactive, the hub's ``generate``) gets them without a side table.
+* **fairseq-interactive drops ``src_streams``.** Its ``make_batches`` keeps only
+  ``src_tokens``/``src_lengths`` of each batch. The task's batch iterator remembers the
+  last batch built from an inference dataset; ``inference_step``, called for that very
+  batch before the next one is built, puts its streams back (after checking that the
+  tokens are the same).
+"""
+
+import json
+import logging
+import os
+from typing import Dict, List, Optional
+
+import torch
+from fairseq.data import iterators
+
+from syntax_nmt.annotate.online import read_settings, settings_differences
+
+logger = logging.getLogger(__name__)
+
+ANNOTATION_FILE = "annotation.json"
+#: Model argument (saved in checkpoints) holding the annotation settings as a JSON string.
+MODEL_ARG = "annotation_settings"
+#: Attribute of an annotated source tensor: ``{stream: LongTensor}`` aligned with it.
+STREAMS_ATTR = "syntax_streams"
+#: Attribute of an annotated source tensor: its target tensor (scoring), or absent.
+TARGET_ATTR = "syntax_target"
+#: Settings that are paths: they may differ between machines (the model's hash is compared instead).
+PATH_SETTINGS = ("spacy_model", "subword_model")
+
+
+def data_settings(data_path: str) -> Optional[Dict]:
+    """``DATA/annotation.json`` (validated), or None if the data directory has none."""
+    path = os.path.join(data_path, ANNOTATION_FILE)
+    return read_settings(path) if os.path.exists(path) else None
+
+
+def recorded_settings(model_args) -> Optional[Dict]:
+    """The settings recorded in a checkpoint's model arguments, or None (older checkpoints)."""
+    text = getattr(model_args, MODEL_ARG, None) if model_args is not None else None
+    return json.loads(text) if text else None
+
+
+def record_settings(model_args, settings: Dict) -> None:
+    """Store ``settings`` in the model arguments (a Namespace, or a DictConfig)."""
+    text = json.dumps(settings, sort_keys=True)
+    try:
+        setattr(model_args, MODEL_ARG, text)
+    except Exception:  # omegaconf struct mode (dataclass-configured models)
+        from omegaconf import open_dict
+
+        with open_dict(model_args):
+            setattr(model_args, MODEL_ARG, text)
+
+
+def check_agree(a: Dict, b: Dict, what_a: str, what_b: str) -> None:
+    """Raise ``ValueError`` naming the first setting on which ``a`` and ``b`` differ.
+
+    Paths (``spacy_model``, ``subword_model``) may differ (another machine); a different
+    spaCy path is only logged, and a subword model is compared by its recorded hash.
+    """
+    for key in settings_differences(a, b):
+        if key in PATH_SETTINGS:
+            logger.info("annotation setting %s: %r in %s, %r in %s", key, a.get(key), what_a, b.get(key), what_b)
+            continue
+        raise ValueError(f"annotation setting {key!r} differs: {a.get(key)!r} in {what_a}, {b.get(key)!r} in "
+                         f"{what_b}")
+
+
+def attach(tokens: torch.Tensor, streams: Dict[str, torch.Tensor], target: Optional[torch.Tensor] = None):
+    """Attach streams (and a target) to an annotated source tensor; returns it."""
+    setattr(tokens, STREAMS_ATTR, streams)
+    if target is not None:
+        setattr(tokens, TARGET_ATTR, target)
+    return tokens
+
+
+def attached_streams(tokens: torch.Tensor) -> Optional[Dict[str, torch.Tensor]]:
+    return getattr(tokens, STREAMS_ATTR, None)
+
+
+def attached_target(tokens: torch.Tensor) -> Optional[torch.Tensor]:
+    return getattr(tokens, TARGET_ATTR, None)
+
+
+class InferenceBatchIterator:
+    """An ``EpochBatchIterator`` whose epoch iterators report each batch to ``on_batch`` as it is handed out."""
+
+    def __init__(self, inner, on_batch):
+        self._inner = inner
+        self._on_batch = on_batch
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def next_epoch_itr(self, *args, **kwargs):
+        itr = self._inner.next_epoch_itr(*args, **kwargs)
+
+        def reported():
+            for batch in itr:
+                self._on_batch(batch)
+                yield batch
+
+        return iterators.CountingIterator(reported(), start=itr.n, total=len(itr))
+
+
+def restore_streams(net_input: Dict, last_batch: Optional[Dict], needed: List[str]) -> None:
+    """Put the streams of ``last_batch`` into ``net_input`` (fairseq-interactive's sample).
+
+    Raises:
+        RuntimeError: if the sample is not the batch last handed out (never expected).
+    """
+    tokens = net_input["src_tokens"]
+    last = (last_batch or {}).get("net_input", {})
+    ref = last.get("src_tokens")
+    if ref is None or ref.shape != tokens.shape or not torch.equal(ref.to(tokens.device), tokens):
+        raise RuntimeError(
+            f"syntax_translation: a sample without source streams {needed} that is not the batch the task built "
+            f"last; translate raw text through the task's hooks (fairseq-interactive, SyntaxHubInterface)"
+        )
+    net_input["src_streams"] = {name: last["src_streams"][name].to(tokens.device) for name in needed}

@@ -1,0 +1,226 @@
+"""In-memory annotation (:mod:`syntax_nmt.annotate.online`) gives exactly what ``syntax-nmt-annotate`` writes.
+
+Each test annotates the same lines twice: with the command line (files), and with
+:class:`OnlineAnnotator` built from the annotation settings of that command line, in
+small batches as fairseq-interactive sends them. Every output line must be identical.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+
+import pytest
+
+pytest.importorskip("spacy")
+
+from syntax_nmt.annotate.cli import build_parser, check_args, main  # noqa: E402
+from syntax_nmt.annotate.online import (  # noqa: E402
+    OnlineAnnotator,
+    conllu_blocks,
+    read_settings,
+    settings_from_args,
+    write_settings,
+)
+from syntax_nmt.annotate.textio import InputError  # noqa: E402
+from syntax_nmt.syntax.conllu import Sentence, write_conllu  # noqa: E402
+
+from test_annotate import STREAMS, codes, read, spacy_model, write  # noqa: E402,F401  (fixtures)
+
+#: Lines a user may type: ordinary, empty, whitespace runs, a line spaCy splits in two,
+#: control characters, the BPE marker inside a word, a no-break space, a long line.
+LINES = [
+    "The cat sat on the mat .",
+    "",
+    "  the   dogs\tran  ",
+    "It rains. We stay.",
+    "The\x07 cat \x1b[31m sat \x7f.",
+    "a cat@@dog sat",
+    "The\u00a0cat sat",
+    " ".join(["the cat sat"] * 12),
+    "\x1c\x1d",
+]
+
+
+def cli_outputs(tmp_path, argv, lines, name="cli"):
+    src = write(tmp_path / f"{name}.in.en", lines)
+    prefix = tmp_path / name / "out"
+    assert main(["--source", src, "--src-lang", "en", "-o", str(prefix), "--quiet", *argv]) == 0
+    args = build_parser().parse_args(["--source", src, "--src-lang", "en", "-o", str(prefix), *argv])
+    check_args(args)
+    return {n: read(f"{prefix}.{n}") for n in ("en",) + STREAMS}, settings_from_args(args)
+
+
+def online_outputs(annotator, lines, batch=3):
+    out = {n: [] for n in ("en",) + STREAMS}
+    for k in range(0, len(lines), batch):  # as fairseq-interactive's --buffer-size sends them
+        for a in annotator.annotate(lines[k:k + batch]):
+            out["en"].append(a.source)
+            for n in STREAMS:
+                out[n].append(a.streams[n])
+    return out
+
+
+@pytest.mark.parametrize("extra", [
+    ["--subword", "bpe", "--max-words", "20"],
+    ["--subword", "bpe", "--multi-root", "attach", "--case", "rich", "--pos-tagset", "xpos"],
+    ["--subword", "none", "--pretokenized", "--multi-root", "attach"],
+], ids=["bpe-raw", "bpe-attach-rich-xpos", "none-pretokenized"])
+def test_online_equals_command_line(tmp_path, spacy_model, codes, extra):
+    argv = ["--spacy-model", spacy_model, *extra]
+    if "bpe" in extra:
+        argv += ["--subword-model", codes]
+    expected, settings = cli_outputs(tmp_path, argv, LINES)
+    got = online_outputs(OnlineAnnotator(settings), LINES)
+    assert got == expected
+    assert expected["en"][1] == "" and expected["en"][-1] == ""  # empty and whitespace-only lines stay empty
+    if "--max-words" in extra:
+        assert expected["en"][7] == "" and got["head"][7] == ""  # 36 words > --max-words 20: blanked
+    else:
+        assert len(got["en"][7].split()) >= 36
+    roots = sum(h == "0" and t in "BO" for h, t in zip(got["head"][3].split(), got["subword"][3].split()))
+    assert roots == (1 if "attach" in extra else 2)  # "It rains. We stay.": two sentences, one line
+
+
+def test_online_blanks_what_would_crash_a_session(tmp_path, spacy_model, codes):
+    """Past spaCy's max_length and past max_subwords the line becomes empty (with a note), never an error."""
+    _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "bpe", "--subword-model", codes],
+                              ["x"])
+    ann = OnlineAnnotator(dict(settings, max_subwords=5))
+    ann.backend.max_chars = 30
+    out = ann.annotate(["the cat sat on the mat .", "The cat sat", "The cat " * 10])
+    assert out[0].source == "" and "max_subwords=5" in out[0].note  # 12 subwords
+    assert out[1].source == "The cat sat" and out[1].note is None
+    assert out[2].source == "" and "max_length" in out[2].note
+    assert all(s == "" for s in out[0].streams.values())
+
+
+def test_settings_reader_names_what_is_wrong(tmp_path, spacy_model):
+    _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "none"], ["x"])
+    path = str(tmp_path / "annotation.json")
+    write_settings(path, settings)
+    assert read_settings(path) == settings
+    for key in ("case", "moses", "subword_model_sha256"):
+        broken = {k: v for k, v in settings.items() if k != key}
+        write_settings(path, broken)
+        with pytest.raises(ValueError, match=f"{path}: annotation setting '{key}' is missing"):
+            read_settings(path)
+    write_settings(path, dict(settings, version=2))
+    with pytest.raises(ValueError, match="version 2"):
+        read_settings(path)
+    write_settings(path, dict(settings, moses={"lang": "en"}))
+    with pytest.raises(ValueError, match="'moses' lacks"):
+        read_settings(path)
+    with pytest.raises(ValueError, match="escape='v0'"):
+        OnlineAnnotator(dict(settings, escape="v0"))
+
+
+def test_subword_model_is_checked_by_hash(tmp_path, spacy_model, codes):
+    _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "bpe", "--subword-model", codes],
+                              ["x"])
+    moved = str(tmp_path / "elsewhere.codes")
+    shutil.copy(codes, moved)
+    os.remove(codes)
+    with pytest.raises(ValueError, match="subword_model: .* does not exist; pass .* --annotate-subword-model"):
+        OnlineAnnotator(settings)
+    assert OnlineAnnotator(settings, subword_model=moved).annotate(["the cat"])[0].source == "t@@ h@@ e cat"
+    with open(moved, "a", encoding="utf-8") as f:
+        f.write("h e\n")
+    with pytest.raises(ValueError, match="subword_model_sha256: .* is not the subword model"):
+        OnlineAnnotator(settings, subword_model=moved)
+
+
+SENTS = [
+    Sentence(["The", "cat", "sat", "."], ["DET", "NOUN", "VERB", "PUNCT"], ["DT", "NN", "VBD", "."],
+             [2, 3, 0, 3], ["det", "nsubj", "root", "punct"]),
+    Sentence(["It", "rains", ".", "We", "stay"], ["PRON", "VERB", "PUNCT", "PRON", "VERB"],
+             ["PRP", "VBZ", ".", "PRP", "VBP"], [2, 0, 2, 5, 0], ["nsubj", "root", "punct", "nsubj", "root"]),
+]
+
+
+@pytest.mark.parametrize("policy", ["forest", "attach"])
+def test_bring_your_own_parse_equals_conllu_backend(tmp_path, codes, policy):
+    conllu = str(tmp_path / "in.conllu")
+    with open(conllu, "w", encoding="utf-8") as f:
+        write_conllu(SENTS, f)
+    lines = ["The cat sat.", "", "It rains. We stay"]
+    argv = ["--backend", "conllu", "--conllu", conllu, "--subword", "bpe", "--subword-model", codes,
+            "--multi-root", policy]
+    expected, settings = cli_outputs(tmp_path, argv, lines)
+    ann = OnlineAnnotator(settings)
+    blocks = conllu_blocks(conllu)  # one stream of blocks across calls, as fairseq-interactive's buffers
+    out = ann.annotate_conllu(blocks, lines[:2]) + ann.annotate_conllu(blocks, lines[2:])
+    assert [a.source for a in out] == expected["en"]
+    for n in STREAMS:
+        assert [a.streams[n] for a in out] == expected[n], n
+    # without the lines, the blocks' words are the lines
+    words = OnlineAnnotator(settings).annotate_conllu(conllu_blocks(conllu), None)
+    assert [a.streams["head"] for a in words] == [expected["head"][0], expected["head"][2]]
+    # a parse recorded as CoNLL-U cannot be redone by spaCy unless asked
+    with pytest.raises(ValueError, match="backend='conllu'.*--input-conllu"):
+        ann.annotate(["The cat sat."])
+
+
+def test_bring_your_own_parse_errors(tmp_path, codes):
+    conllu = str(tmp_path / "in.conllu")
+    no_upos = Sentence(["The", "cat"], ["_", "_"], ["DT", "NN"], [2, 0], ["det", "root"])
+    with open(conllu, "w", encoding="utf-8") as f:
+        write_conllu(SENTS[:1] + [no_upos], f)
+    _, settings = cli_outputs(tmp_path, ["--backend", "conllu", "--conllu", conllu, "--subword", "none",
+                                         "--pretokenized"], ["The cat sat .", "The cat"])
+    ann = OnlineAnnotator(settings)
+    with pytest.raises(InputError, match=r"does not match <input>:1 \(--pretokenized\).*'sat' vs 'mat'"):
+        ann.annotate_conllu(conllu_blocks(conllu), ["The cat mat ."])
+    blocks = conllu_blocks(conllu)
+    ann.annotate_conllu(blocks, ["The cat sat ."], needed=("pos",))
+    with pytest.raises(InputError, match=r"block 2 has no UPOS \(column 4\), which the model's 'pos' stream needs"):
+        ann.annotate_conllu(blocks, ["The cat"], needed=("pos",))
+    assert ann.annotate_conllu(conllu_blocks(conllu), ["The cat sat .", "The cat"], needed=("case",))[1].source
+    with pytest.raises(InputError, match="no sentence block for input line"):
+        ann.annotate_conllu(iter([]), ["The cat"])
+
+
+def _recipe():
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "wmt14_en_de", "prepare.py")
+    spec = importlib.util.spec_from_file_location("wmt14_prepare", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_moses_settings_apply_the_recipe_tokenization(tmp_path, spacy_model, codes):
+    """Settings recording the WMT recipe's Moses step: raw input is normalized and tokenized as
+    prepare.py tokenized the training data, then annotated as --pretokenized text."""
+    pytest.importorskip("sacremoses")
+    prepare = _recipe()
+    prepare._init_worker(("en",), False)
+    raw = ["The well-known cat sat on 1,000.5 mats.", "\u201cIt rains,\u201d we said \u2013 don't we?", "",
+           "A  cat & a dog \u00ab sat \u00bb"]
+    tokenized = [prepare.tokenize(line, "en") for line in raw]
+    assert "@-@" in tokenized[0] and "&" in tokenized[3]
+    argv = ["--spacy-model", spacy_model, "--pretokenized", "--subword", "bpe", "--subword-model", codes]
+    expected, settings = cli_outputs(tmp_path, argv, tokenized)
+    settings["moses"] = {"lang": "en", "normalize": True, "aggressive_dash_splits": True, "escape": False}
+    got = online_outputs(OnlineAnnotator(settings), raw, batch=2)
+    assert got == expected
+    plain = online_outputs(OnlineAnnotator(dict(settings, moses=None)), raw, batch=2)
+    assert plain["en"] != expected["en"]  # without the recorded Moses step the input would differ
+
+
+def test_settings_of_the_command_line_are_json(tmp_path, spacy_model):
+    _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "none"], ["x"])
+    assert json.loads(json.dumps(settings)) == settings
+    assert settings["spacy_model"] == os.path.abspath(spacy_model)
+
+
+def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes):
+    argv = ["--spacy-model", spacy_model, "--subword", "bpe", "--subword-model", codes]
+    expected, settings = cli_outputs(tmp_path, argv, LINES[:4])
+    moved = str(tmp_path / "moved-en")
+    shutil.move(spacy_model, moved)
+    try:
+        with pytest.raises(OSError, match="cannot load spaCy pipeline"):
+            OnlineAnnotator(settings).annotate(LINES[:1])
+        assert online_outputs(OnlineAnnotator(settings, spacy_model=moved), LINES[:4]) == expected
+    finally:
+        shutil.move(moved, spacy_model)
