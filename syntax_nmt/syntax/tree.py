@@ -7,7 +7,7 @@ steps), without host-device synchronisation and without data-dependent Python
 control flow, so that it can run inside a model's forward pass under fp16/bf16
 autocast.
 
-Inputs (see ``notes/CONTRACT.md``, stream ``head`` and ``subword``):
+Inputs (the ``head`` and ``subword`` streams, see README.md#streams):
 
 * ``heads`` ``(B, T)`` integer: relative offset from each subword to the FIRST
   subword of its word's head word; ``0`` for every subword of a root word and
@@ -20,8 +20,8 @@ Inputs (see ``notes/CONTRACT.md``, stream ``head`` and ``subword``):
 Conventions:
 
 * Only the head offset of a word's FIRST subword is read; the offsets of its
-  other pieces are ignored (the contract writes the same target for all of
-  them).
+  other pieces are ignored (the annotation writes the same target for all
+  of them).
 * A head that points outside ``[0, T)`` (a truncated sentence), onto a special
   token, or onto the token itself makes the word a root; so do heads of
   special tokens. A sentence may therefore have several roots.
