@@ -192,7 +192,7 @@ def cli_main(argv: Optional[List[str]] = None) -> None:
         datefmt="%Y-%m-%d %H:%M:%S",
         level=logging.WARNING if args.quiet else logging.INFO,
         stream=sys.stderr,
-        force=True,  # fairseq, imported by the syntax_nmt package, configures logging at import
+        force=True,  # replace handlers a library may have installed at import (fairseq does, when loaded)
     )
     try:
         sys.exit(main(args))
