@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 DEMO_DIR ?= demo-out
 BENCH_DIR ?= bench-out
 
-.PHONY: install test test-slow demo bench clean
+.PHONY: install test test-slow demo bench clean mutate
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,18 @@ test: install
 test-slow: install
 	$(PY) -m pytest tests -m slow -rP $(PYTEST_ARGS)  # -rP: print the table the check judged
 
+# Mutation testing of the core modules with their fast tests (mutmut; config in setup.cfg). Slow (hours
+# for everything on 2 cores), not part of CI. MUTATE_ARGS picks mutants, e.g. MUTATE_ARGS='"syntax_nmt.syntax.tree*"';
+# rerunning resumes; `$(VENV)/bin/mutmut browse` / `show NAME` inspect the survivors.
+MUTATE_ARGS ?=
+MUTATE_EXAMPLES ?= 25
+mutate: install
+	SYNTAX_NMT_PROPERTY_EXAMPLES=$(MUTATE_EXAMPLES) $(abspath $(VENV))/bin/mutmut run $(MUTATE_ARGS); \
+	status=$$?; $(abspath $(VENV))/bin/mutmut results; $(abspath $(VENV))/bin/mutmut export-cicd-stats >/dev/null && \
+	$(PY) -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
+	print("mutation score: {} of {} mutants killed ({:.1%}); survived {}, no tests {}".format(s["killed"] + s["timeout"], \
+	s["total"], (s["killed"] + s["timeout"]) / max(s["total"], 1), s["survived"], s["no_tests"]))'; exit $$status
+
 demo: install
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.demo --out $(DEMO_DIR) $(DEMO_ARGS)
 
@@ -39,4 +51,4 @@ bench: install
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.bench --out $(BENCH_DIR) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(DEMO_DIR) $(BENCH_DIR) .pytest_cache
+	rm -rf $(DEMO_DIR) $(BENCH_DIR) .pytest_cache mutants .hypothesis

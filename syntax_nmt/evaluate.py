@@ -24,6 +24,7 @@ randomization (``ar``) of systems against a baseline with
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -137,8 +138,28 @@ def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: 
     return result
 
 
+@contextlib.contextmanager
+def _sacrebleu_seed(seed: Optional[int]):
+    """Set ``SACREBLEU_SEED`` (where sacrebleu's paired tests read their seed) for the block only.
+
+    ``None`` leaves the environment alone: sacrebleu then uses ``$SACREBLEU_SEED`` or its default 12345.
+    """
+    if seed is None:
+        yield
+        return
+    old = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = old
+
+
 def significance(ref_raw: str, baseline: Tuple[str, str], systems: Sequence[Tuple[str, str]],
-                 test_type: str = "bs", n_samples: int = 0, seed: int = 12345,
+                 test_type: str = "bs", n_samples: int = 0, seed: Optional[int] = None,
                  metric: str = "sacrebleu") -> List[Dict]:
     """Paired significance of each system against the baseline (sacrebleu.significance).
 
@@ -149,20 +170,24 @@ def significance(ref_raw: str, baseline: Tuple[str, str], systems: Sequence[Tupl
             (approximate randomization, 10000 trials) when ``n_samples`` is 0.
         metric: ``sacrebleu`` (13a-tokenized BLEU of detokenized text) or ``tokenized``
             (:func:`multi_bleu` on tokenized text).
+        seed: seed of the resampling; ``None``: ``$SACREBLEU_SEED`` if set, else sacrebleu's 12345.
+            Must not be 0 (sacrebleu would leave the system's resampling unseeded).
 
     Returns:
         One dict per system: name, BLEU, bootstrap mean and 95% CI (``bs``) and p-value.
     """
     from sacrebleu.significance import PairedTest
 
-    os.environ.setdefault("SACREBLEU_SEED", str(seed))  # sacrebleu seeds its resampling from this
+    if seed == 0:
+        raise ValueError("significance seed 0 is not reproducible in sacrebleu (it means unseeded); use another")
     named = [(name, read_lines(path)) for name, path in [baseline, *systems]]
     refs = [read_lines(ref_raw)]
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     bleu = BLEU() if metric == "sacrebleu" else multi_bleu()
-    test = PairedTest(named, {"BLEU": bleu}, references=refs, test_type=test_type, n_samples=n_samples)
-    _, scores = test()
+    with _sacrebleu_seed(seed):  # sacrebleu reads the seed from the environment when the test is built and run
+        test = PairedTest(named, {"BLEU": bleu}, references=refs, test_type=test_type, n_samples=n_samples)
+        _, scores = test()
     rows = []
     for (name, _), res in zip(named, scores["BLEU"]):
         rows.append({"name": name, "bleu": res.score, "mean": res.mean, "ci": res.ci, "p_value": res.p_value})
@@ -185,7 +210,7 @@ def format_significance(rows: List[Dict], test_type: str) -> str:
 
 
 def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = None, test_type: str = "bs",
-            n_samples: int = 0, title: str = "", ref_tok: Optional[str] = None) -> str:
+            n_samples: int = 0, title: str = "", ref_tok: Optional[str] = None, seed: Optional[int] = None) -> str:
     """A table of the scores of ``score`` (``PREFIX.json``) for several systems, with the
     p-value of a paired test against ``baseline`` (a prefix, also listed first): on sacreBLEU
     (``PREFIX.detok`` against ``ref_raw``) and, when ``ref_tok`` is given, on tokenized BLEU
@@ -202,7 +227,7 @@ def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = Non
                 continue
             rows = significance(ref, (results[0]["name"], baseline + ext),
                                 [(r["name"], p + ext) for r, p in zip(results[1:], prefixes[1:])],
-                                test_type, n_samples, metric=metric)
+                                test_type, n_samples, seed, metric=metric)
             p_values[metric] = {r["name"]: r["p_value"] for r in rows[1:]}
 
     def p_str(metric, r):
@@ -245,11 +270,11 @@ def main(args: argparse.Namespace):
         return result
     if args.command == "summary":
         text = summary(args.ref_raw, args.prefixes, args.baseline, args.test, args.n_samples, args.title,
-                       args.ref_tok)
+                       args.ref_tok, args.seed)
         print(text)
         return text
     rows = significance(args.ref_raw, _named(args.baseline), [_named(s) for s in args.systems],
-                        args.test, args.n_samples, metric=args.metric)
+                        args.test, args.n_samples, args.seed, metric=args.metric)
     print(format_significance(rows, args.test))
     if args.output:
         with open(args.output, "w") as f:
@@ -257,8 +282,19 @@ def main(args: argparse.Namespace):
     return rows
 
 
+SEED_HELP = "seed of the resampling, not 0 (default: $SACREBLEU_SEED, else 12345)"
+
+
+def _seed(value: str) -> int:
+    seed = int(value)
+    if seed == 0:
+        raise argparse.ArgumentTypeError("0 means unseeded in sacrebleu; use another seed")
+    return seed
+
+
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        prog="syntax-nmt-evaluate",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  syntax-nmt-evaluate score --gen gen.out --ref-raw prep/test.raw.de "
@@ -283,6 +319,7 @@ def get_parser() -> argparse.ArgumentParser:
                    help="paired bootstrap (bs) or approximate randomization (ar)")
     p.add_argument("--n-samples", type=int, default=0, help="0: sacrebleu's default (1000 bs / 10000 ar)")
     p.add_argument("--output", help="write the rows as JSON")
+    p.add_argument("--seed", type=_seed, help=SEED_HELP)
     p = sub.add_parser("summary", help="table of several scored systems, with significance against a baseline")
     p.add_argument("--ref-raw", required=True, help="untokenized reference")
     p.add_argument("--ref-tok", help="tokenized reference: also test tokenized BLEU (PREFIX.tok)")
@@ -291,6 +328,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--test", choices=["bs", "ar"], default="bs")
     p.add_argument("--n-samples", type=int, default=0)
     p.add_argument("--title", default="")
+    p.add_argument("--seed", type=_seed, help=SEED_HELP)
     return parser
 
 

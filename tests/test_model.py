@@ -13,6 +13,10 @@ def _n_params(model):
     return sum(p.numel() for p in model.parameters())
 
 
+def _encoder_inputs(net):
+    return {k: v for k, v in net.items() if k != "prev_output_tokens"}
+
+
 def _batch(task, split="valid", n=8):
     task.load_dataset(split)
     ds = task.dataset(split)
@@ -111,11 +115,44 @@ def test_sgnet_encoder_has_no_nan_in_low_precision(stream_bin, dtype):
     assert torch.isfinite(out.float()).all()
 
 
-def test_learned_alpha_gets_gradients(stream_bin):
-    task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-learn-alpha")
-    net = _batch(task)["net_input"]
-    sg(**net)[0].sum().backward()
-    assert sg.encoder.syntax_modules["sgnet"].aggregate.logit.grad is not None
+def test_gradients_reach_every_parameter_and_alpha_gets_the_exact_gradient(stream_bin):
+    """Features + SG-Net with a learned alpha: every parameter gets a non-zero gradient (none is cut
+    off from the loss), padding rows of the feature embeddings get none, and alpha's gradient equals
+    a central finite difference of the loss (float64 model)."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    task, sg, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet", "--sgnet-learn-alpha",
+                                       "--sgnet-alpha", 0.3, "--dropout", 0)
+    sg.double()
+    batch = _batch(task)
+    net, pad = batch["net_input"], task.target_dictionary.pad()
+
+    def loss():
+        lprobs = F.log_softmax(sg(**net)[0], dim=-1)  # in float64 (fairseq's log_softmax is float32)
+        return F.nll_loss(lprobs.view(-1, lprobs.size(-1)), batch["target"].view(-1), ignore_index=pad,
+                          reduction="sum")
+
+    loss().backward()
+    params = dict(sg.named_parameters())
+    assert [n for n, p in params.items() if p.grad is None or not (p.grad != 0).any()] == []
+    assert any(n.startswith("encoder.embed_tokens.features.") for n in params)
+    for name in ("pos", "case", "subword"):
+        grad = params[f"encoder.embed_tokens.features.{name}.weight"].grad
+        assert (grad[task.stream_dicts[name].pad()] == 0).all()
+    logits = [n for n in params if "syntax" in n and n.endswith("logit")]
+    assert len(logits) == 1
+    logit = params[logits[0]]
+    assert torch.sigmoid(logit).item() == pytest.approx(0.3)
+    eps = 1e-3  # fairseq's attention softmax runs in float32: smaller steps drown in its rounding
+    with torch.no_grad():
+        logit += eps
+        up = loss().item()
+        logit -= 2 * eps
+        down = loss().item()
+        logit += eps
+    assert logit.grad.item() == pytest.approx((up - down) / (2 * eps), rel=1e-3)
+    assert abs(logit.grad.item()) > 1e-3
 
 
 def _generator(task, model, beam):
@@ -133,12 +170,10 @@ def test_beam_one_equals_greedy_and_batched_equals_one_by_one(stream_bin, arch_a
     gen = _generator(task, model, beam=1)
     hyps = task.inference_step(gen, [model], batch)
     tgt = task.target_dictionary
-    net = batch["net_input"]
-    enc_in = {k: v for k, v in net.items() if k != "prev_output_tokens"}
+    ds = task.dataset("test")
     with torch.no_grad():
-        enc = model.encoder(**enc_in)
-        for i in range(len(batch["id"])):  # greedy, no cache, from the model's forward
-            one = model.encoder.reorder_encoder_out(enc, torch.tensor([i]))
+        for i, sid in enumerate(batch["id"].tolist()):  # greedy, no cache, each sentence encoded on its own
+            one = model.encoder(**_encoder_inputs(ds.collater([ds[sid]])["net_input"]))
             prev = torch.tensor([[tgt.eos()]])
             for _ in range(20):
                 logits = model.decoder(prev, encoder_out=one)[0][0, -1]
@@ -154,7 +189,6 @@ def test_beam_one_equals_greedy_and_batched_equals_one_by_one(stream_bin, arch_a
     # batched == one by one (beam 3), with padding changing from batch to batch
     gen3 = _generator(task, model, beam=3)
     batched = task.inference_step(gen3, [model], batch)
-    ds = task.dataset("test")
     for i, sid in enumerate(batch["id"].tolist()):
         single = task.inference_step(gen3, [model], ds.collater([ds[sid]]))
         assert single[0][0]["tokens"].tolist() == batched[i][0]["tokens"].tolist()

@@ -114,7 +114,8 @@ def test_eval_splits_independent_of_train_size(tmp_path):
 
 
 def test_spacy_tokenizer_round_trip(corpus):
-    spacy = pytest.importorskip("spacy")
+    import spacy  # a hard dependency: a broken install must fail, not skip
+
     nlp = spacy.blank("en")
     out, paths = corpus
     with open(paths["test"]["en.conllu"], encoding="utf-8") as f:
@@ -126,7 +127,8 @@ def test_spacy_tokenizer_round_trip(corpus):
 
 
 def test_moses_tokenizer_round_trip_german(corpus):
-    sacremoses = pytest.importorskip("sacremoses")
+    import sacremoses
+
     mt = sacremoses.MosesTokenizer(lang="de")
     out, paths = corpus
     for raw, tok in zip(_lines(paths["test"]["de"]), _lines(paths["test"]["tok.de"])):

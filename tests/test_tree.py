@@ -1,262 +1,195 @@
-"""Tests for syntax_nmt.syntax.tree against a naive per-sentence reference.
+"""Tests for syntax_nmt.syntax.tree against the naive per-sentence reference of naive_tree.py.
 
-The reference walks parent pointers one sentence at a time, straight from the
-definitions (SG-Net eq. 6: SDOI(i) = i and all its ancestors), and computes
-distances by breadth-first search over the undirected tree, so it shares no
-logic with the batched implementation. Random cases use seeded loops
-(hypothesis is not a dependency of the project venv).
+Every function of the module is compared with a plain-Python loop written from the
+definitions (SG-Net eq. 6: SDOI(i) = i and all its ancestors; distances by breadth-first
+search), on hand-built examples and on hypothesis-generated padded batches: random trees and
+arbitrary head arrays (cycles, self-loops, heads into the middle of a word, noise in the heads
+of non-first pieces, truncated sentences), one- and multi-piece words, BOS, EOS, left and right
+padding.
 """
 
-import random
+import os
 import subprocess
 import sys
-from collections import deque
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from naive_tree import Ref, children_matrix, closure, make_batch, make_row, parent_matrix, sibling_matrix
 from syntax_nmt.syntax import tree as T_
 
+# SYNTAX_NMT_PROPERTY_EXAMPLES=N (make mutate): N examples per property, derandomized (reproducible verdicts)
+_EXAMPLES = os.environ.get("SYNTAX_NMT_PROPERTY_EXAMPLES")
+PROPERTY = settings(max_examples=int(_EXAMPLES or 150), derandomize=bool(_EXAMPLES), deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
 # --------------------------------------------------------------------------
-# Building padded batches from per-sentence data
+# Random sentences and batches
 # --------------------------------------------------------------------------
 
 
-def make_row(heads, word_start, length, left_pad, bos=False):
-    """Lay out one sentence (+EOS, optional BOS) padded to ``length``.
+@st.composite
+def sentences(draw, arbitrary=None):
+    """Per-subword (heads, word_start) of one sentence, as in the ``head``/``subword`` streams.
 
-    Returns (heads, word_start, special, offset) where ``offset`` is the
-    position of the first real token.
+    ``arbitrary``: heads are any word (cycles, self-loops) instead of a forest; drawn when None.
     """
-    n = len(heads)
-    body_h = ([0] if bos else []) + list(heads) + [0]
-    body_w = ([True] if bos else []) + list(word_start) + [True]
-    body_s = ([True] if bos else []) + [False] * n + [True]
-    npad = length - len(body_h)
-    assert npad >= 0
-    if left_pad:
-        h = [0] * npad + body_h
-        w = [True] * npad + body_w
-        s = [True] * npad + body_s
-        off = npad + (1 if bos else 0)
-    else:
-        h = body_h + [0] * npad
-        w = body_w + [True] * npad
-        s = body_s + [True] * npad
-        off = 1 if bos else 0
-    return h, w, s, off
-
-
-def make_batch(rows):
-    h = torch.tensor([r[0] for r in rows], dtype=torch.long)
-    w = torch.tensor([r[1] for r in rows], dtype=torch.bool)
-    s = torch.tensor([r[2] for r in rows], dtype=torch.bool)
-    return h, w, s
-
-
-# --------------------------------------------------------------------------
-# Naive reference (one padded row at a time, plain Python)
-# --------------------------------------------------------------------------
-
-
-class Ref:
-    """Reference computations for one padded row."""
-
-    def __init__(self, heads, word_start, special):
-        self.T = T = len(heads)
-        self.special = special
-        # word of each position: a new word starts at word_start, at special
-        # tokens, right after a special token and at position 0
-        self.first = []
-        cur = 0
-        for i in range(T):
-            if i == 0 or word_start[i] or special[i] or special[i - 1]:
-                cur = i
-            self.first.append(cur)
-        # word-level head (as the first subword of the head word), read from
-        # the word's first subword only; None for roots
-        self.word_head = {}
-        for i in range(T):
-            if self.first[i] != i:
-                continue
-            p = i + heads[i]
-            if special[i] or not (0 <= p < T) or special[p] or self.first[p] == i:
-                self.word_head[i] = None
-            else:
-                self.word_head[i] = self.first[p]
-
-    def abs_parent(self, i, heads):
-        p = i + heads[i]
-        if self.special[i] or not (0 <= p < self.T) or self.special[p]:
-            return i
-        return p
-
-    # parent pointers at subword level ---------------------------------
-    def parent(self, i, convention):
-        f = self.first[i]
-        if convention == "first" and f != i:
-            return f
-        return self.word_head[f]  # word-level (first) or the word's head (shared)
-
-    def ancestors_or_self(self, node, parent_fn):
-        out, seen = [node], {node}
-        p = parent_fn(node)
-        while p is not None and p not in seen:
-            out.append(p)
-            seen.add(p)
-            p = parent_fn(p)
-        return out
-
-    def word_ancestors(self, f):
-        return self.ancestors_or_self(f, lambda w: self.word_head[w])
-
-    def subword_ancestors(self, i):
-        return self.ancestors_or_self(i, lambda j: self.parent(j, "first"))
-
-    def sdoi(self, convention):
-        """SG-Net eq. 6: M[i, j] = 1 iff j in SDOI(i) (i itself or an ancestor)."""
-        T = self.T
-        M = [[False] * T for _ in range(T)]
-        for i in range(T):
-            if self.special[i]:
-                M[i][i] = True
-                continue
-            if convention == "shared":
-                anc_words = set(self.word_ancestors(self.first[i]))
-                for j in range(T):
-                    M[i][j] = (not self.special[j]) and self.first[j] in anc_words
-            else:
-                for j in self.subword_ancestors(i):
-                    M[i][j] = True
-        return M
-
-    def depth(self, convention):
-        if convention == "shared":
-            return [len(self.word_ancestors(self.first[i])) - 1 for i in range(self.T)]
-        return [len(self.subword_ancestors(i)) - 1 for i in range(self.T)]
-
-    def distances(self, convention):
-        """BFS path lengths over the undirected tree; -1 if unreachable."""
-        T = self.T
-        if convention == "shared":
-            nodes = sorted(set(self.first))
-            par = {w: self.word_head[w] for w in nodes}
-        else:
-            nodes = list(range(T))
-            par = {i: self.parent(i, "first") for i in nodes}
-        adj = {n: [] for n in nodes}
-        for n, p in par.items():
-            if p is not None:
-                adj[n].append(p)
-                adj[p].append(n)
-        dist_nodes = {}
-        for s in nodes:
-            d = {s: 0}
-            q = deque([s])
-            while q:
-                u = q.popleft()
-                for v in adj[u]:
-                    if v not in d:
-                        d[v] = d[u] + 1
-                        q.append(v)
-            dist_nodes[s] = d
-        node_of = self.first if convention == "shared" else list(range(T))
-        return [[dist_nodes[node_of[i]].get(node_of[j], -1) for j in range(T)] for i in range(T)]
-
-
-# --------------------------------------------------------------------------
-# Random sentences
-# --------------------------------------------------------------------------
-
-
-def random_sentence(rng):
-    """Random forest over words, random subword splits, optional truncation.
-
-    Returns per-subword (heads, word_start) as in the ``head``/``subword``
-    streams of the contract.
-    """
-    n_words = rng.randint(1, 9)
-    order = list(range(n_words))
-    rng.shuffle(order)
-    head_word = [None] * n_words
-    for k, w in enumerate(order):
-        if k > 0 and rng.random() > 0.15:  # a few extra roots now and then
-            head_word[w] = order[rng.randrange(k)]
-    pieces = [rng.choice([1, 1, 1, 2, 3]) for _ in range(n_words)]
+    if arbitrary is None:
+        arbitrary = draw(st.booleans())
+    n_words = draw(st.integers(0, 9))
+    pieces = draw(st.lists(st.integers(1, 3), min_size=n_words, max_size=n_words))
+    if arbitrary:
+        head_word = draw(st.lists(st.none() | st.integers(0, max(n_words - 1, 0)), min_size=n_words,
+                                  max_size=n_words))
+    else:  # a forest: each word attaches to one placed before it in a random order, a few extra roots
+        order = draw(st.permutations(range(n_words)))
+        head_word = [None] * n_words
+        for k, w in enumerate(order):
+            if k > 0 and draw(st.integers(0, 6)) > 0:
+                head_word[w] = order[draw(st.integers(0, k - 1))]
     first_pos, pos = [], 0
     for p in pieces:
         first_pos.append(pos)
         pos += p
+    noisy = draw(st.booleans())  # heads of non-first pieces are never read: put noise there
     heads, wstart = [], []
     for w in range(n_words):
+        hw = head_word[w]
+        target = 0 if hw is None else first_pos[hw] + draw(st.integers(0, pieces[hw] - 1))  # maybe mid-word
         for k in range(pieces[w]):
             i = first_pos[w] + k
-            heads.append(0 if head_word[w] is None else first_pos[head_word[w]] - i)
+            if k > 0 and noisy:
+                heads.append(draw(st.integers(-12, 12)))
+            else:
+                heads.append(0 if hw is None else (target if k == 0 else first_pos[hw]) - i)
             wstart.append(k == 0)
     # truncation: heads may then point outside the kept span (they become roots)
-    r = rng.random()
-    if r < 0.15 and len(heads) > 2:
-        cut = rng.randint(1, len(heads) - 1)
-        heads, wstart = heads[:cut], wstart[:cut]
-    elif r < 0.25 and len(heads) > 2:
-        cut = rng.randint(1, len(heads) - 1)  # may start mid-word
-        heads, wstart = heads[cut:], wstart[cut:]
+    cut = draw(st.sampled_from(["none", "none", "end", "start"]))
+    if cut != "none" and len(heads) > 2:
+        k = draw(st.integers(1, len(heads) - 1))
+        heads, wstart = (heads[:k], wstart[:k]) if cut == "end" else (heads[k:], wstart[k:])  # may start mid-word
     return heads, wstart
 
 
-def random_batch(rng):
-    sents = [random_sentence(rng) for _ in range(rng.randint(1, 5))]
-    bos = rng.random() < 0.2
-    length = max(len(h) for h, _ in sents) + 1 + int(bos) + rng.randint(0, 3)
-    rows = [make_row(h, w, length, left_pad=rng.random() < 0.5, bos=bos) for h, w in sents]
-    return rows
+@st.composite
+def batches(draw, arbitrary=None):
+    """Padded rows (heads, word_start, special, offset) of 1-4 sentences."""
+    sents = draw(st.lists(sentences(arbitrary), min_size=1, max_size=4))
+    bos = draw(st.booleans())
+    length = max(len(h) for h, _ in sents) + 1 + int(bos) + draw(st.integers(0, 3))
+    return [make_row(h, w, length, left_pad=draw(st.booleans()), bos=bos) for h, w in sents]
 
 
 # --------------------------------------------------------------------------
-# Random comparisons with the reference
+# Every function against the reference
 # --------------------------------------------------------------------------
 
 
-def test_random_against_reference():
-    rng = random.Random(1234)
-    for _ in range(100):
-        rows = random_batch(rng)
-        heads, ws, sp = make_batch(rows)
-        parents = T_.absolute_parents(heads, sp)
-        results = {c: (T_.syntax_tree(heads, ws, sp, c), T_.syntax_distances(heads, ws, sp, c)) for c in T_.CONVENTIONS}
+@PROPERTY
+@given(batches())
+def test_masks_depths_distances_against_reference(rows):
+    heads, ws, sp = make_batch(rows)
+    parents = T_.absolute_parents(heads, sp)
+    for conv in T_.CONVENTIONS:
+        tree = T_.syntax_tree(heads, ws, sp, conv)
+        mask = T_.sdoi_mask(heads, ws, sp, conv)
+        dist, conn = T_.syntax_distances(heads, ws, sp, conv)
+        assert torch.equal(mask, tree.ancestor)
         for b, (h, w, s, _) in enumerate(rows):
             ref = Ref(h, w, s)
-            assert parents[b].tolist() == [ref.abs_parent(i, h) for i in range(len(h))]
-            for conv, (tree, (dist, conn)) in results.items():
-                exp_mask = ref.sdoi(conv)
-                assert tree.ancestor[b].tolist() == exp_mask, (conv, h, w, s)
-                assert tree.depth[b].tolist() == ref.depth(conv), (conv, h, w, s)
+            assert parents[b].tolist() == [ref.abs_parent(i) for i in range(len(h))]
+            assert tree.ancestor[b].tolist() == ref.sdoi(conv), (conv, h, w, s)
+            assert tree.depth[b].tolist() == ref.depth(conv), (conv, h, w, s)
+            assert tree.word_index[b].tolist() == ref.first
+            if _is_forest(ref, conv):  # BFS distances are those of a forest
                 exp_dist = ref.distances(conv)
                 assert dist[b].tolist() == exp_dist, (conv, h, w, s)
                 assert conn[b].tolist() == [[d >= 0 for d in r] for r in exp_dist]
+        # invariants that hold for any head array, cycles included
+        assert torch.equal(dist, dist.transpose(1, 2)) and torch.equal(conn, conn.transpose(1, 2))
+        assert torch.equal(conn, dist >= 0) and (dist >= -1).all()
+        assert (dist.diagonal(dim1=1, dim2=2) == 0).all() and conn.diagonal(dim1=1, dim2=2).all()
 
 
-def test_tree_distances_and_depths_on_first_convention_tree():
-    """The low-level API (parents -> ancestor -> depths -> distances)."""
-    rng = random.Random(7)
-    for _ in range(40):
-        rows = random_batch(rng)
-        heads, ws, sp = make_batch(rows)
-        parents = T_.subword_parents(heads, ws, sp, "first")
-        A = T_.ancestor_matrix(parents)
-        d = T_.depths(A)
-        dist, conn = T_.tree_distances(A, d)
-        for b, (h, w, s, _) in enumerate(rows):
-            ref = Ref(h, w, s)
-            assert parents[b].tolist() == [
-                i if ref.parent(i, "first") is None else ref.parent(i, "first") for i in range(len(h))
-            ]
-            assert d[b].tolist() == ref.depth("first")
-            assert dist[b].tolist() == ref.distances("first")
-            assert (conn[b] == (dist[b] >= 0)).all()
-        # symmetric, zero diagonal
-        assert torch.equal(dist, dist.transpose(1, 2))
-        assert (dist.diagonal(dim1=1, dim2=2) == 0).all()
+def _is_forest(ref, conv):
+    """True when the parent pointers of the row (under the convention) contain no cycle."""
+    par = (lambda j: ref.word_head[j]) if conv == "shared" else (lambda j: ref.parent(j, "first"))
+    nodes = sorted(set(ref.first)) if conv == "shared" else range(ref.T)
+    for n in nodes:
+        seen, j = set(), n
+        while j is not None:
+            if j in seen:
+                return False
+            seen.add(j)
+            j = par(j)
+    return True
+
+
+@PROPERTY
+@given(batches())
+def test_building_blocks_against_reference(rows):
+    """The low-level API one function at a time (word boundaries, parents, closure, depths, distances)."""
+    heads, ws, sp = make_batch(rows)
+    eff = T_.effective_word_start(ws, sp)
+    wsi = T_.word_start_index(ws, sp)
+    wpar = T_.word_parents(heads, ws, sp)
+    first = T_.subword_parents(heads, ws, sp, "first")
+    shared = T_.subword_parents(heads, ws, sp, "shared")
+    anc_first = T_.ancestor_matrix(first)
+    anc_word = T_.ancestor_matrix(wpar)
+    dist_first, conn_first = T_.tree_distances(anc_first, T_.depths(anc_first))
+    for b, (h, w, s, _) in enumerate(rows):
+        ref = Ref(h, w, s)
+        T = len(h)
+        assert eff[b].tolist() == ref.word_starts
+        assert wsi[b].tolist() == ref.first
+        assert wpar[b].tolist() == [ref.word_parent(i) for i in range(T)]
+        assert first[b].tolist() == [i if ref.parent(i, "first") is None else ref.parent(i, "first") for i in range(T)]
+        assert shared[b].tolist() == [i if ref.parent(i, "shared") is None else ref.parent(i, "shared")
+                                      for i in range(T)]
+        assert anc_first[b].tolist() == closure(first[b].tolist())
+        assert anc_word[b].tolist() == closure(wpar[b].tolist())
+        assert T_.depths(anc_first)[b].tolist() == [sum(r) - 1 for r in closure(first[b].tolist())]
+        if _is_forest(ref, "first"):
+            assert dist_first[b].tolist() == ref.distances("first")
+            assert conn_first[b].tolist() == [[d >= 0 for d in r] for r in ref.distances("first")]
+    # syntax_tree's tree_ancestor is the closure of the tree the distances are measured on
+    assert torch.equal(T_.syntax_tree(heads, ws, sp, "shared").tree_ancestor, anc_word)
+    assert torch.equal(T_.syntax_tree(heads, ws, sp, "first").tree_ancestor, anc_first)
+    # expand_word_matrix: out[i, j] = M[w(i), w(j)]
+    M = torch.arange(heads.numel() * heads.shape[1]).view(heads.shape[0], heads.shape[1], heads.shape[1])
+    out = T_.expand_word_matrix(M, wsi)
+    for b in range(len(rows)):
+        f = wsi[b].tolist()
+        assert out[b].tolist() == [[M[b, f[i], f[j]].item() for j in range(len(f))] for i in range(len(f))]
+
+
+@PROPERTY
+@given(st.integers(1, 40).flatmap(lambda T: st.lists(st.lists(st.integers(0, T - 1), min_size=T, max_size=T),
+                                                      min_size=1, max_size=3)))
+def test_ancestor_matrix_of_any_parent_array(parent_rows):
+    """Closure of arbitrary parent arrays (forests, cycles, self-loops) equals walking the pointers."""
+    parents = torch.tensor(parent_rows)
+    A = T_.ancestor_matrix(parents)
+    for b, row in enumerate(parent_rows):
+        assert A[b].tolist() == closure(row)
+    assert T_.depths(A).tolist() == [[sum(r) - 1 for r in closure(row)] for row in parent_rows]
+
+
+@PROPERTY
+@given(st.integers(1, 12).flatmap(lambda T: st.lists(st.lists(st.integers(0, T - 1), min_size=T, max_size=T),
+                                                      min_size=1, max_size=3)))
+def test_parent_children_sibling_matrices_against_reference(parent_rows):
+    parents = torch.tensor(parent_rows)
+    P, P0 = T_.parent_matrix(parents), T_.parent_matrix(parents, include_roots=False)
+    C, S = T_.children_matrix(parents), T_.sibling_matrix(parents)
+    for b, row in enumerate(parent_rows):
+        assert P[b].tolist() == parent_matrix(row)
+        assert P0[b].tolist() == parent_matrix(row, include_roots=False)
+        assert C[b].tolist() == children_matrix(row)
+        assert S[b].tolist() == sibling_matrix(row)
 
 
 def test_ancestor_matrix_deep_chains():
@@ -272,18 +205,34 @@ def test_ancestor_matrix_deep_chains():
         assert conn.all()
 
 
-def test_cycles_terminate():
+@pytest.mark.parametrize("conv", ["shared", "first"])
+def test_cycles_terminate_with_finite_values(conv):
     # 0 -> 1 -> 2 -> 0 is a cycle, 3 -> 0 hangs below it; heads are relative
     heads = torch.tensor([[1, 1, -2, -3]])
     ws = torch.ones(1, 4, dtype=torch.bool)
     sp = torch.zeros(1, 4, dtype=torch.bool)
-    for conv in T_.CONVENTIONS:
-        m = T_.sdoi_mask(heads, ws, sp, conv)
-        assert m[0, :3, :3].all()  # the cycle sees itself
-        assert m[0, 3].all()
-        assert m.diagonal(dim1=1, dim2=2).all()
-        dist, _ = T_.syntax_distances(heads, ws, sp, conv)  # finite, no hang
-        assert dist.shape == (1, 4, 4)
+    m = T_.sdoi_mask(heads, ws, sp, conv)
+    # the cycle sees itself (and nothing below it); 3 sees the cycle and itself
+    assert m[0].int().tolist() == [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
+    assert T_.syntax_tree(heads, ws, sp, conv).depth[0].tolist() == [2, 2, 2, 3]
+    dist, conn = T_.syntax_distances(heads, ws, sp, conv)
+    # depth(i) + depth(j) - 2 (common - 1): nodes of the cycle coincide, 3 is one edge below it
+    assert dist[0].tolist() == [[0, 0, 0, 1], [0, 0, 0, 1], [0, 0, 0, 1], [1, 1, 1, 0]]
+    assert conn.all()
+
+
+@pytest.mark.parametrize("T", [2, 31, 64, 65])
+def test_long_cycle_terminates(T):
+    """A cycle through every token (i -> i+1, last -> 0): every token sees all, depth T-1, no hang."""
+    heads = torch.ones(1, T, dtype=torch.long)
+    heads[0, -1] = -(T - 1)
+    ws = torch.ones(1, T, dtype=torch.bool)
+    sp = torch.zeros(1, T, dtype=torch.bool)
+    tree = T_.syntax_tree(heads, ws, sp)
+    assert tree.ancestor.all()
+    assert tree.depth[0].tolist() == [T - 1] * T
+    dist, conn = T_.syntax_distances(heads, ws, sp)
+    assert (dist == 0).all() and conn.all()
 
 
 # --------------------------------------------------------------------------
@@ -399,10 +348,16 @@ def test_conventions_hand_built():
     assert torch.equal(T_.sdoi_mask(heads.short(), ws, sp), T_.sdoi_mask(heads, ws, sp))
 
 
-def test_bad_convention():
+@pytest.mark.parametrize("fn", [
+    lambda h, w, s, c: T_.sdoi_mask(h, w, s, c),
+    lambda h, w, s, c: T_.syntax_tree(h, w, s, c),
+    lambda h, w, s, c: T_.syntax_distances(h, w, s, c),
+    lambda h, w, s, c: T_.subword_parents(h, w, s, c),
+])
+def test_bad_convention(fn):
     h = torch.zeros(1, 2, dtype=torch.long)
-    with pytest.raises(ValueError):
-        T_.sdoi_mask(h, h.bool() | True, h.bool(), "last")
+    with pytest.raises(ValueError, match=r"unknown subword convention 'last', expected one of \('shared', 'first'\)"):
+        fn(h, h.bool() | True, h.bool(), "last")
 
 
 # --------------------------------------------------------------------------
@@ -410,44 +365,69 @@ def test_bad_convention():
 # --------------------------------------------------------------------------
 
 
-def test_left_vs_right_padding_same_masks():
-    rng = random.Random(99)
-    for _ in range(20):
-        sents = [random_sentence(rng) for _ in range(3)]
-        L = max(len(h) for h, _ in sents) + 1 + rng.randint(0, 4)
-        right = [make_row(h, w, L, left_pad=False) for h, w in sents]
-        left = [make_row(h, w, L, left_pad=True) for h, w in sents]
-        for conv in T_.CONVENTIONS:
-            mr = T_.sdoi_mask(*make_batch(right), conv)
-            ml = T_.sdoi_mask(*make_batch(left), conv)
-            dr, _ = T_.syntax_distances(*make_batch(right), conv)
-            dl, _ = T_.syntax_distances(*make_batch(left), conv)
-            for b, (h, _) in enumerate(sents):
-                n = len(h) + 1  # real tokens + EOS
-                ro, lo = right[b][3], left[b][3]
-                assert torch.equal(mr[b, ro : ro + n, ro : ro + n], ml[b, lo : lo + n, lo : lo + n])
-                assert torch.equal(dr[b, ro : ro + n, ro : ro + n], dl[b, lo : lo + n, lo : lo + n])
+@PROPERTY
+@given(st.lists(sentences(), min_size=1, max_size=3), st.integers(0, 4), st.booleans())
+def test_left_vs_right_padding_same_masks(sents, extra, bos):
+    L = max(len(h) for h, _ in sents) + 1 + int(bos) + extra
+    right = [make_row(h, w, L, left_pad=False, bos=bos) for h, w in sents]
+    left = [make_row(h, w, L, left_pad=True, bos=bos) for h, w in sents]
+    for conv in T_.CONVENTIONS:
+        mr = T_.sdoi_mask(*make_batch(right), conv)
+        ml = T_.sdoi_mask(*make_batch(left), conv)
+        dr, _ = T_.syntax_distances(*make_batch(right), conv)
+        dl, _ = T_.syntax_distances(*make_batch(left), conv)
+        for b, (h, _) in enumerate(sents):
+            n = len(h) + 1 + int(bos)  # (BOS) real tokens EOS
+            ro, lo = right[b][3] - int(bos), left[b][3] - int(bos)
+            assert torch.equal(mr[b, ro : ro + n, ro : ro + n], ml[b, lo : lo + n, lo : lo + n])
+            assert torch.equal(dr[b, ro : ro + n, ro : ro + n], dl[b, lo : lo + n, lo : lo + n])
 
 
-def test_special_tokens_self_only_and_rows_nonempty():
-    rng = random.Random(5)
-    for _ in range(30):
-        heads, ws, sp = make_batch(random_batch(rng))
-        for conv in T_.CONVENTIONS:
-            m = T_.sdoi_mask(heads, ws, sp, conv)
-            assert m.any(-1).all()
-            assert m.diagonal(dim1=1, dim2=2).all()
-            eye = torch.eye(m.shape[1], dtype=torch.bool)
-            # special rows: only themselves; special columns: only themselves
-            assert torch.equal(m & sp[:, :, None], eye & sp[:, :, None])
-            assert torch.equal(m & sp[:, None, :], eye & sp[:, None, :])
+@PROPERTY
+@given(batches())
+def test_special_tokens_self_only_and_rows_nonempty(rows):
+    heads, ws, sp = make_batch(rows)
+    for conv in T_.CONVENTIONS:
+        m = T_.sdoi_mask(heads, ws, sp, conv)
+        assert m.any(-1).all()
+        assert m.diagonal(dim1=1, dim2=2).all()
+        eye = torch.eye(m.shape[1], dtype=torch.bool)
+        # special rows: only themselves; special columns: only themselves
+        assert torch.equal(m & sp[:, :, None], eye & sp[:, :, None])
+        assert torch.equal(m & sp[:, None, :], eye & sp[:, None, :])
+        d, conn = T_.syntax_distances(heads, ws, sp, conv)
+        assert torch.equal(conn & sp[:, :, None], eye & sp[:, :, None])  # specials connect to nothing else
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_additive_mask_values_and_sums_of_two_masks_stay_finite(dtype):
+    """Forbidden entries hold half the most negative finite value: two masks (or a mask and a score
+    of up to that size) add up to a finite number in every dtype; ``finfo.min`` or ``-inf`` would not."""
+    allowed = torch.tensor([[[True, False, True], [False, True, False]]])
+    mask = T_.additive_mask(allowed, dtype)
+    fill = torch.finfo(dtype).min / 2
+    assert mask.dtype == dtype and mask.shape == allowed.shape
+    assert mask.tolist() == [[[0.0, fill, 0.0], [fill, 0.0, fill]]]
+    two = mask + mask
+    assert torch.isfinite(two).all()
+    assert (two[~allowed] == torch.finfo(dtype).min).all() and (two[allowed] == 0).all()
+    score = torch.full(allowed.shape, fill, dtype=dtype)
+    assert torch.isfinite(mask + score).all()
+    # an explicit fill value is used as given
+    assert T_.additive_mask(allowed, dtype, float("-inf"))[~allowed].isneginf().all()
+    assert (T_.additive_mask(allowed, dtype, -7.0)[~allowed] == -7.0).all()
+    assert (T_.additive_mask(allowed, dtype, -7.0)[allowed] == 0).all()
+    assert T_.additive_mask(allowed).dtype == torch.float32
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fill", [None, float("-inf")])
 def test_additive_mask_softmax_no_nan(dtype, fill):
-    rng = random.Random(11)
-    heads, ws, sp = make_batch(random_batch(rng))
+    rows = [make_row([1, 0, -1, -2, 0], [True, True, False, True, True], 9, left_pad=lp, bos=lp) for lp in (0, 1)]
+    heads, ws, sp = make_batch(rows)
     allowed = T_.sdoi_mask(heads, ws, sp)
     mask = T_.additive_mask(allowed, dtype, fill_value=fill)
     assert mask.dtype == dtype
@@ -472,7 +452,7 @@ def test_parent_children_sibling_matrices():
     P = T_.parent_matrix(parents)
     assert P.sum(-1).tolist() == [[1] * 6]
     assert P[0].nonzero().tolist() == [[0, 0], [1, 0], [2, 0], [3, 1], [4, 1], [5, 5]]
-    assert T_.parent_matrix(parents, include_roots=False)[0, 0].sum() == 0
+    assert T_.parent_matrix(parents, include_roots=False)[0].nonzero().tolist() == [[1, 0], [2, 0], [3, 1], [4, 1]]
     C = T_.children_matrix(parents)
     assert C[0].nonzero().tolist() == [[0, 1], [0, 2], [1, 3], [1, 4]]
     S = T_.sibling_matrix(parents)
@@ -488,6 +468,7 @@ def test_imports_without_fairseq():
     code = (
         "import sys; sys.modules['fairseq'] = None\n"
         "import syntax_nmt.syntax.tree as t\n"
+        "import syntax_nmt.syntax.conllu as c\n"
         "assert sys.modules['fairseq'] is None\n"
         "assert not any(m.startswith('fairseq.') for m in sys.modules)\n"
     )
@@ -496,21 +477,33 @@ def test_imports_without_fairseq():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu_without_sync_under_autocast():
-    rng = random.Random(3)
-    heads, ws, sp = make_batch(random_batch(rng))
-    cpu = {c: (T_.sdoi_mask(heads, ws, sp, c), T_.syntax_distances(heads, ws, sp, c)) for c in T_.CONVENTIONS}
-    h, w, s = heads.cuda(), ws.cuda(), sp.cuda()
+    rows = [make_row(h, w, 14, left_pad=lp, bos=bos) for (h, w), lp, bos in [
+        (([1, 0, -1, -2, 0, 3, -1, -6], [1, 1, 0, 1, 1, 1, 0, 1]), False, False),
+        (([2, 1, 0, 5, -3], [1, 1, 1, 1, 1]), True, False),
+        (([0, -1, -1, 1, -4, -2, 0, 0, 0, -9, 1, -11], [1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]), True, False),
+    ]]
+    heads, ws, sp = make_batch(rows)
+    parents = T_.absolute_parents(heads, sp)
+
+    def everything(h, w, s, p):
+        out = {}
+        for c in T_.CONVENTIONS:
+            out[c] = (T_.sdoi_mask(h, w, s, c), *T_.syntax_distances(h, w, s, c), T_.syntax_tree(h, w, s, c).depth,
+                      T_.subword_parents(h, w, s, c))
+        out["rel"] = (T_.parent_matrix(p), T_.parent_matrix(p, include_roots=False), T_.children_matrix(p),
+                      T_.sibling_matrix(p), T_.word_start_index(w, s), T_.additive_mask(out["shared"][0], torch.float16))
+        return out
+
+    cpu = everything(heads, ws, sp, parents)
+    h, w, s, p = heads.cuda(), ws.cuda(), sp.cuda(), parents.cuda()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         with torch.autocast("cuda", dtype=torch.float16):
-            out = {c: (T_.sdoi_mask(h, w, s, c), T_.syntax_distances(h, w, s, c)) for c in T_.CONVENTIONS}
-            mask = T_.additive_mask(out["shared"][0], torch.float16)
+            gpu = everything(h, w, s, p)
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    for c in T_.CONVENTIONS:
-        assert out[c][0].device.type == "cuda"
-        assert torch.equal(out[c][0].cpu(), cpu[c][0])
-        assert torch.equal(out[c][1][0].cpu(), cpu[c][1][0])
-        assert torch.equal(out[c][1][1].cpu(), cpu[c][1][1])
-    assert mask.dtype == torch.float16
+    for key, tensors in gpu.items():
+        for i, (g, c) in enumerate(zip(tensors, cpu[key])):
+            assert g.device.type == "cuda", (key, i)
+            assert g.dtype == c.dtype and torch.equal(g.cpu(), c), (key, i)

@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
+import sacrebleu
+from sacrebleu.significance import PairedTest
 
-pytest.importorskip("fairseq")
-pytest.importorskip("spacy")
+from syntax_nmt import evaluate
 
 RECIPE = Path(__file__).resolve().parent.parent / "examples" / "wmt14_en_de"
 SIZES = {"train": 400, "valid": 24, "test": 30}
@@ -142,37 +143,63 @@ def test_training_averaged_checkpoints(recipe_run):
 
 
 def test_scores_and_significance(recipe_run):
+    """The scores and the p-value of summary.txt, recomputed here with sacrebleu from the files on disk."""
     work, stdout, _, _ = recipe_run
-    eval_dir = work / "eval" / "p100"
+    eval_dir, prep = work / "eval" / "p100", work / "prep" / "p100"
+    refs_raw, refs_tok = _read(prep / "test.raw.de"), _read(prep / "test.de")
+    detok = {}
+    summary = (eval_dir / "summary.txt").read_text()
+    lines = {line.split()[0]: line.split() for line in summary.splitlines() if line.split()}
     for config in CONFIGS.split():
         res = json.loads((eval_dir / f"{config}.json").read_text())
-        assert res["sentences"] == SIZES["test"]
-        assert 0.0 <= res["sacrebleu"] <= 100.0 and 0.0 <= res["compound_split_bleu"] <= 100.0
-        assert 0.0 <= res["tokenized_bleu"] <= 100.0
-        assert res["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
-        assert len(_read(eval_dir / f"{config}.detok")) == SIZES["test"]
-    summary = (eval_dir / "summary.txt").read_text()
-    assert "sacreBLEU signature: nrefs:1|case:mixed" in summary
-    lines = {line.split()[0]: line for line in summary.splitlines() if line.split()}
-    assert lines["baseline"].split()[2] == lines["baseline"].split()[4] == "baseline"
-    row = lines["syntax_sgnet"].split()  # name, sacreBLEU, p, tok.BLEU, p, split BLEU
-    for p_value in (float(row[2].rstrip("*")), float(row[4].rstrip("*"))):
-        assert 0.0 <= p_value <= 1.0
-    assert float(row[3]) == pytest.approx(json.loads((eval_dir / "syntax_sgnet.json").read_text())["tokenized_bleu"],
-                                          abs=0.005)
+        hyps_tok = evaluate.read_hypotheses(str(eval_dir / f"{config}.gen"))
+        assert _read(eval_dir / f"{config}.tok") == hyps_tok and len(hyps_tok) == SIZES["test"] == res["sentences"]
+        detok[config] = _read(eval_dir / f"{config}.detok")
+        assert detok[config] == evaluate.detokenize(hyps_tok)
+        bleu = sacrebleu.corpus_bleu(detok[config], [refs_raw])
+        split = sacrebleu.corpus_bleu([evaluate.compound_split(h) for h in hyps_tok],
+                                      [[evaluate.compound_split(r) for r in refs_tok]], tokenize="none", force=True)
+        assert (res["sacrebleu"], res["compound_split_bleu"]) == (bleu.score, split.score)
+        assert res["signature"] == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+        tok = sacrebleu.corpus_bleu(hyps_tok, [refs_tok], tokenize="none", smooth_method="none", force=True)
+        assert res["tokenized_bleu"] == pytest.approx(tok.score, abs=1e-9)
+        # name, sacreBLEU, p, tok.BLEU, p, split BLEU
+        row = lines[config]
+        assert [row[1], row[3], row[5]] == [f"{bleu.score:.2f}", f"{tok.score:.2f}", f"{split.score:.2f}"]
+    assert f"sacreBLEU signature: {res['signature']}" in summary
+    assert lines["baseline"][2] == lines["baseline"][4] == "baseline"
+    # the paired bootstrap of the recipe, with the seed it was given (SACREBLEU_SEED=7)
+    os.environ["SACREBLEU_SEED"] = "7"
+    try:
+        _, scores = PairedTest([(c, detok[c]) for c in CONFIGS.split()], {"BLEU": sacrebleu.BLEU()},
+                               references=[refs_raw], test_type="bs", n_samples=0)()
+    finally:
+        del os.environ["SACREBLEU_SEED"]
+    p_value = scores["BLEU"][1].p_value
+    assert lines["syntax_sgnet"][2] == f"{p_value:.4f}" + ("*" if p_value < 0.05 else "")
     assert "paired bootstrap" in summary
 
 
 def test_rerun_skips_finished_stages(recipe_run):
+    """A second run redoes nothing: every output keeps its bytes and modification time."""
     work, _, env, _ = recipe_run
+
+    def snapshot():
+        return {p: (p.stat().st_mtime_ns, p.read_bytes()) for d in ("prep", "data-bin", "checkpoints")
+                for p in sorted((work / d).rglob("*")) if p.is_file()}
+
+    before = snapshot()
     t0 = time.time()
     proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=dict(env, STAGES="download prepare binarize train"),
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    print(f"\nrerun of finished stages: {time.time() - t0:.1f}s")
     assert "skipped" in proc.stdout and "is up to date" in proc.stdout
     assert f"{work}/data-bin/p100 is complete" in proc.stdout
     assert proc.stdout.count("is complete") == 1 + len(CONFIGS.split())
-    assert time.time() - t0 < 60
+    assert "fairseq_cli.train" not in proc.stdout + proc.stderr
+    after = snapshot()
+    assert sorted(after) == sorted(before) and [p for p in after if after[p] != before[p]] == []
 
 
 @pytest.mark.parametrize("config", ["baseline", "syntax", "sgnet", "syntax_sgnet"])

@@ -6,6 +6,7 @@ import http.server
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -73,8 +74,19 @@ def test_manifest_lists_the_official_archives():
     for e in entries:
         assert e["url"].startswith("https://statmt.org/wmt1") and e["url"].endswith("/" + e["name"])
         for algo, length in (("sha256", 64), ("md5", 32)):
-            assert e[algo] is None or (len(e[algo]) == length and int(e[algo], 16) >= 0)
+            assert e[algo] is None or re.fullmatch(f"[0-9a-f]{{{length}}}", e[algo]), (e["name"], algo)
         assert e["checksum_source"]
+    # which archive is verified by what: sha256 for the training data, md5 for the test sets, none for dev
+    assert {e["name"]: (e["sha256"] is not None, e["md5"] is not None) for e in entries} == {
+        "training-parallel-europarl-v7.tgz": (True, False), "training-parallel-commoncrawl.tgz": (True, False),
+        "training-parallel-nc-v9.tgz": (True, False), "dev.tgz": (False, False),
+        "test-full.tgz": (False, True), "test-filtered.tgz": (False, True)}
+    # the test-set md5s are sacrebleu's own (the files `sacrebleu -t wmt14[/full]` downloads)
+    from sacrebleu.dataset import DATASETS
+
+    by_url = {e["url"]: e["md5"] for e in entries}
+    for key in ("wmt14", "wmt14/full"):
+        assert [by_url[u] for u in DATASETS[key].data] == DATASETS[key].md5
 
 
 @pytest.mark.parametrize("mirror_form", ["dir", "file_url"])
@@ -332,63 +344,19 @@ def test_prepare_filtered_test_and_sentencepiece(mirror, tmp_path):
 
 
 # ----------------------------------------------------------------------------- evaluate
+# syntax_nmt.evaluate itself is tested in test_evaluate.py; here: the recipe's tokenization and
+# evaluate.py's detokenization and compound splitting fit together.
 from syntax_nmt import evaluate  # noqa: E402  (the recipe's evaluate.py wraps it)
 
 
-@pytest.mark.parametrize("line,expected", [
-    ("ein langfristiger Plan", "ein langfristiger Plan"),
-    ("E-Mail", "E ##AT##-##AT## Mail"),
-    ("a-b-c", "a ##AT##-##AT## b-c"),  # perl s///g does not overlap matches either
-    ("long @-@ term", "long @ ##AT##-##AT## @ term"),
-    ("- x -", "- x -"),
-])
-def test_compound_split(line, expected):
-    assert evaluate.compound_split(line) == expected
-
-
-def test_read_hypotheses_orders_by_id(tmp_path):
-    log = tmp_path / "gen.out"
-    log.write_text("S-1\tb\nH-1\t-0.5\tzwei\nD-1\t-0.5\tzwei\nH-0\t-0.1\teins\nH-0\t-0.9\tworse\nH-2\t-1\t\n"
-                   "Generate test with beam=4: BLEU4 = 1.0\n")
-    assert evaluate.read_hypotheses(str(log)) == ["eins", "zwei", ""]
-    log.write_text("H-1\t-0.5\tzwei\n")
-    with pytest.raises(ValueError):
-        evaluate.read_hypotheses(str(log))
-
-
-def write(path, lines_):
-    Path(path).write_text("".join(x + "\n" for x in lines_), encoding="utf-8")
-    return str(path)
-
-
-def test_score_and_significance(tmp_path):
-    refs_raw = ["Die E-Mail kam um 10 Uhr an.", "Wir mögen grüne Äpfel.", "Sie gingen früh nach Hause."] * 4
+def test_prepare_tokenization_round_trips_through_evaluate():
+    refs_raw = ["Die E-Mail kam um 10 Uhr an.", "Wir mögen grüne Äpfel.", "Ein langfristiger Plan & mehr."]
     prepare._init_worker(("de",), escape=False)
     refs_tok = [prepare.tokenize(r, "de") for r in refs_raw]
-    gen = tmp_path / "sys.gen"
-    gen.write_text("".join(f"H-{i}\t-0.1\t{t}\n" for i, t in enumerate(refs_tok)), encoding="utf-8")
-    res = evaluate.score(str(gen), write(tmp_path / "ref.raw", refs_raw), write(tmp_path / "ref.tok", refs_tok),
-                         str(tmp_path / "sys"))
-    assert res["sacrebleu"] == pytest.approx(100.0) and res["compound_split_bleu"] == pytest.approx(100.0)
-    assert res["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
-    assert lines(tmp_path / "sys.detok") == refs_raw  # Moses detokenization restores the raw text
-    assert json.loads((tmp_path / "sys.json").read_text())["sentences"] == 12
-
-    # compound splitting gives credit for the parts of a wrong compound
-    hyp = ["Die E @-@ Post kam um 10 Uhr an ."]
-    ref = ["Die E @-@ Mail kam um 10 Uhr an ."]
-    assert evaluate.compound_split_bleu(hyp, ref)[0] > evaluate.BLEU(tokenize="none").corpus_score(hyp, [ref]).score
-
-    base = write(tmp_path / "base.detok", ["Die Post kam an.", "Wir mögen Äpfel.", "Sie gingen."] * 4)
-    rows = evaluate.significance(str(tmp_path / "ref.raw"), ("baseline", base),
-                                 [("syntax", str(tmp_path / "sys.detok"))], "bs", n_samples=200)
-    assert [r["name"] for r in rows] == ["baseline", "syntax"]
-    assert rows[0]["p_value"] is None and 0 <= rows[1]["p_value"] < 0.05
-    text = evaluate.format_significance(rows, "bs")
-    assert "syntax" in text and "p = " in text and "paired bootstrap vs baseline" in text
-    rows_ar = evaluate.significance(str(tmp_path / "ref.raw"), ("baseline", base),
-                                    [("syntax", str(tmp_path / "sys.detok"))], "ar", n_samples=200)
-    assert rows_ar[1]["p_value"] < 0.05
+    assert refs_tok == ["Die E @-@ Mail kam um 10 Uhr an .", "Wir mögen grüne Äpfel .",
+                        "Ein langfristiger Plan & mehr ."]
+    assert evaluate.detokenize(refs_tok) == refs_raw
+    assert evaluate.compound_split(refs_tok[0]) == "Die E @ ##AT##-##AT## @ Mail kam um 10 Uhr an ."
 
 
 def multi_bleu_perl(hyps, refs):

@@ -20,8 +20,8 @@ Inputs (the stream contract: README.md, section "Streams"; streams ``head`` and 
 Conventions:
 
 * Only the head offset of a word's FIRST subword is read; the offsets of its
-  other pieces are ignored (the contract writes the same target for all of
-  them).
+  other pieces are ignored (the annotation writes the same target for all
+  of them).
 * A head that points outside ``[0, T)`` (a truncated sentence), onto a special
   token, or onto the token itself makes the word a root; so do heads of
   special tokens. A sentence may therefore have several roots.

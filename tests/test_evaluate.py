@@ -1,0 +1,318 @@
+"""syntax_nmt.evaluate (syntax-nmt-evaluate): every function on hypotheses that differ from the
+references, with expected values computed here straight from sacrebleu (or written out by hand)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sacrebleu
+from sacrebleu.significance import PairedTest
+
+from syntax_nmt import evaluate
+
+# Tokenized (Moses, aggressive dashes) hypotheses and references; the raw references; the
+# hypotheses detokenized, written out by hand; and both compound-split, written out by hand.
+HYP_TOK = ["Die E @-@ Post kam um 10 Uhr .", "Wir mögen grüne Äpfel sehr .", "Sie gingen nach Hause ."]
+REF_TOK = ["Die E @-@ Mail kam um 10 Uhr an .", "Wir mögen grüne Äpfel .", "Sie gingen früh nach Hause ."]
+REF_RAW = ["Die E-Mail kam um 10 Uhr an.", "Wir mögen grüne Äpfel.", "Sie gingen früh nach Hause."]
+HYP_DETOK = ["Die E-Post kam um 10 Uhr.", "Wir mögen grüne Äpfel sehr.", "Sie gingen nach Hause."]
+HYP_SPLIT = ["Die E @ ##AT##-##AT## @ Post kam um 10 Uhr .", "Wir mögen grüne Äpfel sehr .", "Sie gingen nach Hause ."]
+REF_SPLIT = ["Die E @ ##AT##-##AT## @ Mail kam um 10 Uhr an .", "Wir mögen grüne Äpfel .",
+             "Sie gingen früh nach Hause ."]
+
+
+def write(path, lines):
+    Path(path).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return str(path)
+
+
+def read(path):
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
+def gen_log(path, hyps, order=None):
+    """A fairseq-generate log: S/T/H/D/P lines, sentences in ``order``, a worse 2nd-best after each best."""
+    order = order if order is not None else range(len(hyps))
+    out = []
+    for i in order:
+        out += [f"S-{i}\tsource {i}", f"T-{i}\tref {i}", f"H-{i}\t-0.25\t{hyps[i]}", f"D-{i}\t-0.25\t{hyps[i]}",
+                f"P-{i}\t-0.1 -0.4", f"H-{i}\t-0.90\tworse {i}"]
+    out.append("Generate test with beam=4: BLEU4 = 12.34")
+    return write(path, out)
+
+
+# ------------------------------------------------------------------------------------ pieces
+@pytest.mark.parametrize("line,expected", [
+    ("ein langfristiger Plan", "ein langfristiger Plan"),
+    ("E-Mail", "E ##AT##-##AT## Mail"),
+    ("a-b-c", "a ##AT##-##AT## b-c"),  # perl s///g does not overlap matches either
+    ("a-b c-d", "a ##AT##-##AT## b c ##AT##-##AT## d"),  # but replaces every match
+    ("long @-@ term", "long @ ##AT##-##AT## @ term"),
+    ("- x -", "- x -"),
+    ("x- -y", "x- -y"),
+])
+def test_compound_split(line, expected):
+    assert evaluate.compound_split(line) == expected
+
+
+def test_read_and_write_lines_keep_empty_lines_and_carriage_returns(tmp_path):
+    lines = ["a b", "", "c\rd", "  e  "]
+    evaluate.write_lines(str(tmp_path / "x"), lines)
+    assert (tmp_path / "x").read_bytes() == "a b\n\nc\rd\n  e  \n".encode("utf-8")
+    assert evaluate.read_lines(str(tmp_path / "x")) == lines
+    (tmp_path / "u").write_bytes("Äpfel\n".encode("utf-8"))
+    assert evaluate.read_lines(str(tmp_path / "u")) == ["Äpfel"]
+
+
+def test_read_hypotheses_orders_by_id_and_keeps_the_best(tmp_path):
+    log = gen_log(tmp_path / "gen.out", ["eins", "zwei", "drei"], order=[2, 0, 1])
+    assert evaluate.read_hypotheses(log) == ["eins", "zwei", "drei"]
+    log = tmp_path / "gen2.out"
+    log.write_text("S-1\tb\nH-1\t-0.5\tzwei\tmit tab\nD-1\t-0.5\tzwei\nH-0\t-0.1\teins\nH-0\t-0.9\tworse\nH-2\t-1\n",
+                   encoding="utf-8")
+    assert evaluate.read_hypotheses(str(log)) == ["eins", "zwei", ""]  # no text field: empty hypothesis
+    for text in ("H-1\t-0.5\tzwei\n", "H-0\t-1\ta\nH-2\t-1\tb\n"):
+        log.write_text(text, encoding="utf-8")
+        with pytest.raises(ValueError, match="hypothesis ids are not 0..") as e:
+            evaluate.read_hypotheses(str(log))
+        assert str(log) in str(e.value)
+
+
+def test_detokenize_undoes_moses_tokenization():
+    assert evaluate.detokenize(HYP_TOK) == HYP_DETOK
+    assert evaluate.detokenize(["l' homme « x »"], lang="fr") == ["l'homme « x »"]
+
+
+def test_detok_bleu_on_different_hypotheses():
+    score, text, signature = evaluate.detok_bleu(HYP_DETOK, REF_RAW)
+    expected = sacrebleu.corpus_bleu(HYP_DETOK, [REF_RAW])
+    assert score == pytest.approx(expected.score, abs=1e-9) and score == pytest.approx(44.59295701277325)
+    assert text == str(expected) and text.startswith("BLEU = 44.59 88.9/60.0/41.7/22.2 (BP = 0.946")
+    assert signature == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+    assert evaluate.detok_bleu(REF_RAW, HYP_DETOK)[0] == pytest.approx(sacrebleu.corpus_bleu(REF_RAW, [HYP_DETOK]).score)
+
+
+def test_compound_split_bleu_on_different_hypotheses():
+    score, text = evaluate.compound_split_bleu(HYP_TOK, REF_TOK)
+    expected = sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT], tokenize="none", force=True)
+    assert score == pytest.approx(expected.score, abs=1e-9) and score == pytest.approx(53.14718531127631)
+    assert text == str(expected) and "hyp_len = 22 ref_len = 23" in text
+    # hypotheses and references do not commute (brevity penalty, precisions)
+    swapped = sacrebleu.corpus_bleu(REF_SPLIT, [HYP_SPLIT], tokenize="none", force=True).score
+    assert evaluate.compound_split_bleu(REF_TOK, HYP_TOK)[0] == pytest.approx(swapped)
+    assert swapped == pytest.approx(52.5045734246133)
+    # tokenize="none": 13a would split "##AT##-##AT##" and "@" differently
+    assert score != pytest.approx(sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT]).score)
+
+
+# ------------------------------------------------------------------------------------- score
+def test_score_writes_and_reports_exact_values(tmp_path):
+    log = gen_log(tmp_path / "sys.gen", HYP_TOK, order=[1, 2, 0])
+    res = evaluate.score(log, write(tmp_path / "ref.raw", REF_RAW), write(tmp_path / "ref.tok", REF_TOK),
+                         str(tmp_path / "sys"))
+    detok = sacrebleu.corpus_bleu(HYP_DETOK, [REF_RAW])
+    split = sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT], tokenize="none", force=True)
+    signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+    expected = {"name": "sys", "sentences": 3, "sacrebleu": detok.score, "sacrebleu_str": str(detok),
+                "signature": signature, "compound_split_bleu": split.score, "compound_split_bleu_str": str(split)}
+    assert res == expected
+    assert json.loads((tmp_path / "sys.json").read_text()) == expected
+    assert read(tmp_path / "sys.tok") == HYP_TOK
+    assert read(tmp_path / "sys.detok") == HYP_DETOK
+
+
+@pytest.mark.parametrize("n_raw,n_tok", [(2, 3), (3, 2), (4, 4)])
+def test_score_refuses_mismatched_line_counts(tmp_path, n_raw, n_tok):
+    log = gen_log(tmp_path / "sys.gen", HYP_TOK)
+    raw = write(tmp_path / "ref.raw", (REF_RAW * 2)[:n_raw])
+    tok = write(tmp_path / "ref.tok", (REF_TOK * 2)[:n_tok])
+    with pytest.raises(ValueError, match=f"^3 hypotheses, {n_raw} raw and {n_tok} tokenized references$"):
+        evaluate.score(log, raw, tok, str(tmp_path / "sys"))
+    assert not (tmp_path / "sys.json").exists()
+
+
+# ------------------------------------------------------------------------------ significance
+REFS12 = ["Die E-Mail kam um 10 Uhr an.", "Wir mögen grüne Äpfel.", "Sie gingen früh nach Hause.",
+          "Der Hund schläft im Garten.", "Es regnet seit Tagen.", "Das Haus ist sehr alt.",
+          "Ich lese ein gutes Buch.", "Er trinkt keinen Kaffee.", "Die Sonne scheint hell.",
+          "Wir fahren morgen nach Berlin.", "Das Essen war kalt.", "Sie spielt gern Klavier."]
+BASE12 = ["Die Post kam an.", "Wir mögen Äpfel.", "Sie gingen.", "Ein Hund schläft.", "Es regnet.",
+          "Das Haus ist alt.", "Ich lese ein Buch.", "Er trinkt Kaffee.", "Die Sonne scheint.",
+          "Wir fahren nach Berlin.", "Das Essen war kalt.", "Sie spielt."]
+SYS12 = ["Die E-Mail kam um 10 Uhr.", "Wir mögen grüne Äpfel.", "Sie gingen nach Hause.",
+         "Der Hund schläft im Garten.", "Es regnet seit Tagen.", "Das Haus ist alt.", "Ich lese ein gutes Buch.",
+         "Er trinkt keinen Tee.", "Die Sonne scheint hell.", "Wir fahren morgen nach Berlin.",
+         "Das Essen war sehr kalt.", "Sie spielt gern."]
+
+
+@pytest.fixture
+def systems(tmp_path):
+    return (write(tmp_path / "ref.raw", REFS12), write(tmp_path / "base.detok", BASE12),
+            write(tmp_path / "sys.detok", SYS12))
+
+
+def sacrebleu_paired(test_type, seed, n_samples):
+    """The same test run directly with sacrebleu, seeded through its own environment variable."""
+    old = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        _, scores = PairedTest([("baseline", BASE12), ("syntax", SYS12)], {"BLEU": sacrebleu.BLEU()},
+                               references=[REFS12], test_type=test_type, n_samples=n_samples)()
+    finally:
+        if old is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = old
+    return [(r.score, r.mean, r.ci, r.p_value) for r in scores["BLEU"]]
+
+
+@pytest.mark.parametrize("test_type", ["bs", "ar"])
+def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, test_type):
+    monkeypatch.delenv("SACREBLEU_SEED", raising=False)
+    ref, base, sys_ = systems
+    rows = {}
+    for seed in (1, 999):
+        rows[seed] = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], test_type, 200, seed=seed)
+        assert "SACREBLEU_SEED" not in os.environ  # nothing leaks into the environment
+        assert [r["name"] for r in rows[seed]] == ["baseline", "syntax"]
+        got = [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in rows[seed]]
+        assert got == sacrebleu_paired(test_type, seed, 200)
+    assert rows[1][0]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(BASE12, [REFS12]).score)
+    assert rows[1][1]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12, [REFS12]).score)
+    assert rows[1][0]["p_value"] is None and 0 < rows[1][1]["p_value"] < 0.05
+    # the seed is used, every time: two seeds, two different resamplings
+    if test_type == "bs":
+        assert rows[1][0]["ci"] != rows[999][0]["ci"] and rows[1][1]["ci"] != rows[999][1]["ci"]
+    else:
+        assert rows[1][0]["mean"] is None  # no confidence estimation for ar
+        assert rows[1][1]["p_value"] != rows[999][1]["p_value"]
+    again = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], test_type, 200, seed=1)
+    assert again == rows[1]
+
+
+def test_significance_seed_none_follows_the_environment_and_restores_it(systems, monkeypatch):
+    ref, base, sys_ = systems
+    monkeypatch.setenv("SACREBLEU_SEED", "7")
+    from_env = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100)
+    assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in from_env] == sacrebleu_paired("bs", 7, 100)
+    explicit = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100, seed=8)
+    assert os.environ["SACREBLEU_SEED"] == "7"
+    assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in explicit] == sacrebleu_paired("bs", 8, 100)
+    monkeypatch.delenv("SACREBLEU_SEED")
+    default = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100)
+    assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in default] == sacrebleu_paired("bs", 12345, 100)
+    with pytest.raises(ValueError, match="seed 0"):
+        evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100, seed=0)
+
+
+def test_format_significance_exact_text():
+    rows = [{"name": "baseline", "bleu": 20.123, "mean": 20.0, "ci": 1.234, "p_value": None},
+            {"name": "syntax", "bleu": 22.5, "mean": 22.456, "ci": 1.0, "p_value": 0.0123},
+            {"name": "sgnet", "bleu": 20.2, "mean": 20.25, "ci": 0.5, "p_value": 0.05}]
+    assert evaluate.format_significance(rows, "bs").splitlines() == [
+        "baseline         BLEU = 20.12 (mu = 20.00 +- 1.23)  [baseline]",
+        "syntax           BLEU = 22.50 (mu = 22.46 +- 1.00)  p = 0.0123* (paired bootstrap vs baseline)",
+        "sgnet            BLEU = 20.20 (mu = 20.25 +- 0.50)  p = 0.0500  (paired bootstrap vs baseline)",
+    ]
+    ar = [dict(r, mean=None, ci=None) for r in rows[:2]]
+    assert evaluate.format_significance(ar, "ar").splitlines() == [
+        "baseline         BLEU = 20.12  [baseline]",
+        "syntax           BLEU = 22.50  p = 0.0123* (approximate randomization vs baseline)",
+    ]
+
+
+# ----------------------------------------------------------------------- summary and the CLI
+@pytest.fixture
+def scored(tmp_path):
+    """Two systems scored with ``score``: the prefixes and the raw reference."""
+    refs_tok = [r.replace(".", " .").replace("E-Mail", "E @-@ Mail") for r in REFS12]
+    ref_raw, ref_tok = write(tmp_path / "ref.raw", REFS12), write(tmp_path / "ref.tok", refs_tok)
+    prefixes = {}
+    for name, hyps in (("baseline", BASE12), ("syntax", SYS12)):
+        tok = [h.replace(".", " .").replace("E-Mail", "E @-@ Mail") for h in hyps]
+        evaluate.score(gen_log(tmp_path / f"{name}.gen", tok), ref_raw, ref_tok, str(tmp_path / name))
+        prefixes[name] = str(tmp_path / name)
+    return ref_raw, prefixes
+
+
+def test_summary_table_exact(scored, monkeypatch):
+    monkeypatch.delenv("SACREBLEU_SEED", raising=False)
+    ref_raw, prefixes = scored
+    res = {n: json.loads(Path(p + ".json").read_text()) for n, p in prefixes.items()}
+    assert res["syntax"]["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12, [REFS12]).score)
+    p = sacrebleu_paired("bs", 5, 100)[1][3]
+    text = evaluate.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100,
+                            title="WMT14", seed=5)
+    b, s = res["baseline"], res["syntax"]
+    assert text.splitlines() == [
+        "WMT14",
+        f"{'system':<16} {'sacreBLEU':>9} {'tok. BLEU':>9}  p (paired bootstrap)",
+        f"baseline         {b['sacrebleu']:>9.2f} {b['compound_split_bleu']:>9.2f}  baseline",
+        f"syntax           {s['sacrebleu']:>9.2f} {s['compound_split_bleu']:>9.2f}  {p:.4f}{'*' if p < 0.05 else ''}",
+        "tok. BLEU: tokenized, compound-split BLEU (as published WMT14 numbers); * p < 0.05 against the baseline",
+        f"sacreBLEU signature: {b['signature']}",
+    ]
+    assert p < 0.05
+    # without a baseline: no test, no p column; the baseline given among the prefixes is listed once, first
+    plain = evaluate.summary(ref_raw, [prefixes["syntax"], prefixes["baseline"]])
+    assert plain.splitlines()[0].rstrip() == f"{'system':<16} {'sacreBLEU':>9} {'tok. BLEU':>9}"
+    assert [line.split()[0] for line in plain.splitlines()[1:3]] == ["syntax", "baseline"]
+    both = evaluate.summary(ref_raw, [prefixes["baseline"], prefixes["syntax"]], baseline=prefixes["baseline"],
+                            test_type="ar", n_samples=100, seed=5)
+    assert [line.split()[0] for line in both.splitlines()[1:3]] == ["baseline", "syntax"]
+    assert "p (approximate randomization)" in both.splitlines()[0]
+
+
+def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SACREBLEU_SEED", raising=False)
+    ref_raw, prefixes = scored
+    parse = evaluate.get_parser().parse_args
+    res = evaluate.main(parse(["score", "--gen", str(tmp_path / "syntax.gen"), "--ref-raw", ref_raw,
+                               "--ref-tok", str(tmp_path / "ref.tok"), "--out-prefix", str(tmp_path / "again")]))
+    assert res == dict(json.loads(Path(prefixes["syntax"] + ".json").read_text()), name="again")
+    assert capsys.readouterr().out == (f"again: {res['sacrebleu_str']}\n  signature: {res['signature']}\n"
+                                       f"  compound-split tokenized {res['compound_split_bleu_str']}\n")
+    rows = evaluate.main(parse(["significance", "--ref-raw", ref_raw, "--baseline", f"base={prefixes['baseline']}.detok",
+                                prefixes["syntax"] + ".detok", "--n-samples", "100", "--seed", "3",
+                                "--output", str(tmp_path / "rows.json")]))
+    expected = evaluate.significance(ref_raw, ("base", prefixes["baseline"] + ".detok"),
+                                     [("syntax", prefixes["syntax"] + ".detok")], "bs", 100, seed=3)
+    assert rows == expected and [r["name"] for r in rows] == ["base", "syntax"]  # NAME=path and path -> stem
+    assert capsys.readouterr().out == evaluate.format_significance(expected, "bs") + "\n"
+    assert json.loads((tmp_path / "rows.json").read_text()) == json.loads(json.dumps(expected))
+    text = evaluate.main(parse(["summary", "--ref-raw", ref_raw, "--baseline", prefixes["baseline"],
+                                prefixes["syntax"], "--test", "ar", "--n-samples", "100", "--seed", "3",
+                                "--title", "T"]))
+    assert text == evaluate.summary(ref_raw, [prefixes["syntax"]], prefixes["baseline"], "ar", 100, "T", seed=3)
+    assert capsys.readouterr().out == text + "\n"
+    assert "SACREBLEU_SEED" not in os.environ
+
+
+def test_named_systems():
+    assert evaluate._named("syntax=eval/x.detok") == ("syntax", "eval/x.detok")
+    assert evaluate._named("eval/sgnet.detok") == ("sgnet", "eval/sgnet.detok")
+    assert evaluate._named("a=b=c") == ("a", "b=c")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["significance", "--ref-raw", "r", "--baseline", "b", "s", "--seed", "0"], "argument --seed: 0 means unseeded"),
+    (["score", "--gen", "{missing}", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"], "No such file"),
+    (["score", "--gen", "{gen}", "--ref-raw", "{ref}", "--ref-tok", "{ref}", "--out-prefix", "{tmp}/o"],
+     "3 hypotheses, 2 raw and 2 tokenized references"),
+])
+def test_cli_errors_are_one_line(tmp_path, argv, message):
+    gen = gen_log(tmp_path / "g", HYP_TOK)
+    ref = write(tmp_path / "r", REF_RAW[:2])
+    argv = [a.format(missing=tmp_path / "missing", gen=gen, ref=ref, tmp=tmp_path) for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.evaluate", *argv], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    error = [line for line in lines if "error:" in line]
+    assert len(error) == 1 and error[0].startswith("syntax-nmt-evaluate") and message in error[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    if "--seed" not in argv:  # argparse's own errors come with the usage line; ours are the only line
+        assert lines == error
