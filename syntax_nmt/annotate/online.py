@@ -25,7 +25,6 @@ line per stream, as they would appear in ``P.en``, ``P.pos``... No fairseq impor
 """
 
 import argparse
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -41,68 +40,10 @@ from .textio import InputError, normalize
 
 logger = logging.getLogger("syntax_nmt.annotate.online")
 
-# -- SEAM: the settings file ------------------------------------------------------------------------
-# Until syntax_nmt/annotate/settings.py (the producer side, same format) is merged, this module
-# reads annotation.json itself. At the merge, replace read_settings / SETTINGS_VERSION / ESCAPE_RULES
-# by the ones of settings.py; nothing else here depends on how the file is written.
-SETTINGS_VERSION = 1
-ESCAPE_RULES = "v1"
-SETTINGS_KEYS = ("version", "src_lang", "backend", "spacy_model", "pretokenized", "parser_unescape", "pos_tagset",
-                 "case", "multi_root", "subword", "subword_model", "subword_model_sha256", "escape", "max_words",
-                 "max_subwords", "on_long", "on_empty", "moses")
-MOSES_KEYS = ("lang", "normalize", "aggressive_dash_splits", "escape")
-
-
-def read_settings(path: str) -> Dict:
-    """Read and validate an ``annotation.json``.
-
-    Raises:
-        ValueError: not a JSON object, a missing key, or an unknown version (naming key and file).
-    """
-    with open(path, encoding="utf-8") as f:
-        try:
-            settings = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(settings, dict):
-        raise ValueError(f"{path}: expected a JSON object of annotation settings")
-    for key in SETTINGS_KEYS:
-        if key not in settings:
-            raise ValueError(f"{path}: annotation setting {key!r} is missing")
-    if settings["version"] != SETTINGS_VERSION:
-        raise ValueError(f"{path}: annotation settings version {settings['version']!r}, this syntax-nmt reads "
-                         f"version {SETTINGS_VERSION}")
-    moses = settings["moses"]
-    if moses is not None:
-        missing = [k for k in MOSES_KEYS if not isinstance(moses, dict) or k not in moses]
-        if missing:
-            raise ValueError(f"{path}: annotation setting 'moses' lacks {missing}")
-    return settings
-
-
-def settings_from_args(args: argparse.Namespace) -> Dict:
-    """The settings of a parsed and checked ``syntax-nmt-annotate`` namespace (after the run:
-    a learned subword model is hashed)."""
-    from .pipeline import model_file
-
-    path = model_file(args)
-    spacy_model = args.spacy_model if args.backend == "spacy" else None
-    if spacy_model and os.path.exists(spacy_model):
-        spacy_model = os.path.abspath(spacy_model)
-    return {
-        "version": SETTINGS_VERSION, "src_lang": args.src_lang, "backend": args.backend, "spacy_model": spacy_model,
-        "pretokenized": args.pretokenized, "parser_unescape": bool(getattr(args, "parser_unescape", args.pretokenized)),
-        "pos_tagset": args.pos_tagset, "case": args.case, "multi_root": args.multi_root, "subword": args.subword,
-        "subword_model": os.path.abspath(path) if path else None,
-        "subword_model_sha256": file_sha256(path) if path and os.path.exists(path) else None,
-        "escape": ESCAPE_RULES, "max_words": args.max_words, "max_subwords": getattr(args, "max_subwords", 0),
-        "on_long": args.on_long, "on_empty": args.on_empty, "moses": getattr(args, "moses", None),
-    }
-
-
-def write_settings(path: str, settings: Dict) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(settings, f, indent=1, sort_keys=True)
+# -- the settings file: syntax_nmt/annotate/settings.py (written by syntax-nmt-annotate) -------------
+from .settings import ESCAPE_VERSION as ESCAPE_RULES  # noqa: E402
+from .settings import KEYS as SETTINGS_KEYS  # noqa: E402
+from .settings import MOSES_KEYS, SETTINGS_VERSION, read_settings, settings_from_args, write_settings  # noqa: E402,F401
 
 
 def ensure_data_settings(data_dir: str, annotate_argv: Sequence[str]) -> str:
@@ -116,7 +57,6 @@ def ensure_data_settings(data_dir: str, annotate_argv: Sequence[str]) -> str:
         check_args(args)
         write_settings(path, settings_from_args(args))
     return path
-# -- end of SEAM ---------------------------------------------------------------------------------------
 
 
 def settings_differences(a: Dict, b: Dict) -> List[str]:

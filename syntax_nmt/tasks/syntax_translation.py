@@ -191,9 +191,9 @@ class SyntaxTranslationTask(TranslationTask):
                     )
         return signature
 
-    def build_model(self, cfg, from_checkpoint=False):
-        """fairseq's, recording ``--source-prepend-bos`` in the model's configuration (so in the
-        checkpoint) and, when a checkpoint is loaded, applying the recorded value to this task.
+    def _record_source_prepend_bos(self, cfg, from_checkpoint: bool) -> None:
+        """Record ``--source-prepend-bos`` in the model's configuration (so in the checkpoint)
+        and, when a checkpoint is loaded, apply the recorded value to this task.
 
         Raises:
             StreamConfigError: if BOS is asked for but the checkpoint was trained without it.
@@ -208,7 +208,6 @@ class SyntaxTranslationTask(TranslationTask):
             self.cfg.source_prepend_bos = True
         else:
             _set(cfg, "source_prepend_bos", bool(self.cfg.source_prepend_bos))
-        return super().build_model(cfg, from_checkpoint)
 
     # -- data ------------------------------------------------------------------------------
     def _pad_value(self, name: str) -> int:
@@ -300,8 +299,14 @@ class SyntaxTranslationTask(TranslationTask):
 
     # -- annotation settings and raw-text inference ---------------------------------------------
     def build_model(self, cfg, from_checkpoint=False):
-        """fairseq's, plus the annotation settings: recorded in the model arguments when training
-        (so checkpoints carry them), checked against the data and the ensemble when loading."""
+        """fairseq's, plus what the data was made with: ``--source-prepend-bos`` and the annotation
+        settings are recorded in the model arguments when training (so checkpoints carry them),
+        and applied or checked against the data and the ensemble when loading.
+
+        Raises:
+            StreamConfigError: if BOS is asked for but the checkpoint was trained without it.
+        """
+        self._record_source_prepend_bos(cfg, from_checkpoint)
         data_file = os.path.join(utils.split_paths(self.cfg.data)[0], raw_inference.ANNOTATION_FILE)
         recorded = raw_inference.recorded_settings(cfg)
         if recorded is None and not from_checkpoint:
