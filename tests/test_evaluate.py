@@ -115,9 +115,11 @@ def test_score_writes_and_reports_exact_values(tmp_path):
                          str(tmp_path / "sys"))
     detok = sacrebleu.corpus_bleu(HYP_DETOK, [REF_RAW])
     split = sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT], tokenize="none", force=True)
+    tok = sacrebleu.corpus_bleu(HYP_TOK, [REF_TOK], tokenize="none", smooth_method="none", force=True)
     signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
     expected = {"name": "sys", "sentences": 3, "sacrebleu": detok.score, "sacrebleu_str": str(detok),
-                "signature": signature, "compound_split_bleu": split.score, "compound_split_bleu_str": str(split)}
+                "signature": signature, "tokenized_bleu": tok.score, "tokenized_bleu_str": str(tok),
+                "compound_split_bleu": split.score, "compound_split_bleu_str": str(split)}
     assert res == expected
     assert json.loads((tmp_path / "sys.json").read_text()) == expected
     assert read(tmp_path / "sys.tok") == HYP_TOK
@@ -247,23 +249,28 @@ def test_summary_table_exact(scored, monkeypatch):
     text = evaluate.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100,
                             title="WMT14", seed=5)
     b, s = res["baseline"], res["syntax"]
+    star = "*" if p < 0.05 else ""
     assert text.splitlines() == [
         "WMT14",
-        f"{'system':<16} {'sacreBLEU':>9} {'tok. BLEU':>9}  p (paired bootstrap)",
-        f"baseline         {b['sacrebleu']:>9.2f} {b['compound_split_bleu']:>9.2f}  baseline",
-        f"syntax           {s['sacrebleu']:>9.2f} {s['compound_split_bleu']:>9.2f}  {p:.4f}{'*' if p < 0.05 else ''}",
-        "tok. BLEU: tokenized, compound-split BLEU (as published WMT14 numbers); * p < 0.05 against the baseline",
+        f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} {'split BLEU':>11}",
+        f"{'baseline':<16} {b['sacrebleu']:>9.2f} {'baseline':>9} {b['tokenized_bleu']:>9.2f} {'baseline':>9} "
+        f"{b['compound_split_bleu']:>11.2f}",
+        f"{'syntax':<16} {s['sacrebleu']:>9.2f} {f'{p:.4f}{star}':>9} {s['tokenized_bleu']:>9.2f} {'-':>9} "
+        f"{s['compound_split_bleu']:>11.2f}",
+        "tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, compound-split BLEU "
+        "(as most WMT14 papers)",
+        "p: paired bootstrap against the baseline (sacrebleu.significance); * p < 0.05",
         f"sacreBLEU signature: {b['signature']}",
     ]
     assert p < 0.05
-    # without a baseline: no test, no p column; the baseline given among the prefixes is listed once, first
+    # without a baseline: no test; the baseline given among the prefixes is listed once, first
     plain = evaluate.summary(ref_raw, [prefixes["syntax"], prefixes["baseline"]])
-    assert plain.splitlines()[0].rstrip() == f"{'system':<16} {'sacreBLEU':>9} {'tok. BLEU':>9}"
     assert [line.split()[0] for line in plain.splitlines()[1:3]] == ["syntax", "baseline"]
+    assert not any(line.startswith("p: ") for line in plain.splitlines())
     both = evaluate.summary(ref_raw, [prefixes["baseline"], prefixes["syntax"]], baseline=prefixes["baseline"],
                             test_type="ar", n_samples=100, seed=5)
     assert [line.split()[0] for line in both.splitlines()[1:3]] == ["baseline", "syntax"]
-    assert "p (approximate randomization)" in both.splitlines()[0]
+    assert "p: approximate randomization against the baseline" in both
 
 
 def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
@@ -274,6 +281,7 @@ def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
                                "--ref-tok", str(tmp_path / "ref.tok"), "--out-prefix", str(tmp_path / "again")]))
     assert res == dict(json.loads(Path(prefixes["syntax"] + ".json").read_text()), name="again")
     assert capsys.readouterr().out == (f"again: {res['sacrebleu_str']}\n  signature: {res['signature']}\n"
+                                       f"  tokenized (multi-bleu.perl) {res['tokenized_bleu_str']}\n"
                                        f"  compound-split tokenized {res['compound_split_bleu_str']}\n")
     rows = evaluate.main(parse(["significance", "--ref-raw", ref_raw, "--baseline", f"base={prefixes['baseline']}.detok",
                                 prefixes["syntax"] + ".detok", "--n-samples", "100", "--seed", "3",

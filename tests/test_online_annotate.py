@@ -109,7 +109,7 @@ def test_settings_reader_names_what_is_wrong(tmp_path, spacy_model):
     with pytest.raises(ValueError, match="version 2"):
         read_settings(path)
     write_settings(path, dict(settings, moses={"lang": "en"}))
-    with pytest.raises(ValueError, match="'moses' lacks"):
+    with pytest.raises(ValueError, match="annotation setting 'moses.normalize' is missing"):
         read_settings(path)
     with pytest.raises(ValueError, match="escape='v0'"):
         OnlineAnnotator(dict(settings, escape="v0"))

@@ -220,6 +220,9 @@ class OnlineAnnotator:
                 targets: Optional[Sequence[str]]) -> List[Annotated]:
         """Render parsed sentences with the pipeline's own functions."""
         args = self._args(with_target=targets is not None)
+        # the limit is applied below, with a note for the user, instead of by render (which would
+        # blank silently, or stop on on_long=error: a session never stops)
+        args.max_subwords = 0
         names = output_names(args)
         records = []
         for k, sentence, blank in sentences:
