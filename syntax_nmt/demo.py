@@ -27,6 +27,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -435,6 +436,11 @@ class Demo:
                     with open(f"{t}/train.{e}", encoding="utf-8") as src, \
                             open(f"{prefix}.{e}", "w", encoding="utf-8") as dst:
                         dst.writelines(line for line, keep in zip(src, mask) if keep)
+                # a subsample is annotated exactly as the whole: the same settings file
+                from syntax_nmt.annotate.settings import settings_path
+
+                if os.path.exists(settings_path(f"{t}/train")):
+                    shutil.copyfile(settings_path(f"{t}/train"), settings_path(prefix))
                 self.mark(f"subsample-{group}")
             data = self.path("fractions", "data-bin", group)
             self.binarize(prefix, data, tag=f"binarize-{group}")
@@ -456,6 +462,10 @@ class Demo:
         """Translate raw English, annotated on the fly, with fairseq-interactive and with the Python hub."""
         name = next((s for s in self.args.systems if SYSTEMS[s][0] == "syntax_translation"), None)
         if name is None:
+            return
+        if getattr(self.args, "gold_parses", False):
+            print("\n(--gold-parses: no parser was trained, so raw text cannot be annotated on the fly; skipping "
+                  "the raw-text translation)")
             return
         from syntax_nmt.annotate.online import ensure_data_settings
 

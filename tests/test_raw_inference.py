@@ -118,11 +118,7 @@ def raw_test_lines(p):
 
 
 # -- the heart: same source, streams and hypotheses as the binarized split ---------------------------
-@pytest.mark.parametrize("options", [[], pytest.param(
-    ["--left-pad-source", "--source-prepend-bos"], marks=pytest.mark.xfail(
-        strict=True, reason="known bug found at the merge of the BOS (issue 10.10/10.11) and raw-text (issue 9) "
-        "work: with --source-prepend-bos and right padding one source token differs between the binarized "
-        "split and the on-the-fly batch; to be fixed")),
+@pytest.mark.parametrize("options", [[], ["--left-pad-source", "--source-prepend-bos"],
                                      ["--truncate-source", "--max-source-positions", "12", "--source-prepend-bos"]],
                          ids=["default", "right-pad-bos", "truncate-bos"])
 def test_annotated_batches_equal_the_binarized_split(pipeline, options):

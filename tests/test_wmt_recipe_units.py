@@ -412,6 +412,11 @@ def test_tokenized_bleu_edge_cases():
     assert evaluate.tokenized_bleu(["x y z w v"], ["x y z w v"])[0] == pytest.approx(100.0)
 
 
+def write(path, lines_):
+    Path(path).write_text("".join(x + "\n" for x in lines_), encoding="utf-8")
+    return str(path)
+
+
 def test_summary_reports_both_bleus_with_significance(tmp_path):
     refs_tok = [f"Satz Nummer {i} ist hier zu Ende ." for i in range(30)]
     refs_raw = [f"Satz Nummer {i} ist hier zu Ende." for i in range(30)]

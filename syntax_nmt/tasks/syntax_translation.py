@@ -292,7 +292,7 @@ class SyntaxTranslationTask(TranslationTask):
         """Truncate (``--truncate-source``) and prepend BOS (``--source-prepend-bos``) to a stream,
         as the source tokens are."""
         if truncate and self.cfg.truncate_source:
-            ds = TruncateSourceDataset(ds, self.cfg.max_source_positions)
+            ds = TruncateSourceDataset(ds, self.cfg.max_source_positions - int(bool(self.cfg.source_prepend_bos)))
         if self.cfg.source_prepend_bos:
             ds = PrependTokenDataset(ds, self._bos_value(name))
         return ds
@@ -444,8 +444,9 @@ class SyntaxTranslationTask(TranslationTask):
         src = ListDataset(list(src_tokens), sizes)
         if self.cfg.truncate_source:  # as fairseq's load_langpair_dataset
             eos = self.src_dict.eos()
-            src = AppendTokenDataset(TruncateDataset(StripTokenDataset(src, eos), self.cfg.max_source_positions - 1),
-                                     eos)
+            # room for EOS and, with --source-prepend-bos, for BOS (as load_dataset leaves it)
+            keep = self.cfg.max_source_positions - 1 - int(bool(self.cfg.source_prepend_bos))
+            src = AppendTokenDataset(TruncateDataset(StripTokenDataset(src, eos), keep), eos)
         if self.cfg.source_prepend_bos:
             src = PrependTokenDataset(src, self.src_dict.bos())
         targets = [raw_inference.attached_target(t) for t in src_tokens]
