@@ -118,23 +118,26 @@ def plots(result: Dict, sla_layer: Optional[int] = None) -> Dict[str, object]:
     nrows = (n + ncols - 1) // ncols
     width = max(4.0, 0.28 * len(src) + 2)
     height = max(3.5, 0.28 * max(len(s["target"]) for s in systems) + 1.5)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             layout="constrained")
     flat = [ax for row in axes for ax in row]
+    vmax = max(float(np.max(s["cross_attention"])) for s in systems)  # one colour scale for all panels
     for ax, s in zip(flat, systems):
-        im = _heatmap(ax, s["cross_attention"], src, s["target"], f"{s['name']}: cross-attention, last decoder layer")
+        im = _heatmap(ax, s["cross_attention"], src, s["target"], f"{s['name']}: cross-attention, last decoder layer",
+                      vmax=vmax)
         ax.set_xlabel("source subword")
         ax.set_ylabel("target subword")
     for ax in flat[n:]:
         ax.axis("off")
-    fig.colorbar(im, ax=flat[:n], shrink=0.8)
+    fig.colorbar(im, ax=flat[:n], shrink=0.6)
     figs[f"attention-{sid}-cross"] = fig
     side = max(4.0, 0.28 * len(src) + 2)
     for s in systems:
         sg = [e for e in s["encoder"] if e["kind"] == "sgnet"]
         for e in sg:
-            fig, axes = plt.subplots(1, 2, figsize=(2 * side, side))
-            _heatmap(axes[0], e["mask"].astype(float), src, src, f"{s['name']}: SDOI mask (token x allowed key)",
-                     cmap="Greys", vmax=1.0)
+            fig, axes = plt.subplots(1, 2, figsize=(2 * side, side), layout="constrained")
+            _heatmap(axes[0], e["mask"].astype(float), src, src,
+                     f"{s['name']}: SDOI mask (row: token, black: keys it may attend)", cmap="Greys", vmax=1.0)
             im = _heatmap(axes[1], e["attn"], src, src, f"{s['name']}: syntax-guided self-attention")
             fig.colorbar(im, ax=axes[1], shrink=0.8)
             figs[f"attention-{sid}-{s['name']}-sgnet"] = fig
@@ -145,10 +148,11 @@ def plots(result: Dict, sla_layer: Optional[int] = None) -> Dict[str, object]:
             if want not in layers:
                 raise AnalyzeError(f"{s['name']} has SLA in encoder layers {sorted(layers)}, not {want}")
             e = layers[want]
-            fig, axes = plt.subplots(1, 3, figsize=(2 * side + 2.5, side),
+            fig, axes = plt.subplots(1, 3, figsize=(2 * side + 2.5, side), layout="constrained",
                                      gridspec_kw={"width_ratios": [side, side, 2.5]})
-            _heatmap(axes[0], e["local"], src, src, f"{s['name']}: SLA local attention, layer {want}")
-            im = _heatmap(axes[1], e["global"], src, src, f"global attention, layer {want}")
+            vmax = float(max(np.max(e["local"]), np.max(e["global"])))
+            _heatmap(axes[0], e["local"], src, src, f"{s['name']}: SLA local attention, layer {want}", vmax=vmax)
+            im = _heatmap(axes[1], e["global"], src, src, f"global attention, layer {want}", vmax=vmax)
             axes[2].barh(range(len(src)), e["gate"], color="tab:red")
             axes[2].set_ylim(len(src) - 0.5, -0.5)
             axes[2].set_yticks(range(len(src)))

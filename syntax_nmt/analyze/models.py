@@ -64,6 +64,9 @@ def sample(loaded: Loaded, ids: Sequence[int], split: str = "test") -> Dict:
 
 def batches(loaded: Loaded, split: str = "test", max_tokens: int = 4000) -> Iterator[Dict]:
     """Every batch of ``split``, in the task's order (no sentence dropped)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*pin_memory.*")  # fairseq's loader asks for it, also on a CPU
     task = loaded.task
     itr = task.get_batch_iterator(dataset=task.dataset(split), max_tokens=max_tokens, max_sentences=None,
                                   required_batch_size_multiple=1, ignore_invalid_inputs=False)
