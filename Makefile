@@ -38,7 +38,7 @@ test-slow: install
 MUTATE_ARGS ?=
 MUTATE_EXAMPLES ?= 25
 mutate: install
-	SYNTAX_NMT_PROPERTY_EXAMPLES=$(MUTATE_EXAMPLES) $(abspath $(VENV))/bin/mutmut run $(MUTATE_ARGS); \
+	OMP_NUM_THREADS=1 SYNTAX_NMT_PROPERTY_EXAMPLES=$(MUTATE_EXAMPLES) $(abspath $(VENV))/bin/mutmut run $(MUTATE_ARGS); \
 	status=$$?; $(abspath $(VENV))/bin/mutmut results; $(abspath $(VENV))/bin/mutmut export-cicd-stats >/dev/null && \
 	$(PY) -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
 	print("mutation score: {} of {} mutants killed ({:.1%}); survived {}, no tests {}".format(s["killed"] + s["timeout"], \

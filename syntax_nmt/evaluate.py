@@ -194,6 +194,11 @@ def significance(ref_raw: str, baseline: Tuple[str, str], systems: Sequence[Tupl
     return rows
 
 
+def significant(p_value: float) -> bool:
+    """The ``*`` of the tables: p < 0.05."""
+    return p_value < 0.05
+
+
 def format_significance(rows: List[Dict], test_type: str) -> str:
     """One line per system: ``name BLEU (mu +- ci) p = ...``; ``*`` marks p < 0.05."""
     label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
@@ -203,7 +208,7 @@ def format_significance(rows: List[Dict], test_type: str) -> str:
         if i == 0:
             lines.append(f"{r['name']:<16} BLEU = {r['bleu']:.2f}{spread}  [baseline]")
         else:
-            star = "*" if r["p_value"] < 0.05 else " "
+            star = "*" if significant(r["p_value"]) else " "
             lines.append(f"{r['name']:<16} BLEU = {r['bleu']:.2f}{spread}  p = {r['p_value']:.4f}{star} "
                          f"({label} vs {rows[0]['name']})")
     return "\n".join(lines)
@@ -234,7 +239,7 @@ def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = Non
         if baseline and r is results[0]:
             return "baseline"
         p = p_values[metric].get(r["name"])
-        return "-" if p is None else f"{p:.4f}{'*' if p < 0.05 else ''}"
+        return "-" if p is None else f"{p:.4f}{'*' if significant(p) else ''}"
 
     def num(value):
         return "-" if value is None else f"{value:.2f}"

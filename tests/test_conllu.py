@@ -85,6 +85,19 @@ def test_crlf_and_trailing_block_without_blank_line():
     assert list(read_conllu(io.StringIO("\n\n# only = comments\n\n"))) == []
 
 
+def test_comments_keys_values_and_words_with_spaces():
+    text = ("#sent_id=3\n# text = a=b c\n1\tNew York\t_\tPROPN\t_\t_\t2\tnsubj\t_\t_\n"
+            "2\tsleeps\t_\tVERB\t_\t_\t0\troot\t_\t_\n")
+    (s,) = read_conllu(io.StringIO(text))
+    assert s.comments == {"sent_id": "3", "text": "a=b c"}
+    assert s.words == ["New York", "sleeps"] and s.heads == [2, 0]  # a head may be the last word
+
+
+def test_trailing_tab_is_an_eleventh_column():
+    with pytest.raises(CoNLLUError, match="^f:1: expected 10 tab-separated columns, got 11$"):
+        list(read_conllu(io.StringIO("1\ta\t_\tX\t_\t_\t0\troot\t_\t_\t\n"), name="f"))
+
+
 def test_comment_without_equals_is_ignored_and_whitespace_lines_separate():
     text = "# a comment\n# k =  v \n1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n   \n1\tb\t_\tY\t_\t_\t0\troot\t_\t_\n"
     a, b = read_conllu(io.StringIO(text))
@@ -102,8 +115,9 @@ def test_comment_without_equals_is_ignored_and_whitespace_lines_separate():
      r"^f\.conllu:3: sentence has head 2 for word 2 of 2$"),  # a word heading itself
     ("1\ta\t_\tX\t_\t_\t-1\troot\t_\t_\n", r"^f\.conllu:3: sentence has head -1 for word 1 of 1$"),
 ])
-def test_errors_name_file_and_line(body, message):
-    text = "1\tok\t_\tX\t_\t_\t0\troot\t_\t_\n\n# sent_id = 2\n" + body  # the error is in the 2nd sentence
+@pytest.mark.parametrize("after", ["", "\n1\tnext\t_\tX\t_\t_\t0\troot\t_\t_\n"])
+def test_errors_name_file_and_line(body, message, after):
+    text = "1\tok\t_\tX\t_\t_\t0\troot\t_\t_\n\n# sent_id = 2\n" + body + after  # the error is in the 2nd sentence
     with pytest.raises(CoNLLUError, match=message):
         list(read_conllu(io.StringIO(text), name="f.conllu"))
 

@@ -59,9 +59,9 @@ def test_compound_split(line, expected):
 
 
 def test_read_and_write_lines_keep_empty_lines_and_carriage_returns(tmp_path):
-    lines = ["a b", "", "c\rd", "  e  "]
+    lines = ["a b", "", "c\rd", "  e  ", "Nr. X"]
     evaluate.write_lines(str(tmp_path / "x"), lines)
-    assert (tmp_path / "x").read_bytes() == "a b\n\nc\rd\n  e  \n".encode("utf-8")
+    assert (tmp_path / "x").read_bytes() == "a b\n\nc\rd\n  e  \nNr. X\n".encode("utf-8")
     assert evaluate.read_lines(str(tmp_path / "x")) == lines
     (tmp_path / "u").write_bytes("Äpfel\n".encode("utf-8"))
     assert evaluate.read_lines(str(tmp_path / "u")) == ["Äpfel"]
@@ -71,14 +71,14 @@ def test_read_hypotheses_orders_by_id_and_keeps_the_best(tmp_path):
     log = gen_log(tmp_path / "gen.out", ["eins", "zwei", "drei"], order=[2, 0, 1])
     assert evaluate.read_hypotheses(log) == ["eins", "zwei", "drei"]
     log = tmp_path / "gen2.out"
-    log.write_text("S-1\tb\nH-1\t-0.5\tzwei\tmit tab\nD-1\t-0.5\tzwei\nH-0\t-0.1\teins\nH-0\t-0.9\tworse\nH-2\t-1\n",
-                   encoding="utf-8")
-    assert evaluate.read_hypotheses(str(log)) == ["eins", "zwei", ""]  # no text field: empty hypothesis
-    for text in ("H-1\t-0.5\tzwei\n", "H-0\t-1\ta\nH-2\t-1\tb\n"):
+    log.write_text("S-1\tb\nH-1\t-0.5\tzwei\tmit tab\nD-1\t-0.5\tzwei\nH-0\t-0.1\teins X \nH-0\t-0.9\tworse\n"
+                   "H-2\t-1\n", encoding="utf-8")
+    assert evaluate.read_hypotheses(str(log)) == ["eins X ", "zwei", ""]  # no text field: empty hypothesis
+    for text, n in (("H-1\t-0.5\tzwei\n", 0), ("H-0\t-1\ta\nH-2\t-1\tb\n", 1)):
         log.write_text(text, encoding="utf-8")
-        with pytest.raises(ValueError, match="hypothesis ids are not 0..") as e:
+        with pytest.raises(ValueError) as e:
             evaluate.read_hypotheses(str(log))
-        assert str(log) in str(e.value)
+        assert str(e.value) == f"{log}: hypothesis ids are not 0..{n}"
 
 
 def test_detokenize_undoes_moses_tokenization():
@@ -95,7 +95,7 @@ def test_detok_bleu_on_different_hypotheses():
     assert evaluate.detok_bleu(REF_RAW, HYP_DETOK)[0] == pytest.approx(sacrebleu.corpus_bleu(REF_RAW, [HYP_DETOK]).score)
 
 
-def test_compound_split_bleu_on_different_hypotheses():
+def test_compound_split_bleu_on_different_hypotheses(caplog):
     score, text = evaluate.compound_split_bleu(HYP_TOK, REF_TOK)
     expected = sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT], tokenize="none", force=True)
     assert score == pytest.approx(expected.score, abs=1e-9) and score == pytest.approx(53.14718531127631)
@@ -104,8 +104,9 @@ def test_compound_split_bleu_on_different_hypotheses():
     swapped = sacrebleu.corpus_bleu(REF_SPLIT, [HYP_SPLIT], tokenize="none", force=True).score
     assert evaluate.compound_split_bleu(REF_TOK, HYP_TOK)[0] == pytest.approx(swapped)
     assert swapped == pytest.approx(52.5045734246133)
-    # tokenize="none": 13a would split "##AT##-##AT##" and "@" differently
+    # tokenize="none": 13a would split "##AT##-##AT##" and "@" differently; and no "forgot to detokenize" warning
     assert score != pytest.approx(sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT]).score)
+    assert [r for r in caplog.records if r.levelno >= 30] == []
 
 
 # ------------------------------------------------------------------------------------- score
@@ -121,9 +122,17 @@ def test_score_writes_and_reports_exact_values(tmp_path):
                 "signature": signature, "tokenized_bleu": tok.score, "tokenized_bleu_str": str(tok),
                 "compound_split_bleu": split.score, "compound_split_bleu_str": str(split)}
     assert res == expected
-    assert json.loads((tmp_path / "sys.json").read_text()) == expected
+    assert (tmp_path / "sys.json").read_text() == json.dumps(expected, indent=2)
     assert read(tmp_path / "sys.tok") == HYP_TOK
     assert read(tmp_path / "sys.detok") == HYP_DETOK
+
+
+def test_score_detokenizes_in_the_given_language(tmp_path):
+    log = gen_log(tmp_path / "fr.gen", ["l' homme est là .", "c' est vrai ."])
+    refs = ["l'homme est là.", "c'est vrai."]
+    res = evaluate.score(log, write(tmp_path / "r", refs), write(tmp_path / "t", ["x", "y"]), str(tmp_path / "fr"),
+                         lang="fr")
+    assert read(tmp_path / "fr.detok") == refs and res["sacrebleu"] == pytest.approx(100.0)
 
 
 @pytest.mark.parametrize("n_raw,n_tok", [(2, 3), (3, 2), (4, 4)])
@@ -156,12 +165,12 @@ def systems(tmp_path):
             write(tmp_path / "sys.detok", SYS12))
 
 
-def sacrebleu_paired(test_type, seed, n_samples):
+def sacrebleu_paired(test_type, seed, n_samples, base=BASE12, system=SYS12):
     """The same test run directly with sacrebleu, seeded through its own environment variable."""
     old = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)
     try:
-        _, scores = PairedTest([("baseline", BASE12), ("syntax", SYS12)], {"BLEU": sacrebleu.BLEU()},
+        _, scores = PairedTest([("baseline", base), ("syntax", system)], {"BLEU": sacrebleu.BLEU()},
                                references=[REFS12], test_type=test_type, n_samples=n_samples)()
     finally:
         if old is None:
@@ -206,8 +215,12 @@ def test_significance_seed_none_follows_the_environment_and_restores_it(systems,
     monkeypatch.delenv("SACREBLEU_SEED")
     default = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100)
     assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in default] == sacrebleu_paired("bs", 12345, 100)
-    with pytest.raises(ValueError, match="seed 0"):
+    with pytest.raises(ValueError, match=r"^significance seed 0 is not reproducible in sacrebleu \(it means "
+                                         r"unseeded\); use another$"):
         evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100, seed=0)
+    # the defaults: paired bootstrap with sacrebleu's 1000 resamples
+    rows = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], seed=2)
+    assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in rows] == sacrebleu_paired("bs", 2, 1000)
 
 
 def test_format_significance_exact_text():
@@ -227,17 +240,27 @@ def test_format_significance_exact_text():
 
 
 # ----------------------------------------------------------------------- summary and the CLI
+CLOSE12 = BASE12[:3] + ["Der Hund schläft im Garten."] + BASE12[4:]  # the baseline, one sentence better
+
+
+def _tok(lines):
+    return [x.replace(".", " .").replace("E-Mail", "E @-@ Mail") for x in lines]
+
+
 @pytest.fixture
 def scored(tmp_path):
-    """Two systems scored with ``score``: the prefixes and the raw reference."""
-    refs_tok = [r.replace(".", " .").replace("E-Mail", "E @-@ Mail") for r in REFS12]
-    ref_raw, ref_tok = write(tmp_path / "ref.raw", REFS12), write(tmp_path / "ref.tok", refs_tok)
+    """Three systems scored with ``score``: the prefixes and the raw reference."""
+    ref_raw, ref_tok = write(tmp_path / "ref.raw", REFS12), write(tmp_path / "ref.tok", _tok(REFS12))
     prefixes = {}
-    for name, hyps in (("baseline", BASE12), ("syntax", SYS12)):
-        tok = [h.replace(".", " .").replace("E-Mail", "E @-@ Mail") for h in hyps]
-        evaluate.score(gen_log(tmp_path / f"{name}.gen", tok), ref_raw, ref_tok, str(tmp_path / name))
+    for name, hyps in (("baseline", BASE12), ("syntax", SYS12), ("close", CLOSE12)):
+        evaluate.score(gen_log(tmp_path / f"{name}.gen", _tok(hyps)), ref_raw, ref_tok, str(tmp_path / name))
         prefixes[name] = str(tmp_path / name)
     return ref_raw, prefixes
+
+
+def _row(r, p=None):
+    text = f"{r['name']:<16} {r['sacrebleu']:>9.2f} {r['compound_split_bleu']:>9.2f}  "
+    return text + ("" if p is None else p)
 
 
 def test_summary_table_exact(scored, monkeypatch):
@@ -245,24 +268,33 @@ def test_summary_table_exact(scored, monkeypatch):
     ref_raw, prefixes = scored
     res = {n: json.loads(Path(p + ".json").read_text()) for n, p in prefixes.items()}
     assert res["syntax"]["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12, [REFS12]).score)
-    p = sacrebleu_paired("bs", 5, 100)[1][3]
-    text = evaluate.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100,
+    p_syntax = sacrebleu_paired("bs", 5, 1000)[1][3]
+    p_close = sacrebleu_paired("bs", 5, 1000, system=CLOSE12)[1][3]
+    assert p_syntax < 0.05 < p_close and p_close != sacrebleu_paired("bs", 12345, 1000, system=CLOSE12)[1][3]
+    text = evaluate.summary(ref_raw, [prefixes["syntax"], prefixes["close"]], baseline=prefixes["baseline"],
                             title="WMT14", seed=5)
-    b, s = res["baseline"], res["syntax"]
-    star = "*" if p < 0.05 else ""
+    b = res["baseline"]
+
+    def row(r, p):
+        return (f"{r['name']:<16} {r['sacrebleu']:>9.2f} {p:>9} {r['tokenized_bleu']:>9.2f} "
+                f"{'baseline' if p == 'baseline' else '-':>9} {r['compound_split_bleu']:>11.2f}")
+
     assert text.splitlines() == [
         "WMT14",
         f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} {'split BLEU':>11}",
-        f"{'baseline':<16} {b['sacrebleu']:>9.2f} {'baseline':>9} {b['tokenized_bleu']:>9.2f} {'baseline':>9} "
-        f"{b['compound_split_bleu']:>11.2f}",
-        f"{'syntax':<16} {s['sacrebleu']:>9.2f} {f'{p:.4f}{star}':>9} {s['tokenized_bleu']:>9.2f} {'-':>9} "
-        f"{s['compound_split_bleu']:>11.2f}",
+        row(b, "baseline"),
+        row(res["syntax"], f"{p_syntax:.4f}*"),  # significant: starred
+        row(res["close"], f"{p_close:.4f}"),  # not significant: no star
         "tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, compound-split BLEU "
         "(as most WMT14 papers)",
         "p: paired bootstrap against the baseline (sacrebleu.significance); * p < 0.05",
         f"sacreBLEU signature: {b['signature']}",
     ]
-    assert p < 0.05
+    # a baseline alone: nothing to test
+    alone = evaluate.summary(ref_raw, [], baseline=prefixes["baseline"])
+    assert alone.splitlines()[:2] == [f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} "
+                                       f"{'split BLEU':>11}", row(b, "baseline")]
+    assert not any(line.startswith("p: ") for line in alone.splitlines())
     # without a baseline: no test; the baseline given among the prefixes is listed once, first
     plain = evaluate.summary(ref_raw, [prefixes["syntax"], prefixes["baseline"]])
     assert [line.split()[0] for line in plain.splitlines()[1:3]] == ["syntax", "baseline"]
@@ -271,6 +303,10 @@ def test_summary_table_exact(scored, monkeypatch):
                             test_type="ar", n_samples=100, seed=5)
     assert [line.split()[0] for line in both.splitlines()[1:3]] == ["baseline", "syntax"]
     assert "p: approximate randomization against the baseline" in both
+
+
+def test_significant():
+    assert [evaluate.significant(p) for p in (0.0, 0.0499, 0.05, 0.5)] == [True, True, False, False]
 
 
 def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
@@ -283,14 +319,19 @@ def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().out == (f"again: {res['sacrebleu_str']}\n  signature: {res['signature']}\n"
                                        f"  tokenized (multi-bleu.perl) {res['tokenized_bleu_str']}\n"
                                        f"  compound-split tokenized {res['compound_split_bleu_str']}\n")
+    evaluate.main(parse(["score", "--gen", gen_log(tmp_path / "fr.gen", ["l' homme ."]), "--ref-raw",
+                         write(tmp_path / "fr.raw", ["l'homme."]), "--ref-tok", write(tmp_path / "fr.tok", ["l' homme ."]),
+                         "--out-prefix", str(tmp_path / "fr"), "--lang", "fr"]))
+    assert read(tmp_path / "fr.detok") == ["l'homme."]
+    capsys.readouterr()
     rows = evaluate.main(parse(["significance", "--ref-raw", ref_raw, "--baseline", f"base={prefixes['baseline']}.detok",
-                                prefixes["syntax"] + ".detok", "--n-samples", "100", "--seed", "3",
+                                prefixes["syntax"] + ".detok", "--n-samples", "100", "--seed", "1",
                                 "--output", str(tmp_path / "rows.json")]))
     expected = evaluate.significance(ref_raw, ("base", prefixes["baseline"] + ".detok"),
-                                     [("syntax", prefixes["syntax"] + ".detok")], "bs", 100, seed=3)
+                                     [("syntax", prefixes["syntax"] + ".detok")], "bs", 100, seed=1)
     assert rows == expected and [r["name"] for r in rows] == ["base", "syntax"]  # NAME=path and path -> stem
     assert capsys.readouterr().out == evaluate.format_significance(expected, "bs") + "\n"
-    assert json.loads((tmp_path / "rows.json").read_text()) == json.loads(json.dumps(expected))
+    assert (tmp_path / "rows.json").read_text() == json.dumps(expected, indent=2)
     text = evaluate.main(parse(["summary", "--ref-raw", ref_raw, "--baseline", prefixes["baseline"],
                                 prefixes["syntax"], "--test", "ar", "--n-samples", "100", "--seed", "3",
                                 "--title", "T"]))
@@ -306,21 +347,55 @@ def test_named_systems():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["significance", "--ref-raw", "r", "--baseline", "b", "s", "--seed", "0"], "argument --seed: 0 means unseeded"),
-    (["score", "--gen", "{missing}", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"], "No such file"),
+    (["significance", "--ref-raw", "r", "--baseline", "b", "s", "--seed", "0"],
+     "syntax-nmt-evaluate significance: error: argument --seed: 0 means unseeded in sacrebleu; use another seed"),
+    (["score", "--gen", "{missing}", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"],
+     "syntax-nmt-evaluate: error: [Errno 2] No such file or directory: '{missing}'"),
     (["score", "--gen", "{gen}", "--ref-raw", "{ref}", "--ref-tok", "{ref}", "--out-prefix", "{tmp}/o"],
-     "3 hypotheses, 2 raw and 2 tokenized references"),
+     "syntax-nmt-evaluate: error: 3 hypotheses, 2 raw and 2 tokenized references"),
+    (["score", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"],
+     "syntax-nmt-evaluate score: error: the following arguments are required: --gen"),
+    (["summary", "--ref-raw", "r", "p", "--test", "t"],
+     "syntax-nmt-evaluate summary: error: argument --test: invalid choice: 't' (choose from 'bs', 'ar')"),
 ])
-def test_cli_errors_are_one_line(tmp_path, argv, message):
+def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
     gen = gen_log(tmp_path / "g", HYP_TOK)
     ref = write(tmp_path / "r", REF_RAW[:2])
-    argv = [a.format(missing=tmp_path / "missing", gen=gen, ref=ref, tmp=tmp_path) for a in argv]
-    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.evaluate", *argv], capture_output=True, text=True,
-                          cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    error = [line for line in lines if "error:" in line]
-    assert len(error) == 1 and error[0].startswith("syntax-nmt-evaluate") and message in error[0], proc.stderr
-    assert "Traceback" not in proc.stderr
-    if "--seed" not in argv:  # argparse's own errors come with the usage line; ours are the only line
-        assert lines == error
+    fmt = dict(missing=tmp_path / "missing", gen=gen, ref=ref, tmp=tmp_path)
+    argv = [a.format(**fmt) for a in argv]
+    with pytest.raises(SystemExit) as e:
+        evaluate.cli_main(argv)
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and lines[-1] == message.format(**fmt)
+    if "argument" not in message:  # argparse's own errors come after its usage line; ours are the only line
+        assert len(lines) == 1
+
+
+def test_module_entry_point(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.evaluate", "significance", "--ref-raw", "r",
+                           "--baseline", "b", "s"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr == "syntax-nmt-evaluate: error: [Errno 2] No such file or directory: 'b'\n"
+
+
+def test_parser_defaults_and_values():
+    parse = evaluate.get_parser().parse_args
+    assert vars(parse(["score", "--gen", "g", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"])) == {
+        "command": "score", "gen": "g", "ref_raw": "r", "ref_tok": "t", "out_prefix": "o", "lang": "de"}
+    assert vars(parse(["significance", "--ref-raw", "r", "--baseline", "b", "s1", "s2"])) == {
+        "command": "significance", "ref_raw": "r", "baseline": "b", "systems": ["s1", "s2"], "metric": "sacrebleu",
+        "test": "bs",
+        "n_samples": 0, "output": None, "seed": None}
+    assert vars(parse(["summary", "--ref-raw", "r", "p1"])) == {
+        "command": "summary", "ref_raw": "r", "ref_tok": None, "baseline": None, "prefixes": ["p1"], "test": "bs", "n_samples": 0,
+        "title": "", "seed": None}
+    args = parse(["significance", "--ref-raw", "r", "--baseline", "b", "s", "--test", "ar", "--n-samples", "7",
+                  "--seed", "1", "--output", "x"])
+    assert (args.test, args.n_samples, args.seed, args.output) == ("ar", 7, 1, "x")
+    for argv in (["score", "--gen", "g", "--ref-raw", "r", "--ref-tok", "t"], ["significance", "--ref-raw", "r", "s"],
+                 ["significance", "--baseline", "b", "s"], ["significance", "--ref-raw", "r", "--baseline", "b"],
+                 ["summary", "p"], ["summary", "--ref-raw", "r"], []):
+        with pytest.raises(SystemExit):
+            parse(argv)

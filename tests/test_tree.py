@@ -205,6 +205,32 @@ def test_ancestor_matrix_deep_chains():
         assert conn.all()
 
 
+@pytest.mark.parametrize("autocast", [False, True])
+def test_long_chain_distances_exact_beyond_bf16_integers(autocast):
+    """Common-ancestor counts above 256 are not integers in bf16: the counts must stay float32 even
+    inside an autocast region (CPU autocast runs bmm in bf16)."""
+    T = 300
+    heads = torch.full((1, T), -1)
+    heads[0, 0] = 0
+    ws, sp = torch.ones(1, T, dtype=torch.bool), torch.zeros(1, T, dtype=torch.bool)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        dist, conn = T_.syntax_distances(heads, ws, sp)
+    idx = torch.arange(T)
+    assert torch.equal(dist[0], (idx[:, None] - idx[None, :]).abs()) and conn.all()
+
+
+def test_heads_onto_special_tokens_and_heads_of_special_tokens_make_roots():
+    # BOS a b c EOS pad: a -> BOS, b -> EOS, c -> pad (all three roots); BOS -> b, EOS -> a, pad -> c (ignored)
+    heads = torch.tensor([[2, -1, 2, 2, -3, -2]])
+    ws = torch.ones(1, 6, dtype=torch.bool)
+    sp = torch.tensor([[1, 0, 0, 0, 1, 1]], dtype=torch.bool)
+    assert T_.absolute_parents(heads, sp)[0].tolist() == [0, 1, 2, 3, 4, 5]
+    assert torch.equal(T_.sdoi_mask(heads, ws, sp)[0], torch.eye(6, dtype=torch.bool))
+    # a real token pointing at a real one is kept
+    heads[0, 1] = 1
+    assert T_.absolute_parents(heads, sp)[0].tolist() == [0, 2, 2, 3, 4, 5]
+
+
 @pytest.mark.parametrize("conv", ["shared", "first"])
 def test_cycles_terminate_with_finite_values(conv):
     # 0 -> 1 -> 2 -> 0 is a cycle, 3 -> 0 hangs below it; heads are relative
