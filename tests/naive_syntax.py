@@ -1,5 +1,6 @@
 """A naive, per-sentence reference for the syntax masks, written straight from the papers'
-definitions with plain Python lists (no torch, no code shared with syntax_nmt.syntax.tree).
+definitions with plain Python lists (no code shared with syntax_nmt.syntax.tree); the word
+tree of a row is :class:`naive_tree.Ref`'s.
 
 One padded row is described by lists ``heads``, ``word_start``, ``special`` with the stream
 conventions of the README ("Streams"): a word starts at ``word_start``, at a special token,
@@ -8,59 +9,31 @@ outside the row, on a special token or on the word itself makes the word a root.
 """
 
 import random
-from collections import deque
+
+from naive_tree import Ref, make_batch, make_row
 
 __all__ = ["NaiveRow", "random_rows", "batch_tensors"]
 
 
-class NaiveRow:
+class NaiveRow(Ref):
+    """The word tree of one padded row (segmentation and heads as :class:`naive_tree.Ref` reads
+    them), with word-level ancestors and undirected BFS distances for the masks below."""
+
     def __init__(self, heads, word_start, special):
-        T = self.T = len(heads)
+        super().__init__(heads, word_start, special)
         self.special = list(special)
-        self.word_of = []  # first subword of each position's word
-        cur = 0
-        for i in range(T):
-            if i == 0 or word_start[i] or special[i] or special[i - 1]:
-                cur = i
-            self.word_of.append(cur)
-        self.words = [i for i in range(T) if self.word_of[i] == i and not special[i]]
-        self.head = {}
-        for w in self.words:
-            p = w + heads[w]
-            if not (0 <= p < T) or special[p] or self.word_of[p] == w:
-                self.head[w] = None
-            else:
-                self.head[w] = self.word_of[p]
-        # undirected BFS distances between words
-        adj = {w: [] for w in self.words}
-        for w, h in self.head.items():
-            if h is not None:
-                adj[w].append(h)
-                adj[h].append(w)
-        self.dist = {}
-        for s in self.words:
-            d = {s: 0}
-            q = deque([s])
-            while q:
-                u = q.popleft()
-                for v in adj[u]:
-                    if v not in d:
-                        d[v] = d[u] + 1
-                        q.append(v)
-            self.dist[s] = d
+        self.word_of = self.first  # first subword of each position's word
+        self.words = [i for i in range(self.T) if self.first[i] == i and not special[i]]
+        self.head = {w: self.word_head[w] for w in self.words}
+        self._dist = self.distances("shared")  # -1: different trees
 
     def ancestors(self, w):
         """Proper ancestors of word w (cycle-safe)."""
-        out, seen, p = [], {w}, self.head[w]
-        while p is not None and p not in seen:
-            out.append(p)
-            seen.add(p)
-            p = self.head[p]
-        return out
+        return self.word_ancestors(w)[1:]
 
     def d(self, a, b):
         """Word distance, None if different trees."""
-        return self.dist[a].get(b)
+        return None if self._dist[a][b] < 0 else self._dist[a][b]
 
     def _grid(self, rule):
         """T x T from a rule on (query word, key word); specials: self only."""
@@ -157,22 +130,10 @@ def random_rows(rng: random.Random):
     sents = [_random_sentence(rng) for _ in range(rng.randint(1, 5))]
     bos = rng.random() < 0.3
     length = max(len(h) for h, _ in sents) + 1 + int(bos) + rng.randint(0, 3)
-    rows = []
-    for h, w in sents:
-        body_h = ([0] if bos else []) + h + [0]
-        body_w = ([True] if bos else []) + w + [True]
-        body_s = ([True] if bos else []) + [False] * len(h) + [True]
-        npad = length - len(body_h)
-        if rng.random() < 0.5:
-            rows.append(([0] * npad + body_h, [True] * npad + body_w, [True] * npad + body_s))
-        else:
-            rows.append((body_h + [0] * npad, body_w + [True] * npad, body_s + [True] * npad))
-    return rows
+    # left or right padding drawn per row (make_row lays the row out as fairseq's collater does)
+    return [make_row(h, w, length, left_pad=rng.random() < 0.5, bos=bos)[:3] for h, w in sents]
 
 
 def batch_tensors(rows):
-    import torch
-
-    return (torch.tensor([r[0] for r in rows], dtype=torch.long),
-            torch.tensor([r[1] for r in rows], dtype=torch.bool),
-            torch.tensor([r[2] for r in rows], dtype=torch.bool))
+    """``(heads, word_start, special)`` tensors of padded rows (as :func:`naive_tree.make_batch`)."""
+    return make_batch(rows)
