@@ -62,12 +62,16 @@ SYSTEMS: Dict[str, tuple] = {
 BASELINE = "transformer"
 PROG = "python -m syntax_nmt.demo"
 
-#: Model size and optimisation shared by every system (identical budgets).
+#: Model size and optimisation shared by every system (identical budgets). The demo's budget is a few
+#: hundred updates, far from overfitting 20k sentences: without dropout the models learn about twice as
+#: fast (measured with the transformer, 1536 tokens x 400 updates: sacreBLEU 21.9 without dropout;
+#: 2048 x 300: 15.5 without, 11.0 with 0.1), and small batches with more updates beat large batches
+#: with fewer under the same compute (4096 x 300 with dropout 0.1 reached 21.5 in 2.3x the time).
 MODEL_ARGS = [
     "--encoder-embed-dim", "128", "--decoder-embed-dim", "128",
     "--encoder-ffn-embed-dim", "256", "--decoder-ffn-embed-dim", "256",
     "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
-    "--share-decoder-input-output-embed", "--dropout", "0.1",
+    "--share-decoder-input-output-embed", "--dropout", "0.0",
 ]
 OPTIM_ARGS = [
     "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "0.003", "--lr-scheduler", "inverse_sqrt",
@@ -650,8 +654,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget", type=float, default=20.0,
                    help="minutes of the whole demo that --seeds auto plans for (default 20)")
     p.add_argument("--bpe", type=int, default=4000, help="joint BPE merges")
-    p.add_argument("--max-update", type=int, default=300, help="training updates per system (same for all)")
-    p.add_argument("--max-tokens", type=int, default=4096, help="tokens per batch")
+    p.add_argument("--max-update", type=int, default=400, help="training updates per system (same for all)")
+    p.add_argument("--max-tokens", type=int, default=1536, help="tokens per batch")
     p.add_argument("--systems", default=",".join(SYSTEMS),
                    help=f"comma-separated, the first is the baseline (default: all: {', '.join(SYSTEMS)})")
     p.add_argument("--jobs", type=int, default=None,

@@ -19,6 +19,7 @@ checkpoint, through the task's :meth:`~syntax_nmt.tasks.syntax_translation.Synta
 """
 
 import os
+import warnings
 from typing import List, Optional, Sequence, Union
 
 import torch
@@ -57,9 +58,12 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
 
     def generate(self, tokenized_sentences, *args, **kwargs):
         """fairseq's; one annotated sentence (a 1-D tensor from :meth:`encode`) keeps its streams."""
-        if torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1:
-            return super().generate([tokenized_sentences], *args, **kwargs)[0]
-        return super().generate(tokenized_sentences, *args, **kwargs)
+        with warnings.catch_warnings():
+            # fairseq's batch iterator asks for pinned memory, which torch refuses with a warning on a CPU
+            warnings.filterwarnings("ignore", message=".*pin_memory.*")
+            if torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1:
+                return super().generate([tokenized_sentences], *args, **kwargs)[0]
+            return super().generate(tokenized_sentences, *args, **kwargs)
 
     def translate_conllu(self, conllu: Union[str, Sequence], lines: Optional[Sequence[str]] = None,
                          beam: int = 5, **kwargs) -> List[str]:

@@ -287,6 +287,23 @@ def test_gates_are_the_mean_sla_gate_per_layer_and_alpha_is_the_learned_one(trai
     (alpha,) = syntax["alphas"]
     assert alpha["alpha"] == pytest.approx(float(torch.sigmoid(logit)), abs=1e-6)
     assert alpha["alpha"] != pytest.approx(0.3, abs=1e-7) and alpha["learned"]  # moved away from its initial value
+    assert alpha["weighs"] == "ordinary encoder states H (SG-Net eq. 9)"  # alpha H + (1 - alpha) H'
+
+
+def test_alphas_say_what_they_weigh(stream_bin):
+    """SG-Net's alpha weighs the ordinary states (eq. 9), SEPREM's the syntax-aware representation
+    (eq. 1): the table must not call both the same."""
+    from conftest import build_task_and_model
+    from syntax_nmt.analyze import models
+
+    _, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet,seprem", "--sgnet-alpha", "0.25",
+                                       "--seprem-alpha-init", "0.125")
+    rows = {name: (a, weighs) for name, a, _, weighs in models.alphas(model)}
+    assert rows == {
+        "encoder.layers.0.syntax_inputs.seprem": (0.125, "syntax-aware representation (SEPREM eq. 1)"),
+        "encoder.layers.1.syntax_inputs.seprem": (0.125, "syntax-aware representation (SEPREM eq. 1)"),
+        "encoder.syntax_modules.sgnet.aggregate": (0.25, "ordinary encoder states H (SG-Net eq. 9)"),
+    }
 
 
 # ------------------------------------------------------------------------------ fractions

@@ -361,3 +361,47 @@ def test_dictionaries_only_directory_is_enough_for_raw_text(stream_bin, tmp_path
             shutil.copy(os.path.join(stream_bin, f), tmp_path / f)
     task, _, _ = build_task_and_model(str(tmp_path), "--syntax-attention", "sgnet", "-s", "en", "-t", "de")
     assert task.streams == ["pos", "case", "subword", "head"]
+
+
+def test_analyze_attention_of_raw_text_equals_the_test_sentence(pipeline, tmp_path):
+    """``syntax-nmt-analyze attention --text`` annotates the raw line on the fly: the same source
+    subwords, SDOI mask, syntax-guided attention and cross-attention as ``--sentence`` on the
+    binarized split; a raw sentence outside the corpus gets its own maps; errors are one line."""
+    import json
+
+    import numpy as np
+
+    from syntax_nmt.analyze import cli
+
+    def analyze(*argv):
+        return cli.main(cli.get_parser().parse_args([str(a) for a in argv]))
+
+    sid = 3
+    line = raw_test_lines(pipeline)[sid]
+    common = ["--data", pipeline["data"], "--system", f"sgnet={pipeline['ckpt']['sgnet']}", "--beam", "2"]
+    by_id = json.loads(open(analyze("attention", *common, "--sentence", sid, "--out", tmp_path / "id")[0]).read())
+    paths = analyze("attention", *common, "--text", line, "--out", tmp_path / "text")
+    by_text = json.loads(open(paths[0]).read())
+    ident = by_text["sentence"]
+    assert ident.startswith("text-") and by_text["text"] == line
+    assert sorted(os.path.basename(p) for p in paths) == sorted(
+        [f"attention-{ident}.json", f"attention-{ident}.md", f"attention-{ident}-cross.png",
+         f"attention-{ident}-sgnet-sgnet.png"])
+    assert by_text["source"] == by_id["source"]
+    a, b = by_text["systems"][0], by_id["systems"][0]
+    assert a["target"] == b["target"]
+    np.testing.assert_allclose(np.array(a["cross_attention"]), np.array(b["cross_attention"]), atol=1e-5)
+    (ea,), (eb,) = a["encoder"], b["encoder"]
+    np.testing.assert_array_equal(np.array(ea["mask"]), np.array(eb["mask"]))
+    np.testing.assert_allclose(np.array(ea["attn"]), np.array(eb["attn"]), atol=1e-5)
+    # a sentence of its own, with its reference as the rows
+    other = analyze("attention", *common, "--text", "The old teacher saw a small dog .", "--reference",
+                    "--text-target", "Der alte Lehrer sah einen kleinen Hund .", "--out", tmp_path / "other")
+    result = json.loads(open(other[0]).read())
+    assert result["source"][-1] == "</s>" and len(result["source"]) >= 8
+    assert "".join(result["systems"][0]["target"]).replace("@@", "") == "DeralteLehrersaheinenkleinenHund.</s>"
+    np.testing.assert_allclose(np.array(result["systems"][0]["cross_attention"]).sum(1), 1.0, atol=1e-5)
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.analyze.cli", "attention", *map(str, common), "--text",
+                           line, "--reference", "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "syntax-nmt-analyze: error: --reference with --text needs the reference translation: --text-target"]

@@ -1,4 +1,5 @@
-"""``attention``: attention maps of one test sentence.
+"""``attention``: attention maps of one test sentence (``--sentence ID``), or of one raw sentence
+(``--text``) annotated on the fly exactly as fairseq-interactive annotates it.
 
 * Cross-attention of the last decoder layer (mean over heads; fairseq's ``alignment_layer``),
   for several checkpoints side by side (Syntax-Infused Transformer, Fig. 3): each row is a
@@ -74,14 +75,32 @@ def encoder_maps(loaded: models.Loaded, smp: Dict) -> List[Dict]:
     return out
 
 
-def analyze(systems, data: str, sentence: int, split: str = "test", reference: bool = False, beam: int = 4,
-            lenpen: float = 1.0) -> Dict:
-    result = {"split": split, "sentence": sentence, "rows": "reference" if reference else "beam translation",
-              "systems": []}
+def text_id(text: str) -> str:
+    """The name of a raw sentence in file names: ``text-`` and 8 hex digits of its SHA-1."""
+    import hashlib
+
+    return "text-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
+
+
+def analyze(systems, data: str, sentence: Optional[int] = 0, split: str = "test", reference: bool = False,
+            beam: int = 4, lenpen: float = 1.0, text: Optional[str] = None, text_target: Optional[str] = None,
+            annotation: Optional[Dict] = None) -> Dict:
+    """Attention maps of test sentence ``sentence`` of ``split``, or of the raw sentence ``text``
+    (annotated on the fly with the checkpoint's annotation settings; ``text_target``: its
+    reference, for ``reference=True``)."""
+    if text is not None and reference and text_target is None:
+        raise AnalyzeError("--reference with --text needs the reference translation: --text-target")
+    ident = sentence if text is None else text_id(text)
+    result = {"split": split if text is None else None, "sentence": ident, "text": text,
+              "rows": "reference" if reference else "beam translation", "systems": []}
     src_labels = None
     for name, path in systems:
-        loaded = models.load(name, path, data, split)
-        smp = models.sample(loaded, [sentence], split)
+        if text is None:
+            loaded = models.load(name, path, data, split)
+            smp = models.sample(loaded, [sentence], split)
+        else:
+            loaded = models.load(name, path, data, None)
+            smp = models.sample_text(loaded, text, text_target if reference else None, annotation)
         src = _strip_pad(smp["net_input"]["src_tokens"][0], loaded.task.source_dictionary.pad())
         labels = _labels(loaded.task.source_dictionary, src)
         if src_labels is not None and labels != src_labels:
@@ -166,8 +185,9 @@ def plots(result: Dict, sla_layer: Optional[int] = None) -> Dict[str, object]:
 
 def markdown(result: Dict) -> str:
     src = result["source"]
-    parts = [f"# Attention, sentence {result['sentence']} of the {result['split']} split", "",
-             "Source: " + " ".join(src), "",
+    title = (f"# Attention, sentence {result['sentence']} of the {result['split']} split" if result.get("text") is None
+             else f"# Attention, raw text ({result['sentence']})\n\nInput: {result['text']}")
+    parts = [title, "", "Source: " + " ".join(src), "",
              f"Cross-attention rows: the {result['rows']} of each system; each row is a distribution over the source."]
     for s in result["systems"]:
         A = s["cross_attention"]
@@ -192,16 +212,28 @@ def markdown(result: Dict) -> str:
 def run(args) -> List[str]:
     systems = [common.parse_named(s, "checkpoint") for s in args.system]
     common.unique_names(systems)
-    result = analyze(systems, args.data, args.sentence, args.split, args.reference, args.beam, args.lenpen)
+    annotation = {"spacy_model": args.annotate_spacy_model, "subword_model": args.annotate_subword_model,
+                  "settings_file": args.annotation_settings_file}
+    result = analyze(systems, args.data, args.sentence, args.split, args.reference, args.beam, args.lenpen,
+                     text=args.text, text_target=args.text_target, annotation=annotation)
     figs = plots(result, args.sla_layer)
-    return common.write_outputs(args.out, f"attention-{args.sentence}", result, markdown(result), figs)
+    return common.write_outputs(args.out, f"attention-{result['sentence']}", result, markdown(result), figs)
 
 
 def add_args(p) -> None:
-    p.add_argument("--data", required=True, help="binarized data directory")
+    p.add_argument("--data", required=True, help="binarized data directory (with --text: its dictionaries suffice)")
     p.add_argument("--system", action="append", required=True, metavar="[NAME=]CHECKPOINT",
                    help="a checkpoint (repeat: panels side by side)")
-    p.add_argument("--sentence", type=int, default=0, help="sentence id in the split (fairseq-generate's S-<id>)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--sentence", type=int, default=0, help="sentence id in the split (fairseq-generate's S-<id>)")
+    which.add_argument("--text", default=None,
+                       help="a raw source sentence instead, annotated on the fly as fairseq-interactive annotates it "
+                       "(the checkpoint's annotation settings; files are named attention-text-<hash>)")
+    p.add_argument("--text-target", default=None, help="with --text --reference: its reference translation")
+    p.add_argument("--annotate-spacy-model", default=None, help="with --text: spaCy pipeline (as fairseq-interactive)")
+    p.add_argument("--annotate-subword-model", default=None, help="with --text: subword model (as fairseq-interactive)")
+    p.add_argument("--annotation-settings-file", default=None,
+                   help="with --text: annotation settings, for a checkpoint that records none")
     p.add_argument("--split", default="test")
     p.add_argument("--reference", action="store_true",
                    help="rows are the reference translation (same rows for every system) instead of each "

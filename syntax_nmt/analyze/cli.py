@@ -12,6 +12,8 @@ EPILOG = """examples (paths of `make demo`):
   syntax-nmt-analyze attention --data demo-out/data-bin --sentence 3 \\
       --system demo-out/checkpoints/transformer/seed1/checkpoint_last.pt \\
       --system demo-out/checkpoints/syntax-infused/seed1/checkpoint_last.pt --out analysis
+  syntax-nmt-analyze attention --data demo-out/data-bin --text "The old teacher saw a small dog ." \\
+      --system demo-out/checkpoints/sgnet/seed1/checkpoint_last.pt --out analysis   # raw text, parsed on the fly
   syntax-nmt-analyze gates --data demo-out/data-bin --out analysis \\
       --system sla=demo-out/checkpoints/sla/seed1/checkpoint_last.pt
   syntax-nmt-analyze length --data demo-out/data-bin --ref-raw demo-out/corpus/test.de \\
@@ -23,7 +25,7 @@ EPILOG = """examples (paths of `make demo`):
 """
 
 SUBCOMMANDS = {
-    "attention": ("attention maps of one test sentence: cross-attention of several checkpoints side by side, "
+    "attention": ("attention maps of one test sentence (or raw text): cross-attention of several checkpoints side by side, "
                   "SG-Net's syntax-guided attention with its SDOI mask, SLA's local/global attention and gate"),
     "gates": "mean SLA gate per encoder layer over a test set; learned alphas of SG-Net / SEPREM",
     "length": "sacreBLEU by source length bucket (words and subwords) for several systems",

@@ -4,8 +4,8 @@ For every SLA layer, the mean gate value ``g`` (the weight of the syntax-aware l
 attention against the global one, eq. 5-6) over all source tokens of a test set (words'
 subwords; EOS/BOS/padding excluded), one line per checkpoint (e.g. SLA against its window
 baseline WLA, as in the paper's figure). Also the learned mixing weights ``alpha`` of
-SG-Net's dual context aggregation and SEPREM's layers (``alpha`` is the weight of the
-ordinary encoder states).
+SG-Net's dual context aggregation (``alpha`` weighs the ordinary encoder states, eq. 9) and
+SEPREM's layers (``alpha`` weighs the syntax-aware representation, eq. 1), each with what it weighs.
 """
 
 from typing import Dict, List
@@ -37,8 +37,8 @@ def collect(loaded: models.Loaded, split: str = "test", max_tokens: int = 4000) 
     gates = [{"module": n, "layer": layers[n], "mean_gate": sums[n] / counts[n], "tokens": counts[n]}
              for n in sorted(sums, key=lambda n: (layers[n] is None, layers[n]))]
     return {"name": loaded.name, "checkpoint": loaded.path, "sentences": sentences, "gates": gates,
-            "alphas": [{"module": n, "alpha": a, "learned": learned}
-                       for n, a, learned in models.alphas(loaded.model)]}
+            "alphas": [{"module": n, "alpha": a, "learned": learned, "weighs": weighs}
+                       for n, a, learned, weighs in models.alphas(loaded.model)]}
 
 
 def markdown(result: Dict) -> str:
@@ -57,11 +57,11 @@ def markdown(result: Dict) -> str:
                   common.markdown_table(header, rows), ""]
     else:
         parts += ["No SLA layer in these checkpoints.", ""]
-    alpha_rows = [[s["name"], a["module"], f"{a['alpha']:.4f}", "yes" if a["learned"] else "no (fixed)"]
+    alpha_rows = [[s["name"], a["module"], f"{a['alpha']:.4f}", a["weighs"], "yes" if a["learned"] else "no (fixed)"]
                   for s in result["systems"] for a in s["alphas"]]
     if alpha_rows:
-        parts += ["Mixing weights alpha (weight of the ordinary encoder states):", "",
-                  common.markdown_table(["system", "module", "alpha", "learned"], alpha_rows)]
+        parts += ["Mixing weights alpha:", "",
+                  common.markdown_table(["system", "module", "alpha", "alpha weighs", "learned"], alpha_rows)]
     else:
         parts += ["No module with a mixing weight alpha."]
     return "\n".join(parts)
@@ -92,13 +92,15 @@ def plot(result: Dict):
         for s in with_alpha:
             for a in s["alphas"]:
                 labels.append(f"{s['name']}\n{a['module'].replace('encoder.', '')}"
-                              + ("" if a["learned"] else " (fixed)"))
+                              + ("" if a["learned"] else " (fixed)") + f"\nweighs: {a['weighs'].split(' (')[0]}")
                 values.append(a["alpha"])
         ax.barh(range(len(values)), values)
         ax.set_yticks(range(len(values)))
         ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("alpha (weight of the ordinary encoder states)")
+        ax.set_xlim(min(0.0, *values), max(1.0, *values))  # SEPREM's alpha is a free scalar
+        for i, v in enumerate(values):
+            ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
+        ax.set_xlabel("alpha (what it weighs: under each label)")
         ax.set_title("mixing weights alpha")
     fig.tight_layout()
     return fig

@@ -8,7 +8,8 @@ encoder has ``record: bool`` (default False); when it is True, its forward store
 * SG-Net: ``{"attn": (B, H, T, T), "mask": (B, T, T) bool}``;
 
 and a module with a scalar learned mix (SG-Net's aggregation, SEPREM per layer) exposes
-``alpha``, a 0-d tensor. Nothing here knows the model classes.
+``alpha``, a 0-d tensor, and ``alpha_weighs``, a string naming what ``alpha`` weighs (SG-Net:
+the ordinary states; SEPREM: the syntax-aware representation). Nothing here knows the model classes.
 """
 
 import contextlib
@@ -34,9 +35,9 @@ class Loaded:
     cfg: object
 
 
-def load(name: str, path: str, data: str, split: str = "test") -> Loaded:
+def load(name: str, path: str, data: str, split: Optional[str] = "test") -> Loaded:
     """Load ``path`` with fairseq's ``load_model_ensemble_and_task`` on data directory ``data``
-    (its dictionaries and ``split``)."""
+    (its dictionaries and ``split``; ``split=None``: dictionaries only, for raw text)."""
     import fairseq  # noqa: F401  (so that importing the plugin registers it)
     from fairseq import checkpoint_utils
 
@@ -47,7 +48,8 @@ def load(name: str, path: str, data: str, split: str = "test") -> Loaded:
         models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
     except (ValueError, FileNotFoundError, KeyError) as e:
         raise AnalyzeError(f"cannot load {path} on {data}: {e}") from None
-    task.load_dataset(split)
+    if split is not None:
+        task.load_dataset(split)
     model = models[0]
     model.eval()
     return Loaded(name, path, model, task, cfg)
@@ -60,6 +62,26 @@ def sample(loaded: Loaded, ids: Sequence[int], split: str = "test") -> Dict:
     if bad:
         raise AnalyzeError(f"sentence ids {bad} are not in the {split} split (0..{len(dataset) - 1})")
     return dataset.collater([dataset[i] for i in ids])
+
+
+def sample_text(loaded: Loaded, text: str, target: Optional[str] = None, annotation: Optional[Dict] = None) -> Dict:
+    """The one-sentence batch of raw ``text``, annotated on the fly exactly as fairseq-interactive
+    and the hub annotate it (the annotation settings the checkpoint records; ``annotation``:
+    the ``set_annotation_options`` overrides), with ``target`` (tokenized as the training
+    target was) as its reference."""
+    task = loaded.task
+    if not hasattr(task, "annotate_lines"):
+        raise AnalyzeError(f"{loaded.name}: raw text needs a syntax_translation model (its task is {type(task).__name__})")
+    if annotation and any(annotation.values()):
+        task.set_annotation_options(**annotation)
+    try:
+        tokens = task.annotate_lines([text], targets=[target] if target is not None else None)
+    except (ValueError, OSError) as e:
+        raise AnalyzeError(f"{loaded.name}: cannot annotate the text: {e}") from None
+    if tokens[0].numel() <= 1:
+        raise AnalyzeError(f"{loaded.name}: the text has no words")
+    dataset = task.build_dataset_for_inference(tokens, [t.numel() for t in tokens])
+    return dataset.collater([dataset[0]])
 
 
 def batches(loaded: Loaded, split: str = "test", max_tokens: int = 4000) -> Iterator[Dict]:
@@ -108,9 +130,10 @@ def kind_of(recorded: Dict) -> str:
     return "other"
 
 
-def alphas(model: torch.nn.Module) -> List[Tuple[str, float, bool]]:
-    """``(module name, alpha, learned)`` of every module exposing a 0-d tensor ``alpha`` (SG-Net,
-    SEPREM); ``learned``: the value depends on trained parameters (it requires grad)."""
+def alphas(model: torch.nn.Module) -> List[Tuple[str, float, bool, str]]:
+    """``(module name, alpha, learned, weighs)`` of every module exposing a 0-d tensor ``alpha``
+    (SG-Net, SEPREM); ``learned``: the value depends on trained parameters (it requires grad);
+    ``weighs``: the module's ``alpha_weighs`` (what alpha weighs), "?" without one."""
     out = []
     for name, m in model.named_modules():
         try:
@@ -118,7 +141,7 @@ def alphas(model: torch.nn.Module) -> List[Tuple[str, float, bool]]:
         except Exception:  # a property that cannot be computed on this module
             continue
         if isinstance(a, torch.Tensor) and a.dim() == 0:
-            out.append((name, float(a.detach().float()), bool(a.requires_grad)))
+            out.append((name, float(a.detach().float()), bool(a.requires_grad), str(getattr(m, "alpha_weighs", "?"))))
     return out
 
 

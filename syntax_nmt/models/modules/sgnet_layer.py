@@ -43,6 +43,9 @@ class DualContextAggregation(nn.Module):
     A learned ``alpha`` is parameterised as ``sigmoid(logit)`` so it stays in (0, 1).
     """
 
+    #: what ``alpha`` weighs (read by ``syntax-nmt-analyze gates``)
+    alpha_weighs = "ordinary encoder states H (SG-Net eq. 9)"
+
     def __init__(self, alpha: float = 0.5, learn: bool = False):
         super().__init__()
         if not 0.0 <= alpha <= 1.0:

@@ -51,6 +51,9 @@ class SepremInput(nn.Module):
         activation (str): a key of :data:`ACTIVATIONS`.
     """
 
+    #: what ``alpha`` weighs (read by ``syntax-nmt-analyze gates``)
+    alpha_weighs = "syntax-aware representation (SEPREM eq. 1)"
+
     def __init__(self, embed_dim: int, state, alpha_init: float = 0.1, activation: str = "gelu"):
         super().__init__()
         self.syntax_state = state
