@@ -75,9 +75,10 @@ def plot(result: Dict):
     ax = axes[0][0]
     for s in result["systems"]:
         if s["gates"]:
-            ax.plot([g["layer"] + 1 for g in s["gates"]], [g["mean_gate"] for g in s["gates"]], marker="o",
+            ax.plot([g["layer"] for g in s["gates"]], [g["mean_gate"] for g in s["gates"]], marker="o",
                     label=s["name"])
-    ax.set_xlabel("encoder layer")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    ax.set_xlabel("encoder layer (0 = first, as --sla-layers counts)")
     ax.set_ylabel("mean gate g (local attention weight)")
     ax.set_ylim(0, 1)
     ax.set_title("SLA gate per layer")
@@ -99,7 +100,7 @@ def plot(result: Dict):
         ax.set_yticklabels(labels, fontsize=7)
         ax.set_xlim(min(0.0, *values), max(1.0, *values))  # SEPREM's alpha is a free scalar
         for i, v in enumerate(values):
-            ax.text(v, i, f" {v:.3f}", va="center", fontsize=7)
+            ax.text(max(v, 0.0), i, f" {v:.3f}", va="center", fontsize=7)
         ax.set_xlabel("alpha (what it weighs: under each label)")
         ax.set_title("mixing weights alpha")
     fig.tight_layout()
