@@ -35,19 +35,6 @@ class NaiveRow(Ref):
         """Word distance, None if different trees."""
         return None if self._dist[a][b] < 0 else self._dist[a][b]
 
-    def _grid(self, rule):
-        """T x T from a rule on (query word, key word); specials: self only."""
-        T = self.T
-        M = [[False] * T for _ in range(T)]
-        for i in range(T):
-            if self.special[i]:
-                M[i][i] = True
-                continue
-            for j in range(T):
-                if not self.special[j]:
-                    M[i][j] = bool(rule(self.word_of[i], self.word_of[j]))
-        return M
-
     # --- SLA (Li et al. 2021, eq. 2-3) -------------------------------------------------
     def sentence_words(self):
         return [w for w in self.words]
@@ -70,11 +57,11 @@ class NaiveRow(Ref):
             ds = [self.d(k, wj) for k in self.neighbours(wi)]
             ds = [x for x in ds if x is not None]
             return bool(ds) and min(ds) <= m
-        return self._grid(rule)
+        return self.grid(rule)
 
     def wla(self, k):
         order = {w: n for n, w in enumerate(self.words)}
-        return self._grid(lambda wi, wj: abs(order[wi] - order[wj]) <= k)
+        return self.grid(lambda wi, wj: abs(order[wi] - order[wj]) <= k)
 
     # --- Syntax-BERT (Bai et al. 2021, sec. 3.2) --------------------------------------
     def syntax_bert(self, D):

@@ -115,22 +115,26 @@ class Ref:
     def subword_ancestors(self, i):
         return self.ancestors_or_self(i, lambda j: self.parent(j, "first"))
 
-    def sdoi(self, convention):
-        """SG-Net eq. 6: M[i, j] = 1 iff j in SDOI(i) (i itself or an ancestor)."""
+    def grid(self, rule, node_of=None):
+        """T x T bool mask from ``rule(query node, key node)``; nodes are the positions' words
+        (``node_of``: their first subwords by default); special rows: self only, special keys: never."""
+        node_of = self.first if node_of is None else node_of
         T = self.T
         M = [[False] * T for _ in range(T)]
         for i in range(T):
             if self.special[i]:
                 M[i][i] = True
                 continue
-            if convention == "shared":
-                anc_words = set(self.word_ancestors(self.first[i]))
-                for j in range(T):
-                    M[i][j] = (not self.special[j]) and self.first[j] in anc_words
-            else:
-                for j in self.subword_ancestors(i):
-                    M[i][j] = True
+            for j in range(T):
+                if not self.special[j]:
+                    M[i][j] = bool(rule(node_of[i], node_of[j]))
         return M
+
+    def sdoi(self, convention):
+        """SG-Net eq. 6: M[i, j] = 1 iff j in SDOI(i) (i itself or an ancestor)."""
+        if convention == "shared":
+            return self.grid(lambda wi, wj: wj in self.word_ancestors(wi))
+        return self.grid(lambda i, j: j in self.subword_ancestors(i), node_of=list(range(self.T)))
 
     def depth(self, convention):
         if convention == "shared":
