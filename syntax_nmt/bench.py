@@ -31,13 +31,12 @@ import sys
 import time
 from typing import Dict, List
 
-from syntax_nmt.demo import OPTIM_ARGS, SYSTEMS, Demo, _count_params, _exe, _user_dir
+from syntax_nmt.demo import OPTIM_ARGS, Demo, _count_params, _exe, _user_dir, system_command
+from syntax_nmt.systems import default_systems, parse_systems
+from syntax_nmt.systems import get as get_system
 
-#: systems measured by the benchmark only (same model and results as another system)
-BENCH_SYSTEMS = dict(SYSTEMS, **{
-    "sgnet-ckpt": ("syntax_translation", "syntax_transformer_tiny",
-                   ["--source-features", "", "--syntax-attention", "sgnet", "--sgnet-checkpoint-activations"]),
-})
+#: the demo's systems, and one measured by the benchmark only (the same model as sgnet)
+BENCH_SYSTEMS = [*default_systems(), "sgnet-ckpt"]
 
 #: upper bounds: ratio must be <= the value
 MAX_TARGETS = {"sgnet": {"model_mem_mib": 1.08}, "sgnet-ckpt": {"model_mem_mib": 1.08}}
@@ -93,7 +92,7 @@ class Bench(Demo):
 
     def measure(self, name: str) -> Dict[str, float]:
         a = self.args
-        task, arch, extra = BENCH_SYSTEMS[name]
+        task, arch, extra = system_command(name, layers=self.args.layers)
         save = self.path("checkpoints", name)
         train_log, gen_log = self.path(f"train-{name}.log"), self.path(f"gen-{name}.log")
         print(f"--- {name}: train {a.max_update} updates", flush=True)
@@ -144,7 +143,7 @@ class Bench(Demo):
         with open(self.path("bench.json"), "w") as f:
             json.dump(rows, f, indent=2)
         self.plot(rows)
-        measure_raw_text(self, next((s for s in self.args.systems if SYSTEMS[s][0] == "syntax_translation"), None))
+        measure_raw_text(self, next((s for s in self.args.systems if not get_system(s).stock), None))
         print(f"bench finished in {time.time() - start:.0f}s; bench.json and bench.png in {self.out}")
 
     def print_table(self, rows):
@@ -280,7 +279,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--heads", type=int, default=4, help="attention heads (Transformer base: 8)")
     p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--systems", default=",".join(BENCH_SYSTEMS),
-                   help=f"comma-separated, the first is the reference; from {', '.join(BENCH_SYSTEMS)}")
+                   help="comma-separated names from the table of systems (python -m syntax_nmt.systems list --all), "
+                   f"the first is the reference (default: {', '.join(BENCH_SYSTEMS)})")
     p.add_argument("--fp16", action="store_true", help="train and translate in fp16 (on a GPU)")
     p.add_argument("--verbose", action="store_true")
     return p
@@ -288,10 +288,12 @@ def get_parser() -> argparse.ArgumentParser:
 
 def cli_main(argv=None) -> None:
     args = get_parser().parse_args(argv)
-    args.systems = [s for s in args.systems.split(",") if s]
-    unknown = [s for s in args.systems if s not in BENCH_SYSTEMS]
-    if unknown:
-        raise SystemExit(f"unknown systems {unknown}; choose from {list(SYSTEMS)}")
+    try:
+        args.systems = parse_systems(args.systems)
+    except ValueError as e:
+        from syntax_nmt.cli_errors import fail
+
+        fail("python -m syntax_nmt.bench", e)
     Bench(args).main()
 
 

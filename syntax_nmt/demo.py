@@ -9,7 +9,7 @@ Steps (each skipped when its outputs exist, so an interrupted run resumes):
 3. parse the raw English with it, learn joint BPE, write subwords and aligned
    streams (``syntax-nmt-annotate``);
 4. binarize text and streams (``syntax-nmt-binarize``);
-5. train every system of :data:`SYSTEMS` (``--systems``) with each training seed
+5. train every system of the table of systems (:mod:`syntax_nmt.systems`, ``--systems``) with each training seed
    (``--seeds``) and identical budgets (``fairseq-train``), ``--jobs`` at a time;
 6. translate the test set (``fairseq-generate``), score with sacreBLEU, and report the
    mean and standard deviation over seeds, paired bootstrap significance against the
@@ -36,37 +36,12 @@ from typing import Dict, List, Optional, Sequence
 from syntax_nmt.analyze.common import exe as _exe
 from syntax_nmt.analyze.common import mean_sd
 from syntax_nmt.analyze.common import user_dir as _user_dir
+from syntax_nmt.systems import BASELINE, default_systems, fit_encoder_layers, parse_systems
+from syntax_nmt.systems import get as get_system
 
-#: name -> (fairseq task, arch, extra options; they come after the shared ones, so a system may change
-#: the criterion). The demo compares every system listed
-#: here by default (the first is the baseline); a method added to the plugin gets a line here.
-SYSTEMS: Dict[str, tuple] = {
-    "transformer": ("translation", "transformer_tiny", []),
-    "syntax-infused": ("syntax_translation", "syntax_transformer_tiny", []),
-    "sgnet": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "sgnet"]),
-    "syntax+sgnet": ("syntax_translation", "syntax_transformer_tiny", ["--syntax-attention", "sgnet"]),
-    "sla": ("syntax_translation", "syntax_transformer_tiny", ["--source-features", "", "--syntax-attention", "sla"]),
-    "syntax_bert": ("syntax_translation", "syntax_transformer_tiny",
-                    ["--source-features", "", "--syntax-attention", "syntax_bert", "--syntax-bert-max-distance", "3"]),
-    # auxiliary loss weights for the demo's short budget (seed 1, 400 updates; transformer 21.9 post-norm):
-    # DP+HP at 1 (SEPREM's plain sum) 10.0, at 0.1 19.6, at 0.01 24.0; LISA at 1 16.9, at 0.1 27.5. Early
-    # in training the syntax losses take most of the clipped gradient from the translation loss.
-    "seprem": ("syntax_translation", "syntax_transformer_tiny",
-               ["--source-features", "", "--syntax-attention", "seprem", "--criterion",
-                "label_smoothed_cross_entropy_with_syntax", "--dp-loss-weight", "0.01", "--hp-loss-weight", "0.01"]),
-    "lisa": ("syntax_translation", "syntax_transformer_tiny",
-             ["--source-features", "", "--syntax-attention", "lisa", "--criterion",
-              "label_smoothed_cross_entropy_with_syntax", "--lisa-loss-weight", "0.1"]),
-    # every method together, with the features: SLA in the first encoder layer, Syntax-BERT in the
-    # second, LISA's head in the last, SEPREM before every layer, SG-Net on top (3 encoder layers in the
-    # demo; the bench keeps its own depth)
-    "all": ("syntax_translation", "syntax_transformer_tiny",
-            ["--encoder-layers", "3", "--syntax-attention", "sgnet,sla,syntax_bert,seprem,lisa",
-             "--sla-layers", "0", "--syntax-bert-layers", "1", "--lisa-layer", "-1",
-             "--criterion", "label_smoothed_cross_entropy_with_syntax", "--dp-loss-weight", "0.01",
-             "--hp-loss-weight", "0.01", "--lisa-loss-weight", "0.1"]),
-}
-BASELINE = "transformer"
+#: the demo's encoder depth (a system that needs more layers, such as ``all``, gets them:
+#: :func:`syntax_nmt.systems.fit_encoder_layers`)
+ENCODER_LAYERS = 2
 PROG = "python -m syntax_nmt.demo"
 
 #: Model size and optimisation shared by every system (identical budgets). The demo's budget is a few
@@ -243,7 +218,7 @@ class Demo:
     def train(self, name: str, seed: int, data: str = None, group: str = "", quiet: bool = False) -> dict:
         """Train one system with one seed (skipped when done); returns its wall and CPU seconds."""
         a = self.args
-        task, arch, extra = SYSTEMS[name]
+        task, arch, extra = system_command(name)
         tag = f"train-{group + '-' if group else ''}{name}-seed{seed}"
         if self.done(tag):
             return self.info(tag)
@@ -264,7 +239,7 @@ class Demo:
         """Translate the test set with one trained system and score it (``evaluate.score``)."""
         from syntax_nmt.evaluate import score
 
-        task = SYSTEMS[name][0]
+        task = get_system(name).task
         folder = self.path("gen", group) if group else self.path("gen")
         os.makedirs(folder, exist_ok=True)
         gen = os.path.join(folder, f"{name}.seed{seed}.gen")
@@ -475,7 +450,7 @@ class Demo:
     def translate_raw(self, sentences=("The old teacher saw a small dog in the garden.", "A train is expensive.",
                                        "Has our queen answered the mysterious party?")):
         """Translate raw English, annotated on the fly, with fairseq-interactive and with the Python hub."""
-        name = next((s for s in self.args.systems if SYSTEMS[s][0] == "syntax_translation"), None)
+        name = next((s for s in self.args.systems if not get_system(s).stock), None)
         if name is None:
             return
         if getattr(self.args, "gold_parses", False):
@@ -527,6 +502,15 @@ class Demo:
 
 
 # -- pure helpers (tested without training) ------------------------------------------------------
+def system_command(name: str, layers: int = ENCODER_LAYERS) -> tuple:
+    """``(task, arch, options)`` of a system of the table at the demo's size (the options come after the
+    shared ones, so a system may change the criterion)."""
+    system = get_system(name)
+    if system.stock:
+        return system.task, "transformer_tiny", []
+    return system.task, "syntax_transformer_tiny", [*system.args(), *fit_encoder_layers(system, layers)]
+
+
 def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[int],
               params: Dict[str, int]) -> List[dict]:
     """One row per system (baseline first): per-seed scores, mean and sample sd."""
@@ -667,8 +651,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--bpe", type=int, default=4000, help="joint BPE merges")
     p.add_argument("--max-update", type=int, default=400, help="training updates per system (same for all)")
     p.add_argument("--max-tokens", type=int, default=1536, help="tokens per batch")
-    p.add_argument("--systems", default=",".join(SYSTEMS),
-                   help=f"comma-separated, the first is the baseline (default: all: {', '.join(SYSTEMS)})")
+    p.add_argument("--systems", default="default",
+                   help="comma-separated names from the table of systems (python -m syntax_nmt.systems list --all), "
+                   f"the first is the baseline (default: {', '.join(default_systems())})")
     p.add_argument("--jobs", type=int, default=None,
                    help="trainings at a time (default: 1 on a GPU, else the CPU cores, at most 4)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per training (default: cores / jobs)")
@@ -689,11 +674,10 @@ def main(args) -> None:
     from syntax_nmt.cli_errors import fail
 
     def systems(value, option):
-        names = [s for s in value.split(",") if s]
-        unknown = [s for s in names if s not in SYSTEMS]
-        if unknown or not names:
-            fail(PROG, f"{option}: unknown systems {unknown}; choose from {list(SYSTEMS)}")
-        return names
+        try:
+            return parse_systems(value, option)
+        except ValueError as e:
+            fail(PROG, e)
 
     args.systems = systems(args.systems, "--systems")
     args.fraction_systems = systems(args.fraction_systems, "--fraction-systems")

@@ -94,6 +94,15 @@ class SyntaxMethod:
     streams: Sequence[str] = ("subword", "head")
     #: the option that lists the layers whose self-attention it replaces (for messages)
     layers_option: str = ""
+    #: whether it replaces the self-attention of the layers of ``layers_option`` (two such methods need
+    #: different layers; the ``all`` system of :mod:`syntax_nmt.systems` gives them distinct ones)
+    replaces_attention: bool = False
+    #: the method's own system in the table of systems (:mod:`syntax_nmt.systems`): its model options
+    #: beyond ``--syntax-attention NAME`` ...
+    system_args: Sequence[str] = ()
+    #: ... and the criterion options it trains with (weights of its auxiliary losses, read by
+    #: ``label_smoothed_cross_entropy_with_syntax``); empty: the translation loss alone
+    system_losses: Sequence[str] = ()
 
     def __init__(self, cfg, num_layers: int):
         self.cfg = cfg

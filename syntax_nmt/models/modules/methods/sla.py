@@ -80,6 +80,7 @@ class SLA(SyntaxMethod):
 
     config = SLAConfig
     layers_option = "--sla-layers"
+    replaces_attention = True
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)

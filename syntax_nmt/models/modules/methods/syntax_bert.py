@@ -127,6 +127,8 @@ class SyntaxBert(SyntaxMethod):
 
     config = SyntaxBertConfig
     layers_option = "--syntax-bert-layers"
+    replaces_attention = True
+    system_args = ("--syntax-bert-max-distance", "3")
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)

@@ -1,0 +1,204 @@
+"""The one table of systems that the demo, the bench and the recipes compare.
+
+A *system* is what goes into the encoder: the stock Transformer, the source feature embeddings
+(Sundararaman et al.), one or more syntax methods with their options and the weights of their auxiliary
+losses. Model size, optimisation and decoding are not part of it: each consumer (``make demo``,
+``make bench``, ``examples/*/``) sets them, identically for every system it compares.
+
+The table is built from the method registry (:data:`~syntax_nmt.models.modules.methods.SYNTAX_METHODS`):
+every registered method brings its own system, named like the method, with the options its class declares
+(``system_args``, ``system_losses``), so a method added to the plugin is compared from then on without
+editing this file. Besides those: ``transformer`` (stock fairseq, the baseline), ``syntax-infused`` (the
+feature embeddings), ``syntax+sgnet`` (features and SG-Net), ``all`` (features and every method; the methods
+that replace a layer's self-attention get distinct layers, in registry order, the last one the top layer),
+and two systems outside the default comparison: ``syntax-concat`` (the features' concatenated variant,
+8+4+8) and ``sgnet-ckpt`` (SG-Net with recomputed activations: the same model, measured by the bench).
+
+From a shell (the recipes)::
+
+    python -m syntax_nmt.systems list             # the default comparison, in order
+    python -m syntax_nmt.systems args sgnet       # its fairseq options, shell-quoted
+    python -m syntax_nmt.systems task sgnet       # translation | syntax_translation
+"""
+
+import argparse
+import logging
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Dict, List, Sequence, Tuple
+
+#: the source features of the feature systems (the paper's: POS, case, subword position)
+FEATURES = "pos,case,subword"
+#: the baseline every comparison is made against
+BASELINE = "transformer"
+#: old names (the WMT14 recipe's configurations) -> table names
+ALIASES = {"baseline": "transformer", "syntax": "syntax-infused", "syntax_sgnet": "syntax+sgnet",
+           "syntax_concat": "syntax-concat"}
+
+
+@dataclass(frozen=True)
+class System:
+    """One row of the table.
+
+    Args:
+        name: its name in results and on command lines.
+        features: whether the source feature embeddings (:data:`FEATURES`) are on.
+        methods: the ``--syntax-attention`` methods.
+        model_args: further model options (the methods' own, e.g. layer choices).
+        criterion_args: options of ``label_smoothed_cross_entropy_with_syntax`` (auxiliary loss weights);
+            empty: the consumer's translation criterion alone.
+        min_encoder_layers: encoder layers it needs (methods replacing the self-attention of distinct layers).
+        default: part of the default comparison.
+        note: what it is, for listings.
+    """
+
+    name: str
+    features: bool = False
+    methods: Tuple[str, ...] = ()
+    model_args: Tuple[str, ...] = ()
+    criterion_args: Tuple[str, ...] = ()
+    min_encoder_layers: int = 1
+    default: bool = True
+    note: str = ""
+
+    @property
+    def stock(self) -> bool:
+        """No features and no method: fairseq's own ``translation`` task and ``transformer`` model."""
+        return not self.features and not self.methods
+
+    @property
+    def task(self) -> str:
+        return "translation" if self.stock else "syntax_translation"
+
+    def args(self) -> List[str]:
+        """The fairseq-train options of the system (after the consumer's shared ones: a system may set the
+        criterion). Empty for the stock Transformer."""
+        if self.stock:
+            return []
+        out = ["--source-features", FEATURES if self.features else ""]
+        if self.methods:
+            out += ["--syntax-attention", ",".join(self.methods)]
+        out += list(self.model_args)
+        if self.criterion_args:
+            out += ["--criterion", "label_smoothed_cross_entropy_with_syntax", *self.criterion_args]
+        return out
+
+    def uses(self, method: str) -> bool:
+        return method in self.methods
+
+
+def _method_system(name: str, cls) -> System:
+    doc = " ".join((cls.__doc__ or "").split())
+    return System(name, methods=(name,), model_args=tuple(cls.system_args),
+                  criterion_args=tuple(cls.system_losses), note=doc if len(doc) <= 90 else doc[:89] + "…")
+
+
+def _all_system(methods: Dict[str, type]) -> System:
+    attention = [n for n, c in methods.items() if c.replaces_attention]
+    args: List[str] = []
+    for i, name in enumerate(attention):
+        args += [methods[name].layers_option, str(-1 if i == len(attention) - 1 and i > 0 else i)]
+    for name, cls in methods.items():
+        args += list(cls.system_args)
+    losses = [a for cls in methods.values() for a in cls.system_losses]
+    return System("all", features=True, methods=tuple(methods), model_args=tuple(args), criterion_args=tuple(losses),
+                  min_encoder_layers=max(1, len(attention)),
+                  note="the features and every method (attention-replacing methods in distinct layers)")
+
+
+def systems() -> Dict[str, System]:
+    """The table: name -> :class:`System`, in the order of comparison (the baseline first)."""
+    from syntax_nmt.models.modules.methods import SYNTAX_METHODS
+
+    table = [System(BASELINE, note="stock fairseq transformer"),
+             System("syntax-infused", features=True, note="POS, case and subword-position embeddings "
+                    "(Sundararaman et al., 2019)")]
+    table += [_method_system(n, c) for n, c in SYNTAX_METHODS.items()]
+    if "sgnet" in SYNTAX_METHODS:
+        sgnet = _method_system("sgnet", SYNTAX_METHODS["sgnet"])
+        table.insert(3, System("syntax+sgnet", features=True, methods=("sgnet",), model_args=sgnet.model_args,
+                               criterion_args=sgnet.criterion_args, note="the features and SG-Net"))
+    table.append(_all_system(dict(SYNTAX_METHODS)))
+    table.append(System("syntax-concat", features=True, model_args=(
+        "--feature-merge", "concat", "--feature-embed-dims", "8,4,8"), default=False,
+        note="the features concatenated (8+4+8) instead of summed"))
+    if "sgnet" in SYNTAX_METHODS:
+        table.append(System("sgnet-ckpt", methods=("sgnet",), model_args=("--sgnet-checkpoint-activations",),
+                            default=False, note="SG-Net with recomputed activations (the same model; for the bench)"))
+    return {s.name: s for s in table}
+
+
+def default_systems() -> List[str]:
+    """The names of the default comparison, in order."""
+    return [n for n, s in systems().items() if s.default]
+
+
+def get(name: str) -> System:
+    """A system by name (or by one of the WMT14 recipe's old names, :data:`ALIASES`).
+
+    Raises:
+        KeyError: with the names to choose from.
+    """
+    table = systems()
+    name = ALIASES.get(name, name)
+    if name not in table:
+        raise KeyError(f"unknown system {name!r}; choose from {', '.join(table)}")
+    return table[name]
+
+
+def parse_systems(value: str, option: str = "--systems") -> List[str]:
+    """``"transformer,sgnet"`` -> names (aliases resolved); ``"default"`` or empty -> the default comparison.
+
+    Raises:
+        ValueError: naming the unknown systems and the choices.
+    """
+    items = [v.strip() for v in str(value or "").replace(" ", ",").split(",") if v.strip()]
+    if not items or items == ["default"]:
+        return default_systems()
+    table = systems()
+    names = [ALIASES.get(v, v) for v in items]
+    unknown = [v for v, n in zip(items, names) if n not in table]
+    if unknown:
+        raise ValueError(f"{option}: unknown systems {unknown}; choose from {', '.join(table)}")
+    return list(dict.fromkeys(names))
+
+
+def fit_encoder_layers(system: System, layers: int) -> List[str]:
+    """``--encoder-layers`` for a consumer whose encoder has ``layers``, when the system needs more."""
+    return ["--encoder-layers", str(system.min_encoder_layers)] if system.min_encoder_layers > layers else []
+
+
+def _cli(argv: Sequence[str] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m syntax_nmt.systems", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ls = sub.add_parser("list", help="the default comparison, one name a line (--all: every system, with notes)")
+    ls.add_argument("--all", action="store_true")
+    for cmd, text in (("args", "its fairseq-train options, shell-quoted on one line"),
+                      ("task", "its fairseq task"), ("methods", "its --syntax-attention methods, comma-separated"),
+                      ("min-encoder-layers", "the encoder layers it needs"), ("name", "its name (aliases resolved)")):
+        sub.add_parser(cmd, help=text).add_argument("system")
+    a = p.parse_args(argv)
+    logging.getLogger("fairseq").setLevel(logging.WARNING)  # its import-time notices are no output of ours
+    if a.cmd == "list":
+        table = systems()
+        for name, s in table.items():
+            if a.all:
+                print(f"{name:<16} {'' if s.default else '(not default) '}{s.note}")
+            elif s.default:
+                print(name)
+        return 0
+    try:
+        s = get(a.system)
+    except KeyError as e:
+        print(f"{p.prog}: error: {e.args[0]}", file=sys.stderr)
+        return 2
+    out = {"args": lambda: " ".join(shlex.quote(x) for x in s.args()), "task": lambda: s.task,
+           "methods": lambda: ",".join(s.methods), "min-encoder-layers": lambda: str(s.min_encoder_layers),
+           "name": lambda: s.name}[a.cmd]()
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())

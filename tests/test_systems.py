@@ -1,0 +1,111 @@
+"""The one table of systems (syntax_nmt/systems.py) that the demo, the bench and the recipes read."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import build_task_and_model
+from syntax_nmt import systems as S
+from syntax_nmt.models.modules.methods import base as methods_base
+from syntax_nmt.models.modules.methods.lisa import LisaAttention
+from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
+from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
+
+CRIT = ["--criterion", "label_smoothed_cross_entropy_with_syntax"]
+
+
+def test_the_default_comparison_and_each_systems_options():
+    assert S.default_systems() == ["transformer", "syntax-infused", "sgnet", "syntax+sgnet", "sla", "syntax_bert",
+                                   "seprem", "lisa", "all"]
+    t = S.systems()
+    assert t["transformer"].stock and t["transformer"].task == "translation" and t["transformer"].args() == []
+    assert t["syntax-infused"].args() == ["--source-features", "pos,case,subword"]
+    assert t["sgnet"].args() == ["--source-features", "", "--syntax-attention", "sgnet"]
+    assert t["syntax+sgnet"].args() == ["--source-features", "pos,case,subword", "--syntax-attention", "sgnet"]
+    assert t["syntax_bert"].args() == ["--source-features", "", "--syntax-attention", "syntax_bert",
+                                       "--syntax-bert-max-distance", "3"]
+    assert t["seprem"].args() == ["--source-features", "", "--syntax-attention", "seprem", *CRIT,
+                                  "--dp-loss-weight", "0.01", "--hp-loss-weight", "0.01"]
+    assert t["lisa"].args() == ["--source-features", "", "--syntax-attention", "lisa", *CRIT,
+                                "--lisa-loss-weight", "0.1"]
+    assert all(s.task == "syntax_translation" for n, s in t.items() if n != "transformer")
+    assert not t["syntax-concat"].default and not t["sgnet-ckpt"].default
+
+
+def test_all_gives_attention_methods_distinct_layers_and_needs_that_many():
+    a = S.get("all")
+    assert a.features and a.methods == ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
+    args = a.args()
+    assert args[args.index("--sla-layers") + 1] == "0"
+    assert args[args.index("--syntax-bert-layers") + 1] == "1"
+    assert args[args.index("--lisa-layer") + 1] == "-1"
+    assert args.count("--criterion") == 1
+    assert a.min_encoder_layers == 3
+    assert S.fit_encoder_layers(a, 2) == ["--encoder-layers", "3"] and S.fit_encoder_layers(a, 6) == []
+
+
+def test_all_builds_with_one_method_per_layer(stream_bin):
+    a = S.get("all")
+    args = a.args()
+    i = args.index("--criterion")
+    _, model, _ = build_task_and_model(stream_bin, *args[:i], *S.fit_encoder_layers(a, 2))
+    kinds = [type(layer.self_attn) for layer in model.encoder.layers]
+    assert kinds == [SyntaxLocalAttention, SyntaxBertAttention, LisaAttention]
+    assert model.encoder.layers[0].self_attn is not model.encoder.layers[1].self_attn
+
+
+def test_a_method_registered_later_joins_the_table(monkeypatch):
+    class Toy(methods_base.SyntaxMethod):
+        """A toy method."""
+        layers_option = "--toy-layers"
+        replaces_attention = True
+        system_args = ("--toy-strength", "2")
+        system_losses = ("--toy-loss-weight", "0.5")
+
+    monkeypatch.setitem(methods_base.SYNTAX_METHODS, "toy", Toy)
+    table = S.systems()
+    assert table["toy"].args() == ["--source-features", "", "--syntax-attention", "toy", "--toy-strength", "2",
+                                   *CRIT, "--toy-loss-weight", "0.5"]
+    assert "toy" in S.default_systems()
+    args = table["all"].args()
+    assert table["all"].methods[-1] == "toy" and args[args.index("--toy-layers") + 1] == "-1"
+    assert args[args.index("--lisa-layer") + 1] == "2" and table["all"].min_encoder_layers == 4
+    assert "--toy-loss-weight" in args[args.index("--criterion"):]
+
+
+def test_names_aliases_and_errors():
+    assert S.parse_systems("default") == S.default_systems() == S.parse_systems("")
+    assert S.parse_systems("baseline,syntax syntax_sgnet,sgnet,sgnet") == ["transformer", "syntax-infused",
+                                                                         "syntax+sgnet", "sgnet"]
+    assert S.get("syntax_concat").name == "syntax-concat"
+    with pytest.raises(ValueError, match=r"--systems: unknown systems \['bogus'\]; choose from transformer"):
+        S.parse_systems("sgnet,bogus")
+    with pytest.raises(KeyError, match="unknown system 'nope'"):
+        S.get("nope")
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "syntax_nmt.systems", *args], capture_output=True, text=True)
+
+
+def test_the_shell_interface():
+    r = _cli("args", "syntax+sgnet")
+    assert r.returncode == 0 and r.stdout == "--source-features pos,case,subword --syntax-attention sgnet\n"
+    assert _cli("args", "sgnet").stdout == "--source-features '' --syntax-attention sgnet\n"
+    assert _cli("task", "baseline").stdout == "translation\n"
+    assert _cli("min-encoder-layers", "all").stdout == "3\n"
+    assert _cli("list").stdout.split() == S.default_systems()
+    bad = _cli("args", "bogus")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines()[-1].startswith("python -m syntax_nmt.systems: error: unknown system")
+
+
+def test_demo_commands_come_from_the_table():
+    from syntax_nmt.demo import system_command
+
+    assert system_command("transformer") == ("translation", "transformer_tiny", [])
+    task, arch, extra = system_command("all")
+    assert (task, arch) == ("syntax_translation", "syntax_transformer_tiny")
+    assert extra == [*S.get("all").args(), "--encoder-layers", "3"]
+    assert system_command("all", layers=6)[2] == S.get("all").args()
