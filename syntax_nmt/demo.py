@@ -24,7 +24,6 @@ Every step runs the real command line a user would run, in a subprocess.
 
 import argparse
 import json
-import math
 import os
 import shlex
 import shutil
@@ -33,8 +32,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Sequence
 
+from syntax_nmt import compare
 from syntax_nmt.analyze.common import exe as _exe
-from syntax_nmt.analyze.common import mean_sd
 from syntax_nmt.analyze.common import user_dir as _user_dir
 from syntax_nmt.systems import BASELINE, default_systems, fit_encoder_layers, parse_systems
 from syntax_nmt.systems import get as get_system
@@ -318,33 +317,12 @@ class Demo:
     # -- report -------------------------------------------------------------------------------
     def significance(self, rows: List[dict]) -> None:
         """Paired bootstrap (sacreBLEU) of every system against the baseline: on the translations
-        of all seeds pooled (seed s of a system paired with seed s of the baseline), and per seed."""
-        from syntax_nmt.evaluate import read_lines, significance, write_lines
-
-        if len(rows) < 2:
-            return
+        of all seeds pooled (seed s of a system paired with seed s of the baseline), and per seed
+        (:func:`syntax_nmt.compare.significance`)."""
         seeds = self.seeds()
-        base = rows[0]["system"]
-        detok = lambda name, seed: self.path("eval", f"{name}.seed{seed}.detok")  # noqa: E731
-        pooled_dir = self.path("eval", "pooled")
-        os.makedirs(pooled_dir, exist_ok=True)
-        refs = read_lines(self.path("corpus", "test.de"))
-        write_lines(os.path.join(pooled_dir, "ref.de"), refs * len(seeds))
-        for r in rows:
-            write_lines(os.path.join(pooled_dir, r["system"] + ".detok"),
-                        [h for s in seeds for h in read_lines(detok(r["system"], s))])
-        pooled = significance(os.path.join(pooled_dir, "ref.de"), (base, os.path.join(pooled_dir, base + ".detok")),
-                              [(r["system"], os.path.join(pooled_dir, r["system"] + ".detok")) for r in rows[1:]])
-        p_pooled = {x["name"]: x["p_value"] for x in pooled[1:]}
-        per_seed = {r["system"]: [] for r in rows[1:]}
-        for s in seeds:
-            res = significance(self.path("corpus", "test.de"), (base, detok(base, s)),
-                               [(r["system"], detok(r["system"], s)) for r in rows[1:]])
-            for x in res[1:]:
-                per_seed[x["name"]].append(x["p_value"])
-        for r in rows[1:]:
-            r["p_pooled"] = p_pooled[r["system"]]
-            r["p_per_seed"] = per_seed[r["system"]]
+        hyps = {(r["system"], s): self.path("eval", f"{r['system']}.seed{s}.detok") for r in rows for s in seeds}
+        compare.significance(rows, hyps, self.path("corpus", "test.de"), seeds, pooled_dir=self.path("eval", "pooled"),
+                             ref_name="ref.de")
 
     def report(self, rows: List[dict]) -> str:
         a = self.args
@@ -513,21 +491,9 @@ def system_command(name: str, layers: int = ENCODER_LAYERS) -> tuple:
 
 def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[int],
               params: Dict[str, int]) -> List[dict]:
-    """One row per system (baseline first): per-seed scores, mean and sample sd."""
-    rows = []
-    for name in systems:
-        mine = [runs[(name, s)] for s in seeds]
-        bleu = [r["sacrebleu"] for r in mine]
-        split = [r["compound_split_bleu"] for r in mine]
-        m, sd = mean_sd(bleu)
-        sm, ssd = mean_sd(split)
-        rows.append({"system": name, "seeds": list(seeds), "sacrebleu": bleu, "mean": m, "sd": sd,
-                     "compound_split_bleu": split, "split_mean": sm, "split_sd": ssd,
-                     "train_seconds": [r["train_seconds"] for r in mine],
-                     "train_cpu_seconds": [r.get("train_cpu_seconds") for r in mine],
-                     "generate_cpu_seconds": [r.get("generate_cpu_seconds") for r in mine], "params": params.get(name),
-                     "sentences": mine[0]["sentences"], "signature": mine[0]["signature"]})
-    return rows
+    """One row per system (baseline first): per-seed sacreBLEU and compound-split BLEU, their means and
+    sample sds (:func:`syntax_nmt.compare.summarize`)."""
+    return compare.summarize(runs, systems, seeds, ("sacrebleu", "compound_split_bleu"), params)
 
 
 def format_table(rows: List[dict], args, seeds: Sequence[int]) -> str:
@@ -576,7 +542,7 @@ def quality_check(rows: List[dict], baseline: str = BASELINE, margin: float = 1.
             f"{best['system']} {best['mean']:.2f} vs {base['mean']:.2f} ({gain:+.2f})")]
     if sgnet in by:
         s = by[sgnet]
-        noise = 2 * math.sqrt(base["sd"] ** 2 / len(base["sacrebleu"]) + s["sd"] ** 2 / len(s["sacrebleu"]))
+        noise = compare.noise_bound(base, s)
         diff = s["mean"] - base["mean"]
         out.append((f"{sgnet} not worse than {baseline} by more than noise", diff >= -noise,
                     f"{s['mean']:.2f} vs {base['mean']:.2f} ({diff:+.2f}; noise 2 SE = {noise:.2f})"))
@@ -584,28 +550,8 @@ def quality_check(rows: List[dict], baseline: str = BASELINE, margin: float = 1.
 
 
 def plot_bleu(rows: List[dict], path: str, title: str) -> None:
-    from syntax_nmt.analyze.common import pyplot
-
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4.5))
-    x = list(range(len(rows)))
-    colors = ["tab:gray"] + ["tab:blue"] * (len(rows) - 1)
-    ax.bar(x, [r["mean"] for r in rows], yerr=[r["sd"] for r in rows], capsize=4, color=colors, alpha=0.8)
-    for i, r in enumerate(rows):
-        ax.scatter([i] * len(r["sacrebleu"]), r["sacrebleu"], color="black", s=12, zorder=3)
-        p = r.get("p_pooled")
-        star = "*" if p is not None and p < 0.05 else ""
-        top = max([r["mean"] + r["sd"], *r["sacrebleu"]])
-        ax.annotate(f"{r['mean']:.2f}{star}", (i, top), xytext=(0, 3), textcoords="offset points", ha="center",
-                    va="bottom", fontsize=8)
-    ax.axhline(rows[0]["mean"], color="black", linewidth=0.8, linestyle=":")
-    ax.set_xticks(x)
-    ax.set_xticklabels([r["system"] for r in rows], rotation=30, ha="right")
-    ax.set_ylabel("sacreBLEU (mean ± sd over seeds; dots: seeds)")
-    ax.set_title(title + "\n* paired bootstrap p < 0.05 against " + rows[0]["system"], fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    """The demo's bar chart of sacreBLEU over seeds (:func:`syntax_nmt.compare.plot_bars`)."""
+    compare.plot_bars(rows, path, title, "sacrebleu", "sacreBLEU (mean ± sd over seeds; dots: seeds)")
 
 
 def _count_params(checkpoint: str) -> int:

@@ -1,13 +1,14 @@
-"""Score fairseq-generate output on newstest2014 and test significance.
+"""Score fairseq-generate output (newstest2014, Multi30k...) and test significance.
 
 ``score``: reads the ``H-`` lines of a ``fairseq-generate --remove-bpe ...``
 log (tokenized German), writes the hypotheses tokenized (``NAME.tok``) and
 detokenized with sacremoses (``NAME.detok``), and reports
 
-* detokenized sacreBLEU against the raw reference, with its signature;
+* detokenized sacreBLEU against the raw reference, with its signature, and sacreBLEU's chrF;
 * tokenized, case-sensitive BLEU exactly as Moses' ``multi-bleu.perl`` computes it on the
   tokenized hypothesis and reference (what SG-Net reports): sacrebleu with
-  ``tokenize="none"`` and ``smooth_method="none"`` (see :func:`tokenized_bleu`);
+  ``tokenize="none"`` and ``smooth_method="none"`` (see :func:`tokenized_bleu`), and the same
+  lowercased (``multi-bleu.perl -lc``, the Multi30k literature's convention);
 * the tokenized, compound-split BLEU that published WMT14 numbers use
   (fairseq's ``compound_split_bleu.sh`` / tensor2tensor's ``##AT##`` trick:
   ``a-b`` becomes ``a ##AT##-##AT## b`` on both sides, then BLEU on the
@@ -30,7 +31,7 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from sacrebleu.metrics import BLEU
+from sacrebleu.metrics import BLEU, CHRF
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
 #: Metrics of :func:`significance`.
@@ -108,6 +109,20 @@ def tokenized_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tuple[fl
     return res.score, str(res)
 
 
+def lc_tokenized_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tuple[float, str]:
+    """Lowercased tokenized BLEU (``multi-bleu.perl -lc REF < HYP``; the Multi30k literature's metric, on
+    its lowercased tokenized references); (score, formatted)."""
+    res = multi_bleu().corpus_score([h.lower() for h in hyps_tok], [[r.lower() for r in refs_tok]])
+    return res.score, str(res)
+
+
+def chrf(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, str, str]:
+    """sacreBLEU's chrF (chrF2, character 6-grams) of detokenized hypotheses; (score, formatted, signature)."""
+    metric = CHRF()
+    res = metric.corpus_score(list(hyps), [list(refs)])
+    return res.score, str(res), str(metric.get_signature())
+
+
 def compound_split_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tuple[float, str]:
     """Tokenized BLEU after compound splitting (multi-bleu on tokens); (score, formatted)."""
     bleu = BLEU(tokenize="none", force=True)
@@ -127,10 +142,14 @@ def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: 
     bleu, bleu_str, signature = detok_bleu(hyps, refs_raw)
     split_bleu, split_str = compound_split_bleu(hyps_tok, refs_tok)
     tok_bleu, tok_str = tokenized_bleu(hyps_tok, refs_tok)
+    lc_bleu, lc_str = lc_tokenized_bleu(hyps_tok, refs_tok)
+    chrf_score, chrf_str, chrf_signature = chrf(hyps, refs_raw)
     result = {
         "name": os.path.basename(out_prefix), "sentences": len(hyps),
         "sacrebleu": bleu, "sacrebleu_str": bleu_str, "signature": signature,
+        "chrf": chrf_score, "chrf_str": chrf_str, "chrf_signature": chrf_signature,
         "tokenized_bleu": tok_bleu, "tokenized_bleu_str": tok_str,
+        "lc_tokenized_bleu": lc_bleu, "lc_tokenized_bleu_str": lc_str,
         "compound_split_bleu": split_bleu, "compound_split_bleu_str": split_str,
     }
     with open(out_prefix + ".json", "w") as f:

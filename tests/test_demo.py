@@ -15,7 +15,8 @@ from syntax_nmt import demo
 def row(system, scores, **extra):
     m = statistics.mean(scores)
     sd = statistics.stdev(scores) if len(scores) > 1 else 0.0
-    return {"system": system, "sacrebleu": scores, "mean": m, "sd": sd, **extra}
+    return {"system": system, "sacrebleu": scores, "mean": m, "sd": sd, "sacrebleu_mean": m, "sacrebleu_sd": sd,
+            **extra}
 
 
 def test_seeds_option():
@@ -32,7 +33,7 @@ def test_summarize_means_and_sample_sd_per_system():
     rows = demo.summarize(runs, ["transformer", "sgnet"], [1, 2, 3], {"transformer": 5, "sgnet": 6})
     assert [r["system"] for r in rows] == ["transformer", "sgnet"]
     assert rows[0]["sacrebleu"] == [10.0, 12.0, 14.0] and rows[0]["mean"] == 12.0 and rows[0]["sd"] == 2.0
-    assert rows[0]["split_mean"] == 13.0 and rows[1]["sd"] == 0.0 and rows[1]["params"] == 6
+    assert rows[0]["compound_split_bleu_mean"] == 13.0 and rows[1]["sd"] == 0.0 and rows[1]["params"] == 6
     assert rows[0]["train_seconds"] == [10.0, 20.0, 30.0]
 
 

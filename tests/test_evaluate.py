@@ -117,10 +117,18 @@ def test_score_writes_and_reports_exact_values(tmp_path):
     detok = sacrebleu.corpus_bleu(HYP_DETOK, [REF_RAW])
     split = sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT], tokenize="none", force=True)
     tok = sacrebleu.corpus_bleu(HYP_TOK, [REF_TOK], tokenize="none", smooth_method="none", force=True)
+    lc = sacrebleu.corpus_bleu(HYP_TOK, [REF_TOK], tokenize="none", smooth_method="none", force=True, lowercase=True)
+    chrf = sacrebleu.corpus_chrf(HYP_DETOK, [REF_RAW])
     signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+    chrf_signature = f"nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:{sacrebleu.__version__}"
     expected = {"name": "sys", "sentences": 3, "sacrebleu": detok.score, "sacrebleu_str": str(detok),
-                "signature": signature, "tokenized_bleu": tok.score, "tokenized_bleu_str": str(tok),
+                "signature": signature, "chrf": chrf.score, "chrf_str": str(chrf), "chrf_signature": chrf_signature,
+                "tokenized_bleu": tok.score, "tokenized_bleu_str": str(tok),
+                "lc_tokenized_bleu": lc.score, "lc_tokenized_bleu_str": str(lc),
                 "compound_split_bleu": split.score, "compound_split_bleu_str": str(split)}
+    # lowercasing: an upper-cased system scores the same lowercased BLEU, and nothing cased
+    shouted = [h.upper() for h in HYP_TOK]
+    assert evaluate.lc_tokenized_bleu(shouted, REF_TOK)[0] == lc.score and evaluate.tokenized_bleu(shouted, REF_TOK)[0] < 5
     assert res == expected
     assert (tmp_path / "sys.json").read_text() == json.dumps(expected, indent=2)
     assert read(tmp_path / "sys.tok") == HYP_TOK

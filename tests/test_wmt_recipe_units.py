@@ -283,17 +283,18 @@ def test_read_sgm_matches_sacrebleu(tmp_path):
     assert prepare.read_sgm(str(path)) == ["a b", "c & d < e"]
 
 
-def test_tokenize_pairs_parallel_equals_serial():
+def test_tokenize_pairs_parallel_equals_serial(monkeypatch):
+    from syntax_nmt.recipes import text
+
     pairs = [(f"Sentence number {i}, well-formed.", f"Satz Nummer {i} ist gut.") for i in range(50)]
-    old = prepare.BATCH
-    prepare.BATCH = 7
-    try:
-        serial = list(prepare.tokenize_pairs(pairs, workers=1))
-        parallel = list(prepare.tokenize_pairs(pairs, workers=2))
-    finally:
-        prepare.BATCH = old
+    monkeypatch.setattr(text, "BATCH", 7)
+    serial = list(prepare.tokenize_pairs(pairs, workers=1))
+    parallel = list(prepare.tokenize_pairs(pairs, workers=2))
     assert serial == parallel and len(serial) == 50
     assert serial[3] == ("Sentence number 3 , well @-@ formed .", "Satz Nummer 3 ist gut .")
+    # without -a (the Multi30k convention) hyphenated words stay whole, in every worker
+    plain = list(prepare.tokenize_pairs(pairs, workers=2, aggressive_dash_splits=False))
+    assert plain[3] == ("Sentence number 3 , well-formed .", "Satz Nummer 3 ist gut .")
 
 
 def run_prepare(mirror, work, out, *extra):

@@ -25,20 +25,19 @@ test reference ``test.raw.de`` (for sacrebleu) and ``bpe.codes`` or
 """
 
 import argparse
-import collections
 import itertools
 import json
 import os
 import re
 import shutil
 import tarfile
-from multiprocessing import Pool
-from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
-
-import numpy as np
-from tqdm import tqdm
+from typing import Dict, List, Sequence
 
 from syntax_nmt.data.subsample import subsample_mask  # noqa: F401  (shared with the demo's --fractions)
+from syntax_nmt.recipes import text
+from syntax_nmt.recipes.text import (  # noqa: F401  (the recipe's tests reach them through this module)
+    _init_worker, open_text, read_lines, stage_done, tokenize, tokenize_pairs, write_lines, write_stage,
+)
 
 SRC, TGT = "en", "de"
 TRAIN_CORPORA = [  # (archive, member prefix); members are PREFIX.en / PREFIX.de
@@ -52,29 +51,6 @@ TEST = {  # newstest2014 (sacrebleu: -t wmt14/full and -t wmt14)
     "filtered": ("test-filtered.tgz", "test/newstest2014-deen-src.en.sgm", "test/newstest2014-deen-ref.de.sgm"),
 }
 SEG_RE = re.compile(r"<seg.*?>(.*)</seg>.*?")
-BATCH = 2000  # sentence pairs per worker task
-
-
-# --------------------------------------------------------------------------- I/O
-def open_text(path: str, mode: str = "r"):
-    """UTF-8 text file in which only ``\\n`` ends a line (corpora contain stray ``\\r``)."""
-    return open(path, mode, encoding="utf-8", errors="replace" if "r" in mode else "strict", newline="\n")
-
-
-def read_lines(path: str) -> Iterator[str]:
-    with open_text(path) as f:
-        for line in f:
-            yield line.rstrip("\n")
-
-
-def write_lines(path: str, lines: Iterable[str]) -> int:
-    n = 0
-    with open_text(path + ".tmp", "w") as f:
-        for line in lines:
-            f.write(line + "\n")
-            n += 1
-    os.replace(path + ".tmp", path)
-    return n
 
 
 def read_sgm(path: str) -> List[str]:
@@ -125,62 +101,6 @@ def extract_members(archive: str, members: Sequence[str], out_dir: str) -> List[
     return [paths[m] for m in members]
 
 
-# ------------------------------------------------------------------ tokenization
-_PIPES: Dict[str, tuple] = {}
-_ESCAPE = False
-
-
-def _init_worker(langs: Sequence[str], escape: bool) -> None:
-    from sacremoses import MosesPunctNormalizer, MosesTokenizer
-
-    global _ESCAPE
-    _ESCAPE = escape
-    for lang in langs:
-        _PIPES[lang] = (MosesPunctNormalizer(lang=lang, post_remove_control_chars=True), MosesTokenizer(lang=lang))
-
-
-def tokenize(line: str, lang: str) -> str:
-    """Normalize punctuation and tokenize one sentence (``_init_worker`` first).
-
-    The result has single spaces between tokens and no other whitespace, so it
-    stays one line for every tool downstream.
-    """
-    norm, tok = _PIPES[lang]
-    text = tok.tokenize(norm.normalize(line), aggressive_dash_splits=True, return_str=True, escape=_ESCAPE)
-    return " ".join(text.split())
-
-
-def _tokenize_batch(batch: Tuple[Sequence[str], List[Tuple[str, str]]]) -> List[Tuple[str, str]]:
-    langs, pairs = batch
-    return [tuple(tokenize(x, lang) for x, lang in zip(pair, langs)) for pair in pairs]
-
-
-def tokenize_pairs(pairs: Iterable[Tuple[str, str]], langs: Sequence[str] = (SRC, TGT), workers: int = 1,
-                   escape: bool = False, desc: str = "tokenize") -> Iterator[Tuple[str, str]]:
-    """Normalize + tokenize sentence pairs with ``workers`` processes, keeping
-    their order; at most ``4 * workers`` batches are in flight (bounded memory)."""
-    it = iter(pairs)
-    batches = itertools.takewhile(lambda b: b[1], ((tuple(langs), list(itertools.islice(it, BATCH)))
-                                                   for _ in itertools.count()))
-    with tqdm(desc=desc, unit=" pairs", mininterval=2.0, disable=None) as bar:
-        if workers <= 1:
-            _init_worker(langs, escape)
-            for batch in batches:
-                out = _tokenize_batch(batch)
-                bar.update(len(out))
-                yield from out
-            return
-        with Pool(workers, initializer=_init_worker, initargs=(tuple(langs), escape)) as pool:
-            pending: collections.deque = collections.deque()
-            for batch in itertools.chain(batches, [None]):
-                if batch is not None:
-                    pending.append(pool.apply_async(_tokenize_batch, (batch,)))
-                while pending and (batch is None or len(pending) >= 4 * workers):
-                    out = pending.popleft().get()
-                    bar.update(len(out))
-                    yield from out
-
-
 # ----------------------------------------------------------------------- cleaning
 def keep_pair(src: str, tgt: str, min_len: int = 1, max_len: int = 250, ratio: float = 1.5) -> bool:
     """``clean-corpus-n.perl -ratio RATIO CORPUS en de OUT MIN MAX`` on token counts."""
@@ -188,20 +108,6 @@ def keep_pair(src: str, tgt: str, min_len: int = 1, max_len: int = 250, ratio: f
     if not (min_len <= ns <= max_len and min_len <= nt <= max_len):
         return False
     return ns <= ratio * nt and nt <= ratio * ns
-
-
-# ------------------------------------------------------------------------- stages
-def _stage_done(path: str, config: Dict) -> bool:
-    if not os.path.exists(path):
-        return False
-    with open(path) as f:
-        return json.load(f).get("config") == config
-
-
-def _write_stage(path: str, config: Dict, stats: Dict) -> None:
-    with open(path + ".tmp", "w") as f:
-        json.dump({"config": config, "stats": stats}, f, indent=2, sort_keys=True)
-    os.replace(path + ".tmp", path)
 
 
 def tokenize_stage(args: argparse.Namespace) -> Dict:
@@ -215,7 +121,7 @@ def tokenize_stage(args: argparse.Namespace) -> Dict:
         "archives": {a: os.path.getsize(os.path.join(args.download_dir, a)) for a in archives},
     }
     done = os.path.join(tok_dir, "done.json")
-    if _stage_done(done, config):
+    if stage_done(done, config):
         print(f"tokenized data in {tok_dir} is up to date")
         with open(done) as f:
             return json.load(f)["stats"]
@@ -263,39 +169,8 @@ def tokenize_stage(args: argparse.Namespace) -> Dict:
         stats[split] = len(toks)
     for i, lang in enumerate((SRC, TGT)):
         write_lines(os.path.join(tok_dir, f"test.raw.{lang}"), (p[i] for p in test))
-    _write_stage(done, config, stats)
+    write_stage(done, config, stats)
     return stats
-
-
-def learn_subword(args: argparse.Namespace, out_dir: str) -> str:
-    """Learn the joint subword model on ``out_dir/train.{en,de}``; returns its path."""
-    train_files = [os.path.join(out_dir, f"train.{lang}") for lang in (SRC, TGT)]
-    if args.subword == "sentencepiece":
-        import sentencepiece as spm
-
-        prefix = os.path.join(out_dir, "spm")
-        spm.SentencePieceTrainer.train(
-            input=train_files, model_prefix=prefix, vocab_size=args.spm_vocab_size,
-            model_type=args.spm_model_type, character_coverage=1.0,
-            input_sentence_size=args.spm_input_sentence_size, shuffle_input_sentence=True,
-            num_threads=max(1, args.workers), hard_vocab_limit=False, minloglevel=2,
-        )
-        return prefix + ".model"
-    from subword_nmt.learn_bpe import learn_bpe
-
-    joint = os.path.join(out_dir, "train.bpe-input.tmp")  # fairseq: cat train.en train.de | learn_bpe.py
-    with open_text(joint, "w") as out:
-        for path in train_files:
-            with open_text(path) as f:
-                shutil.copyfileobj(f, out)
-    codes = os.path.join(out_dir, "bpe.codes")
-    try:
-        with open_text(joint) as infile, open_text(codes + ".tmp", "w") as outfile:
-            learn_bpe(infile, outfile, args.bpe_merges, num_workers=max(1, args.workers))
-    finally:
-        os.remove(joint)
-    os.replace(codes + ".tmp", codes)
-    return codes
 
 
 def main(args: argparse.Namespace) -> Dict:
@@ -308,7 +183,7 @@ def main(args: argparse.Namespace) -> Dict:
         "spm": [args.spm_vocab_size, args.spm_model_type] if args.subword == "sentencepiece" else None,
     }
     done = os.path.join(args.out_dir, "prepare.json")
-    if _stage_done(done, config):
+    if stage_done(done, config):
         print(f"{args.out_dir} is up to date")
         with open(done) as f:
             return json.load(f)["stats"]
@@ -320,9 +195,10 @@ def main(args: argparse.Namespace) -> Dict:
         write_lines(os.path.join(args.out_dir, f"train.{lang}"), itertools.compress(lines, mask))
     for name in [f"{s}.{lang}" for s in ("valid", "test", "test.raw") for lang in (SRC, TGT)]:
         shutil.copyfile(os.path.join(tok_dir, name), os.path.join(args.out_dir, name))
-    model = learn_subword(args, args.out_dir)
+    model = text.learn_subword(args.out_dir, args.subword, args.bpe_merges, args.spm_vocab_size, args.spm_model_type,
+                               args.spm_input_sentence_size, args.workers, langs=(SRC, TGT))
     stats = dict(tok_stats, train_subsample=int(mask.sum()), subword_model=os.path.basename(model))
-    _write_stage(done, config, stats)
+    write_stage(done, config, stats)
     print(json.dumps(stats, indent=2, sort_keys=True))
     return stats
 
