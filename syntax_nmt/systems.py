@@ -19,6 +19,7 @@ From a shell (the recipes)::
     python -m syntax_nmt.systems list             # the default comparison, in order
     python -m syntax_nmt.systems args sgnet       # its fairseq options, shell-quoted
     python -m syntax_nmt.systems task sgnet       # translation | syntax_translation
+    eval "$(python -m syntax_nmt.systems shell sgnet)"   # SYSTEM, SYSTEM_ARGS (array), ... (examples/common)
 """
 
 import argparse
@@ -174,7 +175,9 @@ def _cli(argv: Sequence[str] = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     ls = sub.add_parser("list", help="the default comparison, one name a line (--all: every system, with notes)")
     ls.add_argument("--all", action="store_true")
-    for cmd, text in (("args", "its fairseq-train options, shell-quoted on one line"),
+    for cmd, text in (("shell", "bash assignments of SYSTEM, SYSTEM_TASK, SYSTEM_ARGS (an array), SYSTEM_STOCK, "
+                                "SYSTEM_FEATURES (1/0), SYSTEM_METHODS, SYSTEM_MIN_LAYERS, for eval"),
+                      ("args", "its fairseq-train options, shell-quoted on one line"),
                       ("task", "its fairseq task"), ("methods", "its --syntax-attention methods, comma-separated"),
                       ("min-encoder-layers", "the encoder layers it needs"), ("name", "its name (aliases resolved)")):
         sub.add_parser(cmd, help=text).add_argument("system")
@@ -193,7 +196,12 @@ def _cli(argv: Sequence[str] = None) -> int:
     except KeyError as e:
         print(f"{p.prog}: error: {e.args[0]}", file=sys.stderr)
         return 2
-    out = {"args": lambda: " ".join(shlex.quote(x) for x in s.args()), "task": lambda: s.task,
+    q = shlex.quote
+    out = {"shell": lambda: "\n".join([
+        f"SYSTEM={q(s.name)}", f"SYSTEM_TASK={q(s.task)}", f"SYSTEM_ARGS=({' '.join(q(x) for x in s.args())})",
+        f"SYSTEM_STOCK={int(s.stock)}", f"SYSTEM_FEATURES={int(s.features)}",
+        f"SYSTEM_METHODS={q(','.join(s.methods))}", f"SYSTEM_MIN_LAYERS={s.min_encoder_layers}"]),
+        "args": lambda: " ".join(q(x) for x in s.args()), "task": lambda: s.task,
            "methods": lambda: ",".join(s.methods), "min-encoder-layers": lambda: str(s.min_encoder_layers),
            "name": lambda: s.name}[a.cmd]()
     print(out)

@@ -28,6 +28,21 @@ def run_cli(name, *args, cwd=None, check=True, timeout=600):
 
 
 @pytest.fixture(scope="session")
+def synthetic_spacy(tmp_path_factory):
+    """A synthetic corpus (train 400, valid 24, test 60 pairs; raw ``en``/``de``, tokenized ``tok.de``, gold
+    ``en.conllu``) and a tiny spaCy tagger+parser trained on its gold trees: the recipes' offline stand-ins for
+    the real data and en_core_web_sm."""
+    from syntax_nmt.annotate.spacy_train import train_spacy_pipeline
+    from syntax_nmt.synthetic.generate import generate_corpus
+
+    root = tmp_path_factory.mktemp("synthetic-spacy")
+    corpus = generate_corpus(str(root / "synth"), {"train": 400, "valid": 24, "test": 60}, seed=3)
+    model = train_spacy_pipeline(corpus["train"]["en.conllu"], corpus["valid"]["en.conllu"], root / "spacy-en",
+                                 max_steps=60)
+    return corpus, model
+
+
+@pytest.fixture(scope="session")
 def stream_corpus(tmp_path_factory):
     """Text files {train,valid,test}.{en,de,pos,case,subword,head,dep} (train 240, valid 20, test 21 lines)."""
     root = tmp_path_factory.mktemp("streams")

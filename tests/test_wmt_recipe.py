@@ -43,18 +43,13 @@ def _read(path):
 
 
 @pytest.fixture(scope="module")
-def recipe_run(tmp_path_factory):
-    from syntax_nmt.annotate.spacy_train import train_spacy_pipeline
-    from syntax_nmt.synthetic.generate import generate_corpus
-
+def recipe_run(tmp_path_factory, synthetic_spacy):
+    corpus, spacy_model = synthetic_spacy
     root = tmp_path_factory.mktemp("wmt14")
     t0 = time.time()
-    corpus = generate_corpus(str(root / "synth"), SIZES, seed=3)
-    pairs = {split: list(zip(_read(p["en"]), _read(p["de"]))) for split, p in corpus.items()}
+    pairs = {split: list(zip(_read(p["en"]), _read(p["de"])))[:SIZES[split]] for split, p in corpus.items()}
     mirror = root / "mirror"
     _fake_mirror().build_mirror(str(mirror), pairs["train"], pairs["valid"], pairs["test"])
-    spacy_model = train_spacy_pipeline(corpus["train"]["en.conllu"], corpus["valid"]["en.conllu"],
-                                       root / "spacy-en", max_steps=60)
     setup_s = time.time() - t0
 
     bindir = os.path.dirname(sys.executable)

@@ -22,8 +22,8 @@ RECIPE = Path(__file__).resolve().parent.parent / "examples" / "wmt14_en_de"
 PRESETS = ["fairseq", "sit-paper", "sgnet-paper"]
 CONFIGS = ["baseline", "syntax", "syntax_concat", "sgnet", "syntax_sgnet"]
 ARCH = {"baseline": "transformer_wmt_en_de", "syntax": "syntax_transformer_wmt_en_de",
-        "syntax_concat": "syntax_transformer_wmt_en_de", "sgnet": "syntax_transformer_sgnet_wmt_en_de",
-        "syntax_sgnet": "syntax_transformer_sgnet_wmt_en_de"}
+        "syntax_concat": "syntax_transformer_wmt_en_de", "sgnet": "syntax_transformer_wmt_en_de",
+        "syntax_sgnet": "syntax_transformer_wmt_en_de"}
 
 
 def noam_peak(warmup, d_model=512):
@@ -64,7 +64,7 @@ def recorder(tmp_path_factory):
 def run_script(script, args, tmp_path, recorder, **env):
     calls = tmp_path / f"calls-{len(list(tmp_path.glob('calls-*')))}.jsonl"
     full_env = dict(os.environ, CALLS=str(calls), FAIRSEQ_TRAIN=recorder, FAIRSEQ_GENERATE=recorder,
-                    USER_DIR=USER_DIR, PYTHON=recorder, **env)
+                    USER_DIR=USER_DIR, PYTHON=recorder, SYSTEMS_PYTHON=sys.executable, **env)
     for name in ("PRESET", "NGPU", "UPDATE_FREQ", "LR", "WARMUP", "BEAM", "LENPEN", "TEST_SET", "BPE_MERGES"):
         if name not in env:
             full_env.pop(name, None)  # the caller's environment must not leak into the defaults
@@ -300,6 +300,7 @@ def test_sgnet_paper_selects_the_best_dev_bleu_checkpoint(stream_bin, stream_cor
 
     calls = tmp_path / "calls.jsonl"
     gen_env = dict(env, PREP=str(tmp_path / "prep"), EVAL=str(tmp_path / "eval"), PYTHON=recorder, CALLS=str(calls),
+                   SYSTEMS_PYTHON=sys.executable,
                    FAIRSEQ_GENERATE=os.path.join(os.path.dirname(sys.executable), "fairseq-generate"),
                    GEN_ARGS="--max-len-a 1.2 --max-len-b 5")
     proc = subprocess.run(["bash", str(RECIPE / "generate.sh"), "syntax_sgnet"], env=gen_env, capture_output=True,

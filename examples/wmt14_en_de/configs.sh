@@ -1,17 +1,19 @@
-# Model configurations and training presets of the WMT14 en-de recipe, sourced by train.sh,
-# generate.sh and run_all.sh.
+# Model sizes and training presets of the WMT14 en-de recipe, sourced by train.sh, generate.sh and run_all.sh
+# (through examples/common/).
 #
-#   config_args CONFIG   sets the arrays TASK_ARGS and MODEL_ARGS, and ARCH, WARMUP_DEFAULT, BEAM_DEFAULT
+#   config_args SYSTEM   (examples/common/systems.sh) the system's task and options from the plugin's table of
+#                        systems, plus arch_args below: TASK_ARGS, ARCH, MODEL_ARGS, SYSTEM_ARGS, WARMUP_DEFAULT,
+#                        BEAM_DEFAULT
 #   preset_args [PRESET] sets the *_DEFAULT settings of the preset PRESET (default: $PRESET, else fairseq);
-#                        call it after config_args (the fairseq preset keeps the SG-Net configs' warmup and beam)
+#                        call it after config_args (the fairseq preset keeps the SG-Net systems' warmup and beam)
 #
-# CONFIG (the model) is one of
-#   baseline       stock fairseq transformer_wmt_en_de (shared source/target/output embeddings)
-#   syntax         syntax-infused Transformer (Sundararaman et al., 2019): pos, case and subword-position
-#                  embeddings of size 20, summed, concatenated to 492-d word embeddings (512 in all)
-#   syntax_concat  its other variant: the three embeddings concatenated, 8+4+8 = 20, to 492-d words
-#   sgnet          SG-Net (Zhang et al., 2020): syntax-guided self-attention from the dependency heads
-#   syntax_sgnet   syntax + sgnet
+# SYSTEM is any name of the table (python -m syntax_nmt.systems list --all), e.g.
+#   transformer (baseline)          stock fairseq transformer_wmt_en_de (shared source/target/output embeddings)
+#   syntax-infused (syntax)         Sundararaman et al. (2019): pos, case and subword-position embeddings of size
+#                                   20, summed, concatenated to 492-d word embeddings (512 in all)
+#   syntax-concat (syntax_concat)   its other variant: the three embeddings concatenated, 8+4+8 = 20, to 492-d words
+#   sgnet, syntax+sgnet (syntax_sgnet), sla, syntax_bert, seprem, lisa, all: the methods, alone or combined
+# (in brackets the recipe's old names, still accepted). Transformer base (6+6 layers, 512) for every system.
 # PRESET (how it is trained, decoded and scored; see README.md, "Presets") is one of
 #   fairseq        fairseq's standard WMT14 Transformer-base recipe (the default)
 #   sit-paper      the setup of the Syntax-Infused Transformer paper (Sundararaman et al., 2019)
@@ -19,62 +21,36 @@
 # TINY=1 swaps the architectures for tiny CPU-sized ones (the offline test); every other flag is unchanged.
 # shellcheck shell=bash
 
+_CONFIGS_HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../common/systems.sh
+source "$_CONFIGS_HERE/../common/systems.sh"
+
 CONFIGS_ALL="baseline syntax sgnet syntax_sgnet"
-CONFIGS_KNOWN="$CONFIGS_ALL syntax_concat"
 PRESETS_ALL="fairseq sit-paper sgnet-paper"
-FEATURE_ARGS=(--source-features pos,case,subword --feature-merge sum --feature-embed-dim 20 --feature-combine concat)
-# The paper gives only the total (20); the split is ours: POS has the most values (17 UPOS tags), case the fewest (2).
-FEATURE_CONCAT_ARGS=(--source-features pos,case,subword --feature-merge concat --feature-embed-dims 8,4,8
-    --feature-combine concat)
 # Dimensions of the TINY baseline: those of the syntax_transformer_tiny architecture.
 TINY_BASELINE_ARGS=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
     --encoder-ffn-embed-dim 128 --decoder-ffn-embed-dim 128 --encoder-attention-heads 4 --decoder-attention-heads 4)
 
-# The syntax_nmt package directory for --user-dir, found without importing it (importing it imports fairseq: seconds).
-find_user_dir() {
-    "${PYTHON:-python}" -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("syntax_nmt").origin))'
-}
-
-config_args() {
-    local config=$1
-    WARMUP_DEFAULT=4000
-    BEAM_DEFAULT=4
-    case "$config" in
-        baseline)
-            TASK_ARGS=(--task translation)
-            ARCH=transformer_wmt_en_de
-            MODEL_ARGS=(--share-all-embeddings)
-            if [[ "${TINY:-0}" == 1 ]]; then ARCH=transformer; MODEL_ARGS+=("${TINY_BASELINE_ARGS[@]}"); fi
-            ;;
-        syntax|syntax_concat)
-            TASK_ARGS=(--task syntax_translation)
-            ARCH=syntax_transformer_wmt_en_de
-            # word embeddings are 492-d (512 - 20) in the encoder only: no --share-all-embeddings
-            if [[ "$config" == syntax ]]; then MODEL_ARGS=("${FEATURE_ARGS[@]}")
-            else MODEL_ARGS=("${FEATURE_CONCAT_ARGS[@]}"); fi
-            MODEL_ARGS+=(--share-decoder-input-output-embed)
-            ;;
-        sgnet)
-            TASK_ARGS=(--task syntax_translation)
-            ARCH=syntax_transformer_sgnet_wmt_en_de
-            # no source features: 512-d word embeddings, shared like the baseline's
-            MODEL_ARGS=(--syntax-attention sgnet --source-features "" --share-all-embeddings)
-            WARMUP_DEFAULT=8000  # SG-Net paper
-            BEAM_DEFAULT=5
-            ;;
-        syntax_sgnet)
-            TASK_ARGS=(--task syntax_translation)
-            ARCH=syntax_transformer_sgnet_wmt_en_de
-            MODEL_ARGS=(--syntax-attention sgnet "${FEATURE_ARGS[@]}" --share-decoder-input-output-embed)
-            WARMUP_DEFAULT=8000
-            BEAM_DEFAULT=5
-            ;;
-        *)
-            echo "unknown config '$config' (expected one of: $CONFIGS_KNOWN)" >&2
-            return 1
-            ;;
-    esac
-    if [[ "${TINY:-0}" == 1 && "$ARCH" == syntax_* ]]; then ARCH=syntax_transformer_tiny; fi
+# arch_args: ARCH and MODEL_ARGS of the loaded system (load_system) at Transformer-base size. The feature
+# systems' source word embeddings are 492-d (512 - 20), so only the decoder shares its embeddings; the others
+# share all of them, like the baseline. SG-Net systems train with the SG-Net paper's 8000 warmup updates and
+# decode with its beam 5 under every preset.
+arch_args() {
+    ENCODER_LAYERS=6
+    if (( SYSTEM_STOCK )); then
+        ARCH=transformer_wmt_en_de
+        MODEL_ARGS=(--share-all-embeddings)
+        if [[ "${TINY:-0}" == 1 ]]; then ARCH=transformer; MODEL_ARGS+=("${TINY_BASELINE_ARGS[@]}"); fi
+        return 0
+    fi
+    ARCH=syntax_transformer_wmt_en_de
+    if (( SYSTEM_FEATURES )); then MODEL_ARGS=(--share-decoder-input-output-embed)
+    else MODEL_ARGS=(--share-all-embeddings); fi
+    if [[ ",$SYSTEM_METHODS," == *",sgnet,"* ]]; then
+        WARMUP_DEFAULT=8000  # SG-Net paper
+        BEAM_DEFAULT=5
+    fi
+    if [[ "${TINY:-0}" == 1 ]]; then ARCH=syntax_transformer_tiny; ENCODER_LAYERS=2; fi
     return 0
 }
 

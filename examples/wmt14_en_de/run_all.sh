@@ -26,7 +26,8 @@
 #   ANNOTATE_BATCH  spaCy batch size                                                 [256]
 #   GPU_ID          spaCy GPU (-1: CPU); with ANNOTATE_SHARDS>1 shard i uses GPU_ID+i  [-1]
 #   CHUNK_SIZE      lines per annotation chunk (unit of resuming)                     [100000]
-#   CONFIGS         configurations to train (configs.sh; also syntax_concat)  [baseline syntax sgnet syntax_sgnet]
+#   CONFIGS         systems to train: names of the table of systems (python -m syntax_nmt.systems list --all;
+#                   configs.sh), "default" for its default comparison  [baseline syntax sgnet syntax_sgnet]
 #   SIGNIFICANCE    paired test against the baseline: bs (bootstrap) | ar             [bs]
 #   PYTHON          python with fairseq, syntax_nmt and the recipe's dependencies    [python]
 #   NGPU, MAX_TOKENS, BATCH_TOKENS, UPDATE_FREQ, LR, WARMUP, ..., AVERAGE, EVAL_BLEU, FP16, CPU, TINY: see train.sh
@@ -64,6 +65,7 @@ ANNOTATE_BATCH=${ANNOTATE_BATCH:-256}
 GPU_ID=${GPU_ID:--1}
 CHUNK_SIZE=${CHUNK_SIZE:-100000}
 CONFIGS=${CONFIGS:-$CONFIGS_ALL}
+if [[ "$CONFIGS" == default ]]; then CONFIGS=$(system_names default); fi
 SIGNIFICANCE=${SIGNIFICANCE:-bs}
 PYTHON=${PYTHON:-python}
 export PYTHON SUBWORD PRESET
@@ -161,8 +163,10 @@ if has_stage evaluate; then
         prefixes+=("$EVAL/$config")
     done
     baseline=()
-    if [[ " $CONFIGS " == *" baseline "* ]]; then baseline=(--baseline "$EVAL/baseline"); fi
-    "$PYTHON" "$HERE/evaluate.py" summary --ref-raw "$PREP/test.raw.de" --ref-tok "$PREP/test.de" \
+    for config in $CONFIGS; do  # the stock transformer, under its old or its new name
+        if [[ "$(system_names "$config")" == transformer ]]; then baseline=(--baseline "$EVAL/$config"); break; fi
+    done
+    "$PYTHON" "$HERE/../common/evaluate.py" summary --ref-raw "$PREP/test.raw.de" --ref-tok "$PREP/test.de" \
         "${baseline[@]}" "${prefixes[@]}" --test "$SIGNIFICANCE" \
         --title "WMT14 en-de, newstest2014 ($TEST_SET), ${PERCENT}% of the training data, preset $PRESET" \
         | tee "$EVAL/summary.txt"

@@ -1,0 +1,58 @@
+# Systems of the recipes, from the plugin's one table of systems (syntax_nmt/systems.py), sourced by the
+# recipes' configs.sh.
+#
+#   load_system NAME   sets SYSTEM (the table's name; the WMT14 recipe's old names are aliases), SYSTEM_TASK,
+#                      SYSTEM_ARGS (array: features, methods, their options, an auxiliary-loss criterion),
+#                      SYSTEM_STOCK, SYSTEM_FEATURES (1/0), SYSTEM_METHODS (comma-separated), SYSTEM_MIN_LAYERS
+#   config_args NAME   load_system NAME, then the recipe's arch_args (which sets ARCH, MODEL_ARGS and
+#                      ENCODER_LAYERS for its model size, and may set WARMUP_DEFAULT/BEAM_DEFAULT); leaves
+#                      TASK_ARGS=(--task ...), MODEL_ARGS=(size and sharing, more encoder layers if the system
+#                      needs them) and SYSTEM_ARGS, which go after the training options (a system may set the
+#                      criterion)
+#   system_names LIST  the table's names of a space- or comma-separated list ("default": the default comparison)
+#
+# The table is read with $SYSTEMS_PYTHON (default: $PYTHON, else python), a Python with syntax_nmt installed
+# (a few seconds: it imports fairseq); with SYSTEMS_CACHE set to a directory, each system is read once there.
+# shellcheck shell=bash
+
+_systems_python() { "${SYSTEMS_PYTHON:-${PYTHON:-python}}" "$@"; }
+
+load_system() {
+    local out cache="${SYSTEMS_CACHE:+$SYSTEMS_CACHE/${1//\//_}.sh}"
+    unset SYSTEM
+    if [[ -n "$cache" && -f "$cache" ]]; then out=$(<"$cache")
+    else
+        out=$(_systems_python -m syntax_nmt.systems shell "$1") || return 1
+        if [[ -n "$cache" && -n "$out" ]]; then printf '%s\n' "$out" > "$cache"; fi
+    fi
+    eval "$out"
+    if [[ -z "${SYSTEM:-}" ]]; then
+        echo "could not read the table of systems with ${SYSTEMS_PYTHON:-${PYTHON:-python}}: set SYSTEMS_PYTHON" \
+             "(or PYTHON) to a python with syntax_nmt installed" >&2
+        return 1
+    fi
+}
+
+system_names() {
+    local name out=()
+    if [[ "$*" == default || -z "$*" ]]; then _systems_python -m syntax_nmt.systems list | tr '\n' ' '; return; fi
+    for name in ${*//,/ }; do
+        out+=("$(_systems_python -m syntax_nmt.systems name "$name")") || return 1
+    done
+    echo "${out[*]}"
+}
+
+# The syntax_nmt package directory for --user-dir, found without importing it (importing it imports fairseq: seconds).
+find_user_dir() {
+    _systems_python -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("syntax_nmt").origin))'
+}
+
+config_args() {
+    load_system "$1" || return 1
+    WARMUP_DEFAULT=${WARMUP_BASE_DEFAULT:-4000}
+    BEAM_DEFAULT=${BEAM_BASE_DEFAULT:-4}
+    arch_args || return 1
+    TASK_ARGS=(--task "$SYSTEM_TASK")
+    if (( SYSTEM_MIN_LAYERS > ENCODER_LAYERS )); then MODEL_ARGS+=(--encoder-layers "$SYSTEM_MIN_LAYERS"); fi
+    return 0
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# The whole Multi30k en-de recipe: download -> prepare -> annotate -> binarize -> train -> evaluate [-> noise].
+#
+#   bash examples/multi30k_en_de/run_all.sh                        # PRESET=cpu: the main comparison, 3 seeds
+#   SYSTEMS=default bash examples/multi30k_en_de/run_all.sh        # every system of the table, 3 seeds
+#   MULTI30K_DIR=~/multi30k-dataset bash examples/multi30k_en_de/run_all.sh   # a clone instead of the download
+#   PRESET=gpu SPACY_MODEL=en_core_web_trf bash examples/multi30k_en_de/run_all.sh
+#   STAGES=noise NOISE_SYSTEM=syntax-infused bash examples/multi30k_en_de/run_all.sh
+#
+# Every stage skips work that is already done (each training and each translation on its own), so an
+# interrupted run is resumed by running the same command again, and the trainings can run in pieces
+# (SEEDS=1, then SEEDS="1 2 3"). Environment (defaults in brackets; "preset" = set by PRESET):
+#   PRESET          cpu | gpu (README.md, "Presets")                                  [cpu]
+#   WORK            root directory of all outputs                                     [multi30k_en_de]
+#   STAGES          stages to run                  [download prepare annotate binarize train evaluate]
+#                   (noise: the parse-noise experiment, README.md)
+#   MULTI30K_DIR    a copy of the files on disk (a clone of github.com/multi30k/dataset or a directory)
+#   MANIFEST        file list with checksums (download.py --manifest)                 [manifest.json]
+#   SPLITS          splits to translate and score, the first for model selection  [valid test2016 test2017 mscoco]
+#   BPE_MERGES      joint BPE merge operations                                        [preset: 8000]
+#   SPACY_MODEL     spaCy pipeline (name or path) for the source parses              [en_core_web_sm]
+#   SYSTEMS         systems to train and compare (names of python -m syntax_nmt.systems list --all; "default":
+#                   every system of the default comparison; the first is the baseline)
+#                   [transformer syntax-infused and the two methods best on validation (README.md)]
+#   SEEDS           training seeds                                                    [1 2 3]
+#   JOBS            trainings at a time (each with THREADS torch threads)            [CPU: nproc; GPU: 1]
+#   THREADS         torch threads per training                                        [cores / JOBS]
+#   SIGNIFICANCE    paired tests against the baseline: bs ar (bootstrap, approximate randomization) [bs ar]
+#   NOISE_SYSTEM    the system of the noise stage                          [the best on validation]
+#   NOISE_RATES     fractions of words whose head is corrupted (training, validation and test)  [0.3 1.0]
+#   PYTHON          python with fairseq, syntax_nmt and the recipe's dependencies    [python]
+#   CPU             1: train and translate on the CPU                            [1 if torch sees no GPU]
+#   MAX_TOKENS, LR, WARMUP, DROPOUT, MAX_UPDATE, ...: see examples/common/train.sh; BEAM, LENPEN, ...: generate.sh
+# Outputs, with T = bpe$BPE_MERGES and P = $PRESET: WORK/download, WORK/work (tokenization cache),
+# WORK/prep/T, WORK/annotated/T, WORK/data-bin/T, WORK/checkpoints/P-T/SYSTEM/seedN,
+# WORK/eval/P-T/{SPLIT/SYSTEM.seedN.*,results.md,results.json,*.png}, WORK/noise/P-T/...
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=configs.sh
+source "$HERE/configs.sh"
+PRESET=${PRESET:-cpu}
+preset_args "$PRESET"
+
+WORK=${WORK:-multi30k_en_de}
+STAGES=${STAGES:-download prepare annotate binarize train evaluate}
+BPE_MERGES=${BPE_MERGES:-$BPE_MERGES_DEFAULT}
+SPACY_MODEL=${SPACY_MODEL:-en_core_web_sm}
+SEEDS=${SEEDS:-1 2 3}
+SIGNIFICANCE=${SIGNIFICANCE:-bs ar}
+NOISE_RATES=${NOISE_RATES:-0.3 1.0}
+PYTHON=${PYTHON:-python}
+WORKERS=${WORKERS:-$(nproc)}
+if [[ -z "${CPU:-}" ]]; then
+    CPU=$("$PYTHON" -c 'import torch; print(0 if torch.cuda.is_available() else 1)')
+fi
+if [[ -z "${JOBS:-}" ]]; then JOBS=1; if [[ "$CPU" == 1 ]]; then JOBS=$(nproc); fi; fi
+THREADS=${THREADS:-$(( $(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1 ))}
+export PYTHON PRESET CPU
+# the table of systems is read once per system in this run (examples/common/systems.sh)
+SYSTEMS_CACHE=$(mktemp -d)
+export SYSTEMS_CACHE
+trap 'rm -rf "$SYSTEMS_CACHE"' EXIT
+
+TAG="bpe$BPE_MERGES"
+DOWNLOAD="$WORK/download"
+PREP="$WORK/prep/$TAG"
+ANN="$WORK/annotated/$TAG"
+BIN="$WORK/data-bin/$TAG"
+CKPT="$WORK/checkpoints/$PRESET-$TAG"
+EVAL="$WORK/eval/$PRESET-$TAG"
+NOISE="$WORK/noise/$PRESET-$TAG"
+# binarized subset -> reference prefix in PREP (fairseq-preprocess names the test prefixes test, test1, test2)
+declare -A SUBSET=([valid]=valid [test2016]=test [test2017]=test1 [mscoco]=test2)
+SPLITS=${SPLITS:-valid test2016 test2017 mscoco}
+
+has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
+stage_start() { STAGE_T0=$SECONDS; echo "=== [$(date +%H:%M:%S)] $1"; }
+stage_end() { echo "=== $1 done in $((SECONDS - STAGE_T0)) s"; }
+
+# The systems: SYSTEMS, else the main comparison recorded for the preset, else the default comparison.
+main_systems() {
+    if [[ -n "${SYSTEMS:-}" ]]; then system_names "$SYSTEMS"; return; fi
+    if [[ -n "${MAIN_SYSTEMS_DEFAULT:-}" ]]; then echo "$MAIN_SYSTEMS_DEFAULT"; return; fi
+    system_names default
+}
+
+if has_stage download; then
+    stage_start download
+    "$PYTHON" "$HERE/download.py" --dest "$DOWNLOAD" ${MULTI30K_DIR:+--local "$MULTI30K_DIR"} \
+        ${MANIFEST:+--manifest "$MANIFEST"}
+    stage_end download
+fi
+
+if has_stage prepare; then
+    stage_start prepare
+    "$PYTHON" "$HERE/prepare.py" --download-dir "$DOWNLOAD" --work-dir "$WORK/work" --out-dir "$PREP" \
+        --bpe-merges "$BPE_MERGES" --workers "$WORKERS"
+    stage_end prepare
+fi
+
+if has_stage annotate; then
+    stage_start annotate
+    # how prepare.py processed the text (sacremoses; no -a, no escaping), recorded for inference on raw text
+    MOSES_SETTINGS="lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
+    for split in train valid test2016 test2017 mscoco; do  # one after the other: the parse speed in each log is the parser's own
+        syntax-nmt-annotate --source "$PREP/$split.en" --target "$PREP/$split.de" --src-lang en --tgt-lang de \
+            --pretokenized --spacy-model "$SPACY_MODEL" --subword bpe --subword-model "$PREP/bpe.codes" \
+            --output-prefix "$ANN/$split" --moses-settings "$MOSES_SETTINGS" --n-process 1 2>&1 \
+            | tee "$ANN.$split.log" | grep -E "summary|error|Error" || true
+        [[ -f "$ANN/$split.head" ]] || { echo "annotation of $split failed: see $ANN.$split.log" >&2; exit 1; }
+    done
+    stage_end annotate
+fi
+
+if has_stage binarize; then
+    stage_start binarize
+    if [[ -f "$BIN/.done" ]]; then
+        echo "$BIN is complete"
+    else
+        rm -rf "$BIN"
+        syntax-nmt-binarize --source-lang en --target-lang de --trainpref "$ANN/train" --validpref "$ANN/valid" \
+            --testpref "$ANN/test2016,$ANN/test2017,$ANN/mscoco" --destdir "$BIN" --joined-dictionary \
+            --workers "$WORKERS"
+        touch "$BIN/.done"
+    fi
+    stage_end binarize
+fi
+
+# train_one DATA SAVEDIR SYSTEM SEED: one training, skipped when done; records wall and CPU seconds.
+train_one() {
+    local data=$1 save=$2 system=$3 seed=$4
+    if [[ -f "$save/.done" ]]; then return 0; fi
+    mkdir -p "$save"
+    local t0=$SECONDS
+    (
+        export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
+        DATA="$data" SAVE="$save" SEED="$seed" bash "$HERE/train.sh" "$system" --num-workers 0 > "$save/stdout.log" 2>&1
+        times > "$save/times.txt"  # the second line: CPU seconds of the training processes (user, system)
+    ) || { echo "training $system seed $seed failed: see $save/train.log" >&2; return 1; }
+    "$PYTHON" - "$save" "$((SECONDS - t0))" <<'EOF'
+import json, re, sys
+save, wall = sys.argv[1], float(sys.argv[2])
+user, system = [60 * float(m) + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", open(save + "/times.txt").read().splitlines()[1])]
+json.dump({"wall_seconds": wall, "cpu_seconds": user + system}, open(save + "/.done", "w"))
+EOF
+    echo "  trained $system seed $seed in $((SECONDS - t0)) s"
+}
+
+# run_jobs FUNCTION: read lines of arguments, run FUNCTION on each, JOBS at a time.
+run_jobs() {
+    local running=0 status=0 line
+    while read -r -a line; do
+        "$1" "${line[@]}" &
+        running=$((running + 1))
+        if (( running >= JOBS )); then wait -n || status=1; running=$((running - 1)); fi
+    done
+    while (( running > 0 )); do wait -n || status=1; running=$((running - 1)); done
+    return $status
+}
+
+# evaluate_one DATA SAVE EVALDIR SYSTEM SEED: translate every split, score it (skipped when scored).
+evaluate_one() {
+    local data=$1 save=$2 out=$3 system=$4 seed=$5 split
+    for split in $SPLITS; do
+        if [[ -f "$out/$split/$system.seed$seed.json" ]]; then continue; fi
+        DATA="$data" SAVE="$save" PREP="$PREP" EVAL="$out/$split" GEN_SUBSET="${SUBSET[$split]}" REF="$PREP/$split" \
+            NAME="$system.seed$seed" OMP_NUM_THREADS=$THREADS bash "$HERE/generate.sh" "$system" > /dev/null \
+            || { echo "translating $split with $system seed $seed failed: see $out/$split/$system.seed$seed.gen" >&2
+                 return 1; }
+    done
+}
+
+# report EVALDIR SYSTEMS TITLE: the multi-seed tables, paired tests and charts
+report() {
+    "$PYTHON" -m syntax_nmt.recipes.report --eval "$1" --systems "$2" --seeds "$SEEDS" --splits "$SPLITS" \
+        --refs "$PREP" --tests "$SIGNIFICANCE" --checkpoints "$3" --title "$4"
+}
+
+if has_stage train; then
+    stage_start train
+    read -r -a systems <<< "$(main_systems)"
+    echo "systems: ${systems[*]}; seeds: $SEEDS; $JOBS at a time with $THREADS thread(s) each"
+    for seed in $SEEDS; do for system in "${systems[@]}"; do
+        echo "$BIN $CKPT/$system/seed$seed $system $seed"
+    done; done | run_jobs train_one
+    stage_end train
+fi
+
+if has_stage evaluate; then
+    stage_start evaluate
+    read -r -a systems <<< "$(main_systems)"
+    for seed in $SEEDS; do for system in "${systems[@]}"; do
+        echo "$BIN $CKPT/$system/seed$seed $EVAL $system $seed"
+    done; done | run_jobs evaluate_one
+    report "$EVAL" "${systems[*]}" "$CKPT" "Multi30k en-de, preset $PRESET, BPE $BPE_MERGES, parser $SPACY_MODEL"
+    # BLEU by source length on the first test set, first seed (SG-Net paper, Fig. 5)
+    first=${SEEDS%% *}
+    read -r -a splits <<< "$SPLITS"
+    lsplit=${splits[1]:-${splits[0]}}
+    gens=()
+    for system in "${systems[@]}"; do gens+=(--system "$system=$EVAL/$lsplit/$system.seed$first.gen"); done
+    syntax-nmt-analyze length --data "$BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.de" \
+        --out "$EVAL/analysis" "${gens[@]}" > /dev/null
+    echo "results: $EVAL/results.md"
+    stage_end evaluate
+fi
+
+if has_stage noise; then
+    stage_start noise
+    system=${NOISE_SYSTEM:-$("$PYTHON" -m syntax_nmt.recipes.report --eval "$EVAL" --best-on-valid)}
+    echo "noise: $system with $NOISE_RATES of its training, validation and test heads corrupted"
+    for rate in $NOISE_RATES; do
+        data="$NOISE/data-bin/r$rate"
+        if [[ ! -f "$data/noise-head.json" ]]; then
+            syntax-nmt-analyze corrupt --data "$BIN" --out "$data" --stream head --rate "$rate" \
+                --splits train,valid,test,test1,test2 >&2  # stdout feeds run_jobs
+        fi
+        for seed in $SEEDS; do echo "$data $NOISE/checkpoints/r$rate/$system/seed$seed $system $seed"; done
+    done | run_jobs train_one
+    for rate in $NOISE_RATES; do for seed in $SEEDS; do
+        echo "$NOISE/data-bin/r$rate $NOISE/checkpoints/r$rate/$system/seed$seed $NOISE/eval/r$rate $system $seed"
+    done; done | run_jobs evaluate_one
+    "$PYTHON" -m syntax_nmt.recipes.report --noise "$NOISE" --eval "$EVAL" --system "$system" --rates "$NOISE_RATES" \
+        --seeds "$SEEDS" --splits "$SPLITS" --refs "$PREP" --tests "$SIGNIFICANCE"
+    stage_end noise
+fi

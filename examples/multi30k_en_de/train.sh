@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# The Multi30k recipe's train.sh: examples/common/train.sh with this recipe's configs.sh (model size, presets).
+# Usage and environment: see examples/common/train.sh.
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+RECIPE_DIR="$HERE" exec bash "$HERE/../common/train.sh" "$@"

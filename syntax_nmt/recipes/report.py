@@ -1,0 +1,193 @@
+"""The recipes' multi-seed report: every system on every split (validation and test sets), mean ± sd over
+training seeds of sacreBLEU, chrF and tokenized BLEU (cased and lowercased), paired tests against the baseline
+on the seeds' translations pooled (:mod:`syntax_nmt.compare`), a bar chart per split, training times; and the
+parse-noise table (a system trained and tested on corrupted heads against the same system on clean parses).
+
+Inputs are what ``examples/multi30k_en_de/run_all.sh`` writes: ``EVAL/SPLIT/SYSTEM.seedN.{json,detok}``
+(:func:`syntax_nmt.evaluate.score`), ``CHECKPOINTS/SYSTEM/seedN/.done`` (wall and CPU seconds), and the
+references ``REFS/SPLIT.raw.de``.
+
+    python -m syntax_nmt.recipes.report --eval E --systems "transformer sgnet" --seeds "1 2 3" \\
+        --splits "valid test2016" --refs PREP --checkpoints CKPT        # E/results.{md,json}, E/bleu-SPLIT.png
+    python -m syntax_nmt.recipes.report --eval E --best-on-valid        # the best non-stock system on valid
+    python -m syntax_nmt.recipes.report --noise N --eval E --system S --rates "0.3 1.0" ...   # N/results.md
+"""
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from syntax_nmt import compare
+from syntax_nmt.cli_errors import fail
+
+PROG = "python -m syntax_nmt.recipes.report"
+#: the metrics of the tables, the first the main one
+METRICS = ("sacrebleu", "chrf", "lc_tokenized_bleu", "tokenized_bleu")
+#: the metrics of the paired tests (on detokenized text)
+TESTED = ("sacrebleu", "chrf")
+
+
+def _load(eval_dir: str, split: str, system: str, seed: int) -> dict:
+    path = os.path.join(eval_dir, split, f"{system}.seed{seed}.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing: translate and score {system} seed {seed} on {split} first")
+    with open(path) as f:
+        return json.load(f)
+
+
+def _timing(checkpoints: Optional[str], system: str, seed: int) -> dict:
+    path = os.path.join(checkpoints or "", system, f"seed{seed}", ".done")
+    if not checkpoints or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        t = json.load(f)
+    return {"train_seconds": t.get("wall_seconds"), "train_cpu_seconds": t.get("cpu_seconds")}
+
+
+def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequence[int], refs: str,
+               tests: Sequence[str], checkpoints: Optional[str] = None, seed: Optional[int] = None) -> List[dict]:
+    """The rows of one split: scores over seeds and the pooled paired tests against ``systems[0]``."""
+    runs = {(n, s): {**_load(eval_dir, split, n, s), **_timing(checkpoints, n, s)} for n in systems for s in seeds}
+    rows = compare.summarize(runs, systems, seeds, METRICS)
+    hyps = {(n, s): os.path.join(eval_dir, split, f"{n}.seed{s}.detok") for n in systems for s in seeds}
+    compare.significance(rows, hyps, os.path.join(refs, f"{split}.raw.de"), seeds, tests, TESTED,
+                         pooled_dir=os.path.join(eval_dir, split, "pooled"), per_seed=False, seed=seed)
+    return rows
+
+
+def _minutes(values) -> str:
+    values = [v for v in values or [] if v is not None]
+    return f"{sum(values) / len(values) / 60:.1f}" if values else "-"
+
+
+def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str], refs: str,
+           tests: Sequence[str], checkpoints: Optional[str] = None, title: str = "") -> str:
+    """Write ``results.json``, ``results.md`` and ``bleu-SPLIT.png`` into ``eval_dir``; returns the markdown."""
+    by_split = {sp: split_rows(eval_dir, sp, systems, seeds, refs, tests, checkpoints) for sp in splits}
+    first = by_split[splits[0]]
+    lines = [f"# {title}" if title else "# Results", "",
+             f"Systems: {', '.join(systems)} (baseline: {systems[0]}); training seeds {', '.join(map(str, seeds))}. "
+             f"Metrics: sacreBLEU and chrF (cased, detokenized; signatures below), tokenized BLEU cased and "
+             f"lowercased (multi-bleu; lowercased: the Multi30k literature's metric). p: "
+             + "; ".join(compare.TEST_NAMES[t] for t in tests)
+             + f" against {systems[0]}, on the translations of all seeds pooled (seed s of a system paired with "
+             "seed s of the baseline); * p < 0.05. Mean ± sample sd over seeds.", ""]
+    for sp in splits:
+        rows = by_split[sp]
+        lines += [f"## {sp} ({rows[0]['sentences']} sentences)", "",
+                  compare.markdown_table(rows, METRICS, tests, TESTED), ""]
+        compare.plot_bars(rows, os.path.join(eval_dir, f"bleu-{sp}.png"),
+                          f"{title}\n{sp}, {len(seeds)} seeds" if title else f"{sp}, {len(seeds)} seeds")
+    ranked = sorted(first, key=lambda r: -r["mean"])
+    lines += [f"Ranking on {splits[0]} (mean sacreBLEU): "
+              + ", ".join(f"{r['system']} {r['mean']:.2f}" for r in ranked), ""]
+    lines += ["## Training time", "", "| system | wall min per training | CPU min per training |", "|---|---|---|"]
+    lines += [f"| {r['system']} | {_minutes(r.get('train_seconds'))} | {_minutes(r.get('train_cpu_seconds'))} |"
+              for r in first]
+    walls = [v for r in first for v in r.get("train_seconds") or [] if v is not None]
+    if walls:
+        lines += ["", f"All {len(walls)} trainings: {sum(walls) / 3600:.2f} h of wall time one after the other."]
+    sig = first[0].get("signature")
+    chrf_sig = _load(eval_dir, splits[0], systems[0], seeds[0]).get("chrf_signature")
+    lines += ["", f"sacreBLEU signature: `{sig}`", f"chrF signature: `{chrf_sig}`", ""]
+    text = "\n".join(lines)
+    with open(os.path.join(eval_dir, "results.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(eval_dir, "results.json"), "w") as f:
+        json.dump({"title": title, "systems": list(systems), "seeds": list(seeds), "splits": by_split}, f, indent=1)
+    return text
+
+
+def best_on_valid(eval_dir: str, split: str = "valid") -> str:
+    """The non-stock system with the highest mean sacreBLEU on ``split`` in ``eval_dir/results.json``."""
+    from syntax_nmt.systems import get
+
+    with open(os.path.join(eval_dir, "results.json")) as f:
+        rows = json.load(f)["splits"][split]
+    rows = [r for r in rows if not get(r["system"]).stock]
+    if not rows:
+        raise ValueError(f"{eval_dir}/results.json has no syntax system")
+    return max(rows, key=lambda r: r["mean"])["system"]
+
+
+def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str], seeds: Sequence[int],
+                 splits: Sequence[str], refs: str, tests: Sequence[str]) -> str:
+    """``system`` on clean parses (``eval_dir``) against the same system trained and tested with a fraction of
+    its heads corrupted (``noise_dir/eval/rRATE``): tables per split, clean first (the baseline of the tests),
+    into ``noise_dir/results.{md,json}``."""
+    names = ["clean"] + [f"r{r}" for r in rates]
+    dirs = {"clean": eval_dir, **{f"r{r}": os.path.join(noise_dir, "eval", f"r{r}") for r in rates}}
+    lines = [f"# {system}: clean parses against corrupted heads", "",
+             f"Each corrupted row trains and tests {system} on data whose heads are corrupted at that rate (a word's "
+             "head replaced by a random other word of its sentence, in training, validation and test data; "
+             "syntax-nmt-analyze corrupt); clean: the same system on the parser's heads. p: against clean, pooled "
+             f"over seeds {', '.join(map(str, seeds))}.", ""]
+    out = {}
+    for sp in splits:
+        runs, hyps = {}, {}
+        for n in names:
+            for s in seeds:
+                runs[(n, s)] = _load(dirs[n], sp, system, s)
+                hyps[(n, s)] = os.path.join(dirs[n], sp, f"{system}.seed{s}.detok")
+        rows = compare.summarize(runs, names, seeds, METRICS)
+        compare.significance(rows, hyps, os.path.join(refs, f"{sp}.raw.de"), seeds, tests, TESTED, per_seed=False)
+        out[sp] = rows
+        lines += [f"## {sp}", "", compare.markdown_table(rows, METRICS, tests, TESTED), ""]
+    text = "\n".join(lines)
+    os.makedirs(noise_dir, exist_ok=True)
+    with open(os.path.join(noise_dir, "results.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(noise_dir, "results.json"), "w") as f:
+        json.dump({"system": system, "rates": list(rates), "seeds": list(seeds), "splits": out}, f, indent=1)
+    return text
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--eval", required=True, help="the recipe's evaluation directory (SPLIT/SYSTEM.seedN.*)")
+    p.add_argument("--systems", default="", help="space- or comma-separated, the baseline first")
+    p.add_argument("--seeds", default="1 2 3")
+    p.add_argument("--splits", default="valid test2016 test2017 mscoco", help="the first is the validation split")
+    p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de")
+    p.add_argument("--tests", default="bs ar", help="paired tests: bs (bootstrap), ar (approximate randomization)")
+    p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training times)")
+    p.add_argument("--title", default="")
+    p.add_argument("--best-on-valid", action="store_true",
+                   help="print the non-stock system with the best mean sacreBLEU on the first split, then exit")
+    p.add_argument("--noise", default=None, help="the noise stage's directory: write its table instead")
+    p.add_argument("--system", default=None, help="with --noise: the system trained on corrupted heads")
+    p.add_argument("--rates", default="", help="with --noise: the corruption rates")
+    return p
+
+
+def _words(value: str) -> List[str]:
+    return [v for v in value.replace(",", " ").split() if v]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    a = get_parser().parse_args(argv)
+    splits = _words(a.splits)
+    try:
+        seeds = [int(s) for s in _words(a.seeds)]
+        if a.best_on_valid:
+            print(best_on_valid(a.eval, splits[0]))
+            return
+        tests = _words(a.tests)
+        if a.noise:
+            if not a.system or not _words(a.rates):
+                fail(PROG, "--noise needs --system and --rates")
+            print(noise_report(a.noise, a.eval, a.system, _words(a.rates), seeds, splits, a.refs, tests))
+            return
+        systems = _words(a.systems)
+        if not systems or not seeds or not splits:
+            fail(PROG, "--systems, --seeds and --splits must not be empty")
+        print(report(a.eval, systems, seeds, splits, a.refs, tests, a.checkpoints, a.title))
+    except (FileNotFoundError, ValueError, KeyError) as e:
+        fail(PROG, e)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,172 @@
+"""End to end: the Multi30k en-de recipe (examples/multi30k_en_de/run_all.sh), offline.
+
+Stand-ins for the raw Multi30k files (gzipped, the repository's names, under a clone's ``data/task1/raw``)
+are built from the synthetic corpus, with a manifest holding their checksums; a tiny spaCy parser stands in
+for en_core_web_sm. ``run_all.sh`` then runs what a user runs, with tiny sizes: download (from the local
+copy), prepare (sacremoses without -a, BPE), annotate, binarize (test, test1, test2), train two systems with
+two seeds, two at a time, translate and score two splits, the multi-seed report with both paired tests, BLEU by
+length, and the parse-noise stage; a second run resumes without training anything.
+"""
+
+import gzip
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+RECIPE = Path(__file__).resolve().parent.parent / "examples" / "multi30k_en_de"
+SPLITS = "valid test2017"
+SYSTEMS = "transformer sgnet"
+
+pytestmark = pytest.mark.e2e
+
+
+def _read(path):
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
+def _gz(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+    data = path.read_bytes()
+    return {"name": path.name, "url": f"https://example.invalid/{path.name}", "group": "x", "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(), "md5": hashlib.md5(data).hexdigest()}
+
+
+@pytest.fixture(scope="module")
+def recipe_run(tmp_path_factory, synthetic_spacy):
+    corpus, spacy_model = synthetic_spacy
+    root = tmp_path_factory.mktemp("m30k")
+    raw = root / "clone" / "data" / "task1" / "raw"
+    en = {s: _read(corpus[s]["en"]) for s in corpus}
+    de = {s: _read(corpus[s]["de"]) for s in corpus}
+    en["train"][0], de["train"][0] = "A well-known dog runs.", "Ein wohl-bekannter Hund läuft."
+    tests = {"test_2016_flickr": slice(0, 20), "test_2017_flickr": slice(20, 40), "test_2017_mscoco": slice(40, 55)}
+    files = {"train": (en["train"], de["train"]), "val": (en["valid"], de["valid"]),
+             **{name: (en["test"][s], de["test"][s]) for name, s in tests.items()}}
+    entries = [_gz(raw / f"{name}.{lang}.gz", pair[i]) for name, pair in files.items()
+               for i, lang in enumerate(("en", "de"))]
+    manifest = root / "manifest.json"
+    manifest.write_text(json.dumps({"files": entries}))
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), PYTHON=sys.executable,
+               WORK=str(root / "run"), MULTI30K_DIR=str(root / "clone"), MANIFEST=str(manifest), BPE_MERGES="200",
+               WORKERS="2", SPACY_MODEL=str(spacy_model), SYSTEMS=SYSTEMS, SEEDS="1 2", SPLITS=SPLITS, TINY="1",
+               CPU="1", JOBS="2", THREADS="1", MAX_TOKENS="1024", MAX_UPDATE="3", SAVE_INTERVAL="3", WARMUP="2",
+               LR="1e-3", GEN_ARGS="--max-len-a 1.2 --max-len-b 5", SACREBLEU_SEED="7",
+               STAGES="download prepare annotate binarize train evaluate noise", NOISE_RATES="1.0",
+               NOISE_SYSTEM="sgnet")
+    t0 = time.time()
+    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=env, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    (root / "run_all.log").write_text(log)
+    assert proc.returncode == 0, log[-6000:]
+    print(f"\nrun_all.sh {time.time() - t0:.0f}s")
+    return root / "run", env, log, files
+
+
+def test_download_takes_the_clone_and_verifies_it(recipe_run):
+    work, _, log, _ = recipe_run
+    assert log.count(": verified (sha256+md5)") == 10
+    assert len(_read(work / "download" / "SHA256SUMS")) == 10
+
+
+def test_prepare_tokenizes_like_multi30k_and_keeps_the_raw_references(recipe_run):
+    work, _, _, files = recipe_run
+    prep = work / "prep" / "bpe200"
+    assert _read(prep / "train.en")[0] == "A well-known dog runs ."  # no aggressive dash splitting
+    assert _read(prep / "train.de")[0] == "Ein wohl-bekannter Hund läuft ."
+    assert _read(prep / "test2017.raw.de") == files["test_2017_flickr"][1]
+    assert len(_read(prep / "mscoco.en")) == 15 and (prep / "bpe.codes").exists()
+
+
+def test_annotated_streams_line_up_and_record_the_tokenization(recipe_run):
+    work, _, _, _ = recipe_run
+    ann = work / "annotated" / "bpe200"
+    for split in ("train", "valid", "test2016", "test2017", "mscoco"):
+        src = [len(line.split()) for line in _read(ann / f"{split}.en")]
+        for stream in ("pos", "case", "subword", "head", "dep"):
+            assert [len(line.split()) for line in _read(ann / f"{split}.{stream}")] == src, (split, stream)
+    settings = json.loads((ann / "train.annotation.json").read_text())
+    assert settings["moses"]["aggressive_dash_splits"] in (0, False) and settings["moses"]["lang"] == "en"
+    data = work / "data-bin" / "bpe200"
+    for subset, n in (("test", 20), ("test1", 20), ("test2", 15)):
+        assert (data / f"{subset}.en-de.head.bin").exists()
+        assert len((data / f"{subset}.en-de.en.idx").read_bytes()) > 0
+
+
+def test_every_system_and_seed_trained_once_with_its_time(recipe_run):
+    work, _, log, _ = recipe_run
+    import torch
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401
+
+    ckpt = work / "checkpoints" / "cpu-bpe200"
+    for system in SYSTEMS.split():
+        for seed in (1, 2):
+            done = json.loads((ckpt / system / f"seed{seed}" / ".done").read_text())
+            assert done["wall_seconds"] > 0 and done["cpu_seconds"] > 0
+            cfg = torch.load(ckpt / system / f"seed{seed}" / "checkpoint_last.pt", map_location="cpu")["cfg"]
+            assert cfg["common"]["seed"] == seed
+            cfg = cfg["model"]
+            assert cfg.encoder_embed_dim == 64 and cfg.dropout == 0.1
+            assert getattr(cfg, "syntax_attention", "none") == ("sgnet" if system == "sgnet" else "none")
+    assert log.count("  trained ") == 6  # 2 systems x 2 seeds + the noise stage's 2 seeds
+
+
+def test_report_pools_seeds_and_tests_both_ways(recipe_run):
+    work, _, _, _ = recipe_run
+    ev = work / "eval" / "cpu-bpe200"
+    res = json.loads((ev / "results.json").read_text())
+    assert res["systems"] == ["transformer", "sgnet"] and list(res["splits"]) == SPLITS.split()
+    for split, rows in res["splits"].items():
+        for row in rows:
+            scores = [json.loads((ev / split / f"{row['system']}.seed{s}.json").read_text()) for s in (1, 2)]
+            for metric in ("sacrebleu", "chrf", "lc_tokenized_bleu", "tokenized_bleu"):
+                assert row[metric] == [s[metric] for s in scores]
+                assert row[metric + "_mean"] == pytest.approx(statistics.mean(row[metric]))
+            assert len(row["train_seconds"]) == 2
+        sg = rows[1]
+        assert set(sg["p"]) == {"bs", "ar"} and all(0 <= sg["p"][t][m] <= 1 for t in ("bs", "ar")
+                                                       for m in ("sacrebleu", "chrf"))
+        pooled = _read(ev / split / "pooled" / "sgnet.detok")
+        assert pooled == _read(ev / split / "sgnet.seed1.detok") + _read(ev / split / "sgnet.seed2.detok")
+        assert (ev / f"bleu-{split}.png").stat().st_size > 1000
+    md = (ev / "results.md").read_text()
+    assert "## valid (24 sentences)" in md and "## test2017 (20 sentences)" in md and "Ranking on valid" in md
+    assert "p bs sacreBLEU" in md and "p ar chrF" in md and "sacreBLEU signature: `nrefs:1|" in md
+    assert json.loads((ev / "analysis" / "length.json").read_text())["units"]["words"]["systems"].keys() == \
+        {"transformer", "sgnet"}
+    best = subprocess.run([sys.executable, "-m", "syntax_nmt.recipes.report", "--eval", str(ev), "--best-on-valid"],
+                          capture_output=True, text=True)
+    assert best.returncode == 0 and best.stdout == "sgnet\n"
+
+
+def test_noise_stage_trains_on_corrupted_heads(recipe_run):
+    work, _, _, _ = recipe_run
+    noise = work / "noise" / "cpu-bpe200"
+    clean = (work / "data-bin" / "bpe200" / "train.en-de.head.bin").read_bytes()
+    noisy = (noise / "data-bin" / "r1.0" / "train.en-de.head.bin").read_bytes()
+    assert len(clean) == len(noisy) and clean != noisy
+    res = json.loads((noise / "results.json").read_text())
+    assert res["system"] == "sgnet" and [r["system"] for r in res["splits"]["valid"]] == ["clean", "r1.0"]
+    clean_row = json.loads((work / "eval" / "cpu-bpe200" / "results.json").read_text())["splits"]["valid"][1]
+    assert res["splits"]["valid"][0]["sacrebleu"] == clean_row["sacrebleu"]
+
+
+def test_a_second_run_resumes_without_training(recipe_run):
+    work, env, _, _ = recipe_run
+    ckpt = work / "checkpoints" / "cpu-bpe200" / "sgnet" / "seed2" / "checkpoint_last.pt"
+    before = ckpt.stat().st_mtime_ns
+    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=dict(env, STAGES="download train evaluate"),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "  trained " not in proc.stdout and ckpt.stat().st_mtime_ns == before
+    assert "skipped    train.en.gz: verified" in proc.stdout
