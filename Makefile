@@ -14,6 +14,10 @@ BENCH_DIR ?= bench-out
 
 .PHONY: install test test-slow demo bench clean mutate
 
+# glibc keeps freed buffers instead of returning them to the system after every training step (on a CPU a
+# quarter of fairseq-train's time went to page faults; see syntax_nmt/demo.py, CPU_MALLOC_ENV)
+MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
@@ -27,10 +31,10 @@ $(STAMP): setup.py | $(PY)
 install: $(STAMP)
 
 test: install
-	$(PY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
+	$(MALLOC_ENV) $(PY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
 
 test-slow: install
-	$(PY) -m pytest tests -m slow -rP $(PYTEST_ARGS)  # -rP: print the table the check judged
+	$(MALLOC_ENV) $(PY) -m pytest tests -m slow -rP $(PYTEST_ARGS)  # -rP: print the table the check judged
 
 # Mutation testing of the core modules with their fast tests (mutmut; config in setup.cfg). Slow (hours
 # for everything on 2 cores), not part of CI. MUTATE_ARGS picks mutants, e.g. MUTATE_ARGS='"syntax_nmt.syntax.tree*"';

@@ -59,6 +59,12 @@ case "${SUBWORD:-bpe}" in
 esac
 DEVICE_ARGS=()
 if [[ "${CPU:-0}" == 1 ]]; then DEVICE_ARGS=(--cpu); fi
+# On a CPU, glibc returns the freed activation buffers of every step to the system and faults them in again
+# (a quarter of a training's CPU time in the kernel): keep them (measured: +35 % tokens/s, identical results).
+if [[ "${CPU:-0}" == 1 ]]; then
+    export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-1073741824} MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-1073741824}
+    export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-268435456}
+fi
 
 mkdir -p "$EVAL"
 # --required-batch-size-multiple 1: with fairseq's default of 8, batch_by_size drops the last batch when its

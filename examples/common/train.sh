@@ -87,6 +87,12 @@ if [[ "$CPU" == 1 ]]; then
     DEVICE_ARGS=(--cpu)
     FP16=0
 fi
+# On a CPU, glibc returns the freed activation buffers of every step to the system and faults them in again
+# (a quarter of a training's CPU time in the kernel): keep them (measured: +35 % tokens/s, identical results).
+if [[ "${CPU:-0}" == 1 ]]; then
+    export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-1073741824} MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-1073741824}
+    export MALLOC_TOP_PAD_=${MALLOC_TOP_PAD_:-268435456}
+fi
 PRECISION_ARGS=()
 if [[ "$FP16" == 1 ]]; then PRECISION_ARGS=(--fp16); fi
 # Checkpoint selection: the lowest dev loss (fairseq's default), or with EVAL_BLEU=1 the highest dev BLEU,
