@@ -101,3 +101,17 @@ def test_noise_bound_is_two_standard_errors_of_the_difference():
     a = {"sacrebleu": [1.0, 2.0, 3.0], "sacrebleu_sd": 1.0}
     b = {"sacrebleu": [1.0, 3.0], "sacrebleu_sd": 2 ** 0.5}
     assert compare.noise_bound(a, b) == pytest.approx(2 * (1 / 3 + 2 / 2) ** 0.5)
+
+
+def test_recipe_report_names_a_missing_score_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "valid").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.recipes.report", "--eval", str(tmp_path), "--systems",
+                           "transformer sgnet", "--seeds", "1", "--splits", "valid", "--refs", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"python -m syntax_nmt.recipes.report: error: {tmp_path}/valid/transformer.seed1.json is missing: "
+        "translate and score transformer seed 1 on valid first")
