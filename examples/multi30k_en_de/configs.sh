@@ -9,7 +9,7 @@
 # github.com/LividWo/Revisit-MMT): 4+4 post-norm layers, width 128, FFN 256, 4 heads, all embeddings shared
 # (the feature systems share the decoder's only: their source word embeddings are 128 - 8 wide, the features
 # summed in 8 dimensions). PRESET (how it is trained and decoded; README.md, "Presets"):
-#   cpu   the comparison that fits a 2-core CPU: 800 updates of 4096 tokens (~6 epochs), dropout 0.1, warmup 400,
+#   cpu   the comparison that fits a 2-core CPU: 1600 updates of 2048 tokens (~7 epochs), dropout 0.1, warmup 400,
 #         the last checkpoint; chosen on the validation set (README.md)
 #   gpu   Wu et al.'s Transformer-Tiny recipe: 8000 updates of 2 x 4096 tokens, dropout 0.3, lr 0.005 after
 #         2000 warmup updates, patience 10 (epochs), the average of the last 10 epoch checkpoints, beam 5
@@ -83,12 +83,13 @@ preset_args() {
         cpu)
             # about 20 minutes of one core per training (2 at a time on 2 cores); settings chosen on the
             # validation set with the transformer (README.md, "How the cpu preset was chosen")
-            BATCH_TOKENS_DEFAULT=4096
+            MAX_TOKENS_DEFAULT=2048
+            BATCH_TOKENS_DEFAULT=2048
             WARMUP_DEFAULT=400
-            MAX_UPDATE_DEFAULT=800
+            MAX_UPDATE_DEFAULT=1600
             PATIENCE_DEFAULT=-1
             DROPOUT_DEFAULT=0.1
-            SAVE_INTERVAL_DEFAULT=200
+            SAVE_INTERVAL_DEFAULT=400
             AVERAGE_DEFAULT=0
             CHECKPOINT_DEFAULT=checkpoint_last.pt
             ;;

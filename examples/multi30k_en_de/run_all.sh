@@ -103,6 +103,7 @@ if has_stage annotate; then
     stage_start annotate
     # how prepare.py processed the text (sacremoses; no -a, no escaping), recorded for inference on raw text
     MOSES_SETTINGS="lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
+    mkdir -p "$ANN"
     for split in train valid test2016 test2017 mscoco; do  # one after the other: the parse speed in each log is the parser's own
         syntax-nmt-annotate --source "$PREP/$split.en" --target "$PREP/$split.de" --src-lang en --tgt-lang de \
             --pretokenized --spacy-model "$SPACY_MODEL" --subword bpe --subword-model "$PREP/bpe.codes" \
