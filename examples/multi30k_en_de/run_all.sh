@@ -17,7 +17,7 @@
 #   MULTI30K_DIR    a copy of the files on disk (a clone of github.com/multi30k/dataset or a directory)
 #   MANIFEST        file list with checksums (download.py --manifest)                 [manifest.json]
 #   SPLITS          splits to translate and score, the first for model selection  [valid test2016 test2017 mscoco]
-#   BPE_MERGES      joint BPE merge operations                                        [preset: 8000]
+#   BPE_MERGES      joint BPE merge operations                                        [14000]
 #   SPACY_MODEL     spaCy pipeline (name or path) for the source parses              [en_core_web_sm]
 #   SYSTEMS         systems to train and compare (names of python -m syntax_nmt.systems list --all; "default":
 #                   every system of the default comparison; the first is the baseline)
