@@ -10,6 +10,7 @@
 #                      needs them) and SYSTEM_ARGS, which go after the training options (a system may set the
 #                      criterion)
 #   system_names LIST  the table's names of a space- or comma-separated list ("default": the default comparison)
+#   has_stage, stage_start, stage_end   the stages of a recipe's run_all.sh
 #
 # The table is read with $SYSTEMS_PYTHON (default: $PYTHON, else python), a Python with syntax_nmt installed
 # (a few seconds: it imports fairseq); with SYSTEMS_CACHE set to a directory, each system is read once there.
@@ -41,6 +42,11 @@ system_names() {
     done
     echo "${out[*]}"
 }
+
+# The stages of a recipe's run_all.sh: has_stage NAME (is it in $STAGES), stage_start / stage_end NAME (timed).
+has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
+stage_start() { STAGE_T0=$SECONDS; echo "=== [$(date +%H:%M:%S)] $1"; }
+stage_end() { echo "=== $1 done in $((SECONDS - STAGE_T0)) s"; }
 
 # The syntax_nmt package directory for --user-dir, found without importing it (importing it imports fairseq: seconds).
 find_user_dir() {

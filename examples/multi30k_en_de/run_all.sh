@@ -74,9 +74,6 @@ NOISE="$WORK/noise/$PRESET-$TAG"
 declare -A SUBSET=([valid]=valid [test2016]=test [test2017]=test1 [mscoco]=test2)
 SPLITS=${SPLITS:-valid test2016 test2017 mscoco}
 
-has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
-stage_start() { STAGE_T0=$SECONDS; echo "=== [$(date +%H:%M:%S)] $1"; }
-stage_end() { echo "=== $1 done in $((SECONDS - STAGE_T0)) s"; }
 
 # The systems: SYSTEMS, else the main comparison recorded for the preset, else the default comparison.
 main_systems() {

@@ -79,9 +79,6 @@ BIN="$WORK/data-bin/$TAG"
 CKPT="$WORK/checkpoints/$TAG"
 EVAL="$WORK/eval/$TAG"
 
-has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
-stage_start() { STAGE_T0=$SECONDS; echo "=== [$(date +%H:%M:%S)] $1"; }
-stage_end() { echo "=== $1 done in $((SECONDS - STAGE_T0)) s"; }
 
 if has_stage download; then
     stage_start download
