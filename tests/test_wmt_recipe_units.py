@@ -455,7 +455,8 @@ def run_train_sh(tmp_path, config, **env):
     fake.chmod(0o755)
     out = tmp_path / f"{config}.args"
     full_env = dict(os.environ, DATA=str(tmp_path / "bin"), SAVE=str(tmp_path / "ckpt" / config),
-                    FAIRSEQ_TRAIN=str(fake), ARGS_OUT=str(out), AVERAGE="0", USER_DIR="/plugin", **env)
+                    FAIRSEQ_TRAIN=str(fake), ARGS_OUT=str(out), AVERAGE="0", USER_DIR="/plugin",
+                    SYSTEMS_PYTHON=sys.executable, **env)
     proc = subprocess.run(["bash", str(RECIPE / "train.sh"), config, "--extra-flag"], env=full_env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -503,5 +504,5 @@ def test_train_sh_flags(tmp_path, config, arch, warmup):
 
 def test_train_sh_rejects_unknown_config(tmp_path):
     proc = subprocess.run(["bash", str(RECIPE / "train.sh"), "nope"], capture_output=True, text=True,
-                          env=dict(os.environ, DATA="d", SAVE=str(tmp_path)))
+                          env=dict(os.environ, DATA="d", SAVE=str(tmp_path), SYSTEMS_PYTHON=sys.executable))
     assert proc.returncode != 0 and "unknown config 'nope'" in proc.stderr
