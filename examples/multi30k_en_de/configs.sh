@@ -26,6 +26,10 @@ SIZE_ARGS=(--encoder-layers 4 --decoder-layers 4 --encoder-embed-dim 128 --decod
 TINY_SIZE_ARGS=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
     --encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 --encoder-attention-heads 2 --decoder-attention-heads 2)
 FEATURE_DIM=8
+# The main comparison (run_all.sh without SYSTEMS): the transformer, the syntax-infused Transformer and the two
+# methods best on validation under the cpu preset, seed 1 of every system trained (README.md, "Results":
+# lisa 35.76, seprem 35.62, transformer 35.54, sla 35.46, sgnet 33.48, syntax+sgnet 33.47, syntax-infused 32.99)
+MAIN_SYSTEMS_DEFAULT=${MAIN_SYSTEMS_DEFAULT:-transformer syntax-infused lisa seprem}
 
 # arch_args: ARCH, MODEL_ARGS and ENCODER_LAYERS of the loaded system (load_system).
 arch_args() {
