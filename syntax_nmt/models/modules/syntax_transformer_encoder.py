@@ -44,7 +44,8 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
             to the layer input, in order (``module(x, ctx) -> x``).
         return_fc (bool): as fairseq's layer.
         checkpoint (bool): recompute the layer in the backward pass instead of storing its
-            activations (``--checkpoint-activations``; identical results).
+            activations (``--checkpoint-activations``; identical results). With
+            ``--offload-activations`` the layer is recomputed too, but its inputs stay on the device.
     """
 
     def __init__(self, cfg, state, attention_builder=None, input_builders=None, return_fc=False,
