@@ -234,10 +234,8 @@ def test_seprem_layer_computes_eq_1_and_5(stream_bin):
     assert module.alpha.item() == pytest.approx(0.1)
     net = _batch(task)["net_input"]
     ctx = sep.encoder.syntax_context(net["src_tokens"], net["src_streams"])
-    sep.encoder.syntax_state.ctx = ctx
     x = torch.randn(net["src_tokens"].shape[1], net["src_tokens"].shape[0], 64)
-    out = module(x)
-    sep.encoder.syntax_state.ctx = None
+    out = module(x, ctx)
     C = 64
     W1, W2 = module.proj.weight[:C], module.proj.weight[C:]
     D = T_.seprem_strength(ctx.heads, ctx.word_start, ctx.special)

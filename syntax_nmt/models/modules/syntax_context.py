@@ -7,7 +7,8 @@ masks...) so that no layer recomputes them. Every computation is a batched tenso
 :mod:`syntax_nmt.syntax.tree` (no Python loop over tokens or sentences, no host sync).
 """
 
-from typing import Any, Callable, Dict, Hashable, Optional
+import contextlib
+from typing import Any, Callable, Dict, Hashable, Iterator, Optional
 
 import torch
 from torch import Tensor
@@ -40,6 +41,12 @@ class SyntaxContext:
             self._cache[key] = compute()
         return self._cache[key]
 
+    def record_output(self, key: str, value: Any) -> None:
+        """Hand ``value`` to the criterion under ``outputs[key]``. The first value of a batch stays:
+        recomputing a layer in the backward pass (``--checkpoint-activations``) records again, and
+        the criterion has used (and must keep) the forward's."""
+        self.outputs.setdefault(key, value)
+
     @property
     def tree(self) -> WordTree:
         """The word-level :class:`~syntax_nmt.syntax.tree.WordTree` of the batch."""
@@ -56,8 +63,15 @@ class SyntaxContext:
 
 class SyntaxState:
     """Holder through which the modules built inside fairseq's encoder layers reach the
-    context of the batch being encoded (fairseq calls its layers with ``x`` and the
-    padding mask only). The encoder sets :attr:`ctx` for the duration of its forward."""
+    context of the batch being encoded (fairseq calls its layers, and they their
+    self-attention, with ``x`` and the padding mask only).
+
+    The context is bound only while a call that holds it runs: the encoder binds it for its
+    forward, and each :class:`~syntax_nmt.models.modules.syntax_transformer_encoder.SyntaxEncoderLayer`
+    reads it once when called and binds that same object again around its own computation, so
+    that recomputing the layer in the backward pass (``--checkpoint-activations``), after the
+    encoder's forward has returned, sees the batch's context and not whatever is bound then.
+    """
 
     def __init__(self):
         self.ctx: Optional[SyntaxContext] = None
@@ -66,3 +80,12 @@ class SyntaxState:
         if self.ctx is None:
             raise RuntimeError("a syntax module ran outside SyntaxTransformerEncoder.forward (no syntax context set)")
         return self.ctx
+
+    @contextlib.contextmanager
+    def bound(self, ctx: SyntaxContext) -> Iterator[SyntaxContext]:
+        """Bind ``ctx`` for the ``with`` block, then restore what was bound before (calls nest)."""
+        previous, self.ctx = self.ctx, ctx
+        try:
+            yield ctx
+        finally:
+            self.ctx = previous

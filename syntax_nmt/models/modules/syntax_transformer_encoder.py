@@ -12,10 +12,10 @@ selected by ``--syntax-attention`` (a comma-separated list, see
 from typing import Dict, List, Optional
 
 import torch
+import torch.utils.checkpoint
 from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules import transformer_layer
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods import SYNTAX_METHODS, build_methods
@@ -30,18 +30,31 @@ def syntax_attention_choices() -> List[str]:
 class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
     """fairseq's encoder layer whose self-attention and/or input come from syntax methods.
 
+    The layer reads the batch's :class:`SyntaxContext` from ``state`` once, when it is called,
+    and hands that object to :meth:`forward_with_context`; with ``checkpoint`` that call is
+    recomputed in the backward pass (``torch.utils.checkpoint``, non-reentrant: tensors a method
+    leaves in ``ctx.outputs``, e.g. LISA's parse scores, keep their gradient) with the same
+    context, whatever the encoder has bound by then.
+
     Args:
         cfg: fairseq TransformerConfig.
+        state (SyntaxState): where the encoder binds the batch's context.
         attention_builder: ``f(embed_dim, cfg) -> module`` replacing ``build_self_attention``, or None.
         input_builders (Dict[str, callable]): method name -> ``f(embed_dim) -> module`` applied
-            to the layer input, in order.
+            to the layer input, in order (``module(x, ctx) -> x``).
         return_fc (bool): as fairseq's layer.
+        checkpoint (bool): recompute the layer in the backward pass instead of storing its
+            activations (``--checkpoint-activations``; identical results). With
+            ``--offload-activations`` the layer is recomputed too, but its inputs stay on the device.
     """
 
-    def __init__(self, cfg, attention_builder=None, input_builders=None, return_fc=False):
+    def __init__(self, cfg, state, attention_builder=None, input_builders=None, return_fc=False,
+                 checkpoint=False):
         self._attention_builder = attention_builder  # read by build_self_attention during __init__
         super().__init__(cfg, return_fc=return_fc)
         self._attention_builder = None
+        self.syntax_state = state
+        self.checkpoint = checkpoint
         self.syntax_inputs = None
         if input_builders:
             self.syntax_inputs = nn.ModuleDict({name: b(self.embed_dim) for name, b in input_builders.items()})
@@ -52,10 +65,21 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
         return self._attention_builder(embed_dim, cfg)
 
     def forward(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
+        ctx = self.syntax_state.current()
+        if self.checkpoint and self.training and torch.is_grad_enabled():
+            # same RNG state in the recomputation (dropout), so results are identical
+            return torch.utils.checkpoint.checkpoint(self.forward_with_context, x, encoder_padding_mask, attn_mask,
+                                                     ctx, use_reentrant=False)
+        return self.forward_with_context(x, encoder_padding_mask, attn_mask, ctx)
+
+    def forward_with_context(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
+                             ctx: SyntaxContext):
+        """fairseq's layer forward with the batch's context ``ctx`` given explicitly."""
         if self.syntax_inputs is not None:
             for module in self.syntax_inputs.values():
-                x = module(x)
-        return super().forward(x, encoder_padding_mask, attn_mask)
+                x = module(x, ctx)
+        with self.syntax_state.bound(ctx):  # for the self-attention, which fairseq calls without it
+            return super().forward(x, encoder_padding_mask, attn_mask)
 
 
 class SyntaxTransformerEncoder(TransformerEncoderBase):
@@ -102,10 +126,11 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                 inputs[m.name] = (lambda mod: lambda dim: mod)(probe)
         if attention is None and not inputs:
             return super().build_encoder_layer(cfg)
-        layer = SyntaxEncoderLayer(cfg, attention, inputs, return_fc=self.return_fc)
-        # the wrapping fairseq's build_encoder_layer applies
-        if cfg.checkpoint_activations:
-            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        # checkpointed by the layer itself, not by fairseq's checkpoint_wrapper: that one recomputes
+        # the layer from its arguments, which lack the syntax context (and runs the first forward
+        # without gradients, which would cut off the tensors methods leave in ctx.outputs)
+        layer = SyntaxEncoderLayer(cfg, state, attention, inputs, return_fc=self.return_fc,
+                                   checkpoint=cfg.checkpoint_activations)
         return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
 
     def build_plain_encoder_layer(self, cfg):
@@ -165,14 +190,11 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if not self.syntax_methods:
             return self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         ctx = self.syntax_context(src_tokens, streams)
-        self.syntax_state.ctx = ctx
-        try:
+        with self.syntax_state.bound(ctx):  # the layers read it when fairseq calls them
             out = self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-            x = out["encoder_out"][0]
-            for module in self.syntax_modules.values():
-                x = module(x, ctx)
-        finally:
-            self.syntax_state.ctx = None
+        x = out["encoder_out"][0]
+        for module in self.syntax_modules.values():
+            x = module(x, ctx)
         out["encoder_out"] = [x]
         out["syntax"] = ctx
         return out

@@ -10,8 +10,11 @@ three hooks, for the modules it contributes:
   (SEPREM).
 * :meth:`SyntaxMethod.build_encoder_module`: a module applied to the final encoder states (SG-Net).
 
-Modules read the batch's :class:`~syntax_nmt.models.modules.syntax_context.SyntaxContext`
-from the shared :class:`~syntax_nmt.models.modules.syntax_context.SyntaxState`. Each method
+Layer-input and encoder modules get the batch's
+:class:`~syntax_nmt.models.modules.syntax_context.SyntaxContext` as an argument; self-attention
+modules, which fairseq's layer calls without it, read it from the shared
+:class:`~syntax_nmt.models.modules.syntax_context.SyntaxState`, bound by the layer call that runs
+them (so also when ``--checkpoint-activations`` recomputes the layer in the backward pass). Each method
 declares its options as a dataclass (``config``), which the model adds to its arguments.
 """
 
@@ -116,7 +119,7 @@ class SyntaxMethod:
         raise NotImplementedError(f"{self.name} replaces no self-attention")
 
     def build_layer_input(self, layer: int, embed_dim: int, cfg, state) -> Optional[nn.Module]:
-        """A module ``m(x) -> x`` applied to the input of encoder layer ``layer``, or None."""
+        """A module ``m(x, ctx) -> x`` applied to the input of encoder layer ``layer``, or None."""
         return None
 
     def build_encoder_module(self, encoder, state) -> Optional[nn.Module]:

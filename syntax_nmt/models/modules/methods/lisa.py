@@ -79,7 +79,7 @@ class LisaAttention(MixedSelfAttention):
         pad = key_padding_additive(key_padding_mask, B, T, scores.device)  # B 1 1 T
         probs = torch.softmax(scores + pad, dim=-1)
         parse = self.parse_scores(x) + pad.squeeze(1)  # B T T
-        ctx.outputs[LISA_SCORES] = parse
+        ctx.record_output(LISA_SCORES, parse)
         if self.inject_parse:
             parents = ctx.cached("lisa_parents", lambda: subword_parents_from_tree(ctx.tree))
             p_head = nn.functional.one_hot(parents, T).to(probs.dtype)

@@ -46,7 +46,6 @@ class SepremInput(nn.Module):
 
     Args:
         embed_dim (int): model dimension ``C``.
-        state (SyntaxState): where the batch's syntax context is found.
         alpha_init (float): initial ``alpha``.
         activation (str): a key of :data:`ACTIVATIONS`.
     """
@@ -54,9 +53,8 @@ class SepremInput(nn.Module):
     #: what ``alpha`` weighs (read by ``syntax-nmt-analyze gates``)
     alpha_weighs = "syntax-aware representation (SEPREM eq. 1)"
 
-    def __init__(self, embed_dim: int, state, alpha_init: float = 0.1, activation: str = "gelu"):
+    def __init__(self, embed_dim: int, alpha_init: float = 0.1, activation: str = "gelu"):
         super().__init__()
-        self.syntax_state = state
         self.embed_dim = embed_dim
         self.activation = str(activation)
         self.proj = nn.Linear(embed_dim, 2 * embed_dim, bias=False)  # [W1; W2]
@@ -66,9 +64,8 @@ class SepremInput(nn.Module):
         """``(B, T, T)`` float32 ``D̃`` of the batch (cached in the context)."""
         return ctx.cached("seprem_strength", lambda: seprem_strength_from_tree(ctx.tree))
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``x``: ``(T, B, C)`` layer input -> ``(T, B, C)``."""
-        ctx = self.syntax_state.current()
+    def forward(self, x: Tensor, ctx) -> Tensor:
+        """``x``: ``(T, B, C)`` layer input, ``ctx``: the batch's ``SyntaxContext`` -> ``(T, B, C)``."""
         d = self.strength(ctx).to(x.dtype)  # B T T
         a, b = self.proj(x).chunk(2, dim=-1)  # W1 H, W2 H: T B C each
         h_hat = ACTIVATIONS[self.activation](a + torch.einsum("bij,jbc->ibc", d, b))
@@ -97,5 +94,5 @@ class Seprem(SyntaxMethod):
     def build_layer_input(self, layer, embed_dim, cfg, state):
         if layer not in self.layers:
             return None
-        return SepremInput(embed_dim, state, alpha_init=self.cfg.seprem_alpha_init,
+        return SepremInput(embed_dim, alpha_init=self.cfg.seprem_alpha_init,
                            activation=str(self.cfg.seprem_activation))

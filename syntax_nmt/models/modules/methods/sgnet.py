@@ -62,8 +62,12 @@ class SGNet(SyntaxMethod):
 
     def build_encoder_module(self, encoder, state):
         cfg = self.cfg
+        layer_cfg = gelu_layer_config(cfg)
+        # SGNetLayer recomputes the layer itself (checkpoint= below); fairseq's checkpoint_wrapper
+        # on the same layer would recompute it a second time
+        layer_cfg.checkpoint_activations = False
         return SGNetModule(
-            encoder.build_plain_encoder_layer(gelu_layer_config(cfg)),
+            encoder.build_plain_encoder_layer(layer_cfg),
             num_heads=cfg.encoder.attention_heads,
             alpha=cfg.sgnet_alpha,
             learn_alpha=cfg.sgnet_learn_alpha,
