@@ -224,3 +224,52 @@ def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes
         assert online_outputs(OnlineAnnotator(settings, spacy_model=moved), LINES[:4]) == expected
     finally:
         shutil.move(moved, spacy_model)
+
+
+# -- invalid bytes (issue 23.2): fairseq-interactive reads stdin with surrogateescape -----------------
+@pytest.mark.parametrize("line, expected, count", [
+    ("A dog .", "A dog .", 0),
+    ("Bad \udcff .", "Bad \ufffd .", 1),  # b"Bad \xff ." read with surrogateescape
+    ("\udcc3\udca9t\udce9", "\ufffd\ufffdt\ufffd", 3),  # every escaped byte is one replacement
+    ("a \ud800 b \udfff", "a \ufffd b \ufffd", 2),  # unpaired high and low surrogates
+    ("\udfff\ud83d", "\ufffd\ufffd", 2),  # low then high: not a pair
+    ("a \ud83d\ude00 b", "a \U0001f600 b", 0),  # a UTF-16 pair is the character it encodes
+    ("Bad \ufffd .", "Bad \ufffd .", 0),  # already replaced
+])
+def test_lone_surrogates_become_replacement_characters(line, expected, count):
+    from syntax_nmt.annotate.textio import replace_lone_surrogates
+
+    assert replace_lone_surrogates(line) == (expected, count)
+    expected.encode("utf-8")  # what spaCy needs
+
+
+def test_an_invalid_byte_is_replaced_with_a_warning_and_every_line_annotated(tmp_path, spacy_model, codes, caplog):
+    _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "bpe", "--subword-model", codes],
+                              ["x"])
+    lines = ["The cat sat .", "The \udcff cat sat .", "the dogs ran"]
+    clean = OnlineAnnotator(settings).annotate(["The cat sat .", "The \ufffd cat sat .", "the dogs ran"])
+    ann = OnlineAnnotator(settings)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="syntax_nmt.annotate.online"):
+        first = ann.annotate(lines[:1])
+        got = first + ann.annotate(lines[1:])  # two buffers: the line number counts across them
+    assert [(a.source, a.streams, a.note) for a in got] == [(a.source, a.streams, a.note) for a in clean]
+    assert "\ufffd" in got[1].source and all(a.note is None for a in got)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == ["input line 2: 1 undecodable character (invalid bytes, read as lone surrogates) "
+                        "replaced by U+FFFD"]
+
+
+def test_an_invalid_byte_in_a_line_with_its_own_parse(tmp_path, caplog):
+    conllu = str(tmp_path / "in.conllu")
+    with open(conllu, "w", encoding="utf-8") as f:  # the user's parser saw the byte as U+FFFD
+        write_conllu([Sentence(["The", "\ufffd", "cat"], ["DET", "X", "NOUN"], ["DT", "FW", "NN"], [3, 3, 0],
+                               ["det", "dep", "root"])], f)
+    _, settings = cli_outputs(tmp_path, ["--backend", "conllu", "--conllu", conllu, "--subword", "none",
+                                         "--pretokenized"], ["The \ufffd cat"])
+    expected = OnlineAnnotator(settings).annotate_conllu(conllu_blocks(conllu), ["The \ufffd cat"])
+    caplog.clear()
+    got = OnlineAnnotator(settings).annotate_conllu(conllu_blocks(conllu), ["The \udcff cat"])
+    assert got == expected and got[0].source == "The \ufffd cat"
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "input line 1: 1 undecodable character (invalid bytes, read as lone surrogates) replaced by U+FFFD"]

@@ -215,6 +215,41 @@ def test_hub_equals_generate(pipeline):
         assert m.sample(lines[:2], beam=4) == best[:2]  # sample(): greedy or beam, as fairseq's
 
 
+def test_an_invalid_byte_ends_no_session(pipeline):
+    """``printf 'A dog .\\nBad \\xff .\\n' | fairseq-interactive``: stdin is read with surrogateescape, the
+    byte reaches the task as a lone surrogate and is parsed as U+FFFD, with a warning naming its line;
+    every line is translated. The hub takes the same path."""
+    import torch
+
+    from syntax_nmt import SyntaxTransformerModel
+
+    expected, expected_src = fairseq_generate(pipeline, "sgnet")
+    lines = raw_test_lines(pipeline)
+    stdin = (lines[0] + "\nThe \udcff dog .\n" + lines[1] + "\n").encode("utf-8", "surrogateescape")
+    assert b"\xff" in stdin
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "fairseq-interactive"), pipeline["data"],
+                           "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", pipeline["ckpt"]["sgnet"],
+                           *DECODE, "--buffer-size", "8"], input=stdin, capture_output=True,
+                          env={**{k: v for k, v in os.environ.items() if k != "PYTHONIOENCODING"}, "LC_ALL": "C.UTF-8"})
+    log = (proc.stdout + proc.stderr).decode("utf-8", "backslashreplace")
+    assert proc.returncode == 0, log[-3000:]
+    got, got_src = hypotheses(proc.stdout.decode("utf-8"))
+    assert sorted(got) == [0, 1, 2]  # every line translated, the session went on
+    assert_same({0: got[0], 2: got[2]}, {0: expected[0], 2: expected[1]})
+    assert (got_src[0], got_src[2]) == (expected_src[0], expected_src[1])
+    assert "input line 2: 1 undecodable character (invalid bytes, read as lone surrogates) replaced by U+FFFD" in log
+    assert "input line 1:" not in log and "input line 3:" not in log
+    path = pipeline["ckpt"]["sgnet"]
+    m = SyntaxTransformerModel.from_pretrained(os.path.dirname(path), checkpoint_file=os.path.basename(path),
+                                               data_name_or_path=pipeline["data"], max_len_b=30)
+    bad, clean = m.encode("The \udcff dog ."), m.encode("The \ufffd dog .")
+    assert torch.equal(bad, clean) and got_src[1] == m.src_dict.string(clean)
+    for name, stream in clean.syntax_streams.items():
+        assert torch.equal(bad.syntax_streams[name], stream), name
+    assert m.translate("x \udcff .", beam=4) == m.translate("x \ufffd .", beam=4)
+    assert m.translate(["A dog .", "x \udcff ."], beam=4)[0] == m.translate("A dog .", beam=4)
+
+
 def test_hub_moves_to_gpu(pipeline):
     import torch
 

@@ -210,8 +210,9 @@ if has_stage noise; then
     echo "noise: $system with $NOISE_RATES of its training, validation and test heads corrupted"
     for rate in $NOISE_RATES; do
         data="$NOISE/data-bin/r$rate"
-        if [[ ! -f "$data/noise-head.json" ]]; then
-            syntax-nmt-analyze corrupt --data "$BIN" --out "$data" --stream head --rate "$rate" \
+        if [[ ! -f "$data/noise-head.json" ]]; then  # the copy and its record appear together
+            # --overwrite: a copy without its record (left by an older syntax-nmt) is made again
+            syntax-nmt-analyze corrupt --data "$BIN" --out "$data" --stream head --rate "$rate" --overwrite \
                 --splits train,valid,test,test1,test2 >&2  # stdout feeds run_jobs
         fi
         for seed in $SEEDS; do echo "$data $NOISE/checkpoints/r$rate/$system/seed$seed $system $seed"; done

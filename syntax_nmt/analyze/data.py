@@ -5,10 +5,18 @@ one flat array of every sentence's values (each sentence ends with its EOS value
 index of sizes. Noise never changes a length, so a noisy copy keeps the index file and
 rewrites only the ``.bin`` of the corrupted stream; every other file of the directory is a
 symbolic link to the original.
+
+A noisy copy never destroys data (issue 23): it is built in a temporary directory next to
+its destination and renamed into place at the end, with its record (``noise-STREAM.json``),
+so a destination exists whole or not at all; an existing destination is only replaced when
+asked (``overwrite``), and never when it is (or holds, or backs) the source directory.
 """
 
+import json
 import os
 import re
+import secrets
+import shutil
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -140,24 +148,103 @@ def corrupt_split(data: str, out: str, split: str, stream: str, rate: float, see
             "changed_words": int((before != after).sum())}
 
 
+def _within(path: str, root: str) -> bool:
+    """Whether real path ``path`` is ``root`` or lies under it (both real paths)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def check_destination(data: str, out: str, overwrite: bool = False) -> None:
+    """Refuse a destination ``out`` for a copy of ``data`` that would destroy data.
+
+    Symbolic links and ``..`` are resolved. ``out`` may never be ``data``, lie inside it, or hold
+    it; an existing ``out`` is refused unless ``overwrite``, and even then when a file of
+    ``data`` resolves into it (``data`` is itself a noisy copy of ``out``).
+
+    Raises:
+        DataError: naming what is wrong.
+    """
+    if not os.path.isdir(data):
+        raise DataError(f"--data {data} is not a directory")
+    real_data, real_out = os.path.realpath(data), os.path.realpath(out)
+    if real_out == real_data:
+        raise DataError(f"--out {out} is the data directory {data} itself (a copy would destroy it): "
+                        f"name another directory")
+    if _within(real_out, real_data):
+        raise DataError(f"--out {out} lies inside the data directory {data}: name a directory outside it")
+    if _within(real_data, real_out):
+        raise DataError(f"--out {out} holds the data directory {data} (replacing it would destroy it): "
+                        f"name another directory")
+    if not os.path.lexists(out):
+        return
+    if not overwrite:
+        raise DataError(f"--out {out} exists: name a new directory, or pass --overwrite to replace it")
+    for name in sorted(os.listdir(data)):
+        if _within(os.path.realpath(os.path.join(data, name)), real_out):
+            raise DataError(f"{os.path.join(data, name)} is a link into --out {out} (replacing it would destroy "
+                            f"--data): name another directory")
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)
+
+
+def _move_into_place(tmp: str, out: str) -> None:
+    """Rename the finished directory ``tmp`` to ``out``, replacing what ``out`` was (a link is
+    replaced itself, never what it points to)."""
+    if not os.path.lexists(out):
+        os.rename(tmp, out)
+        return
+    aside = tmp + ".old"
+    os.rename(out, aside)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        os.rename(aside, out)
+        raise
+    _remove(aside)
+
+
 def noisy_copy(data: str, out: str, stream: str, rate: float, seed: int,
-               splits: Sequence[str] = ("test",)) -> List[dict]:
+               splits: Sequence[str] = ("test",), overwrite: bool = False) -> List[dict]:
     """A copy of data directory ``data`` in ``out`` whose ``stream`` is noisy in ``splits``.
 
     Every file is a symbolic link to ``data`` except the ``.bin`` files of the noisy stream,
-    which are rewritten. Train on it with plain ``fairseq-train out ...`` (noise at training),
-    or translate its test split (noise at test time).
+    which are rewritten, and ``noise-{stream}.json`` (the records returned, each naming
+    ``data``). Train on it with plain ``fairseq-train out ...`` (noise at training),
+    or translate its test split (noise at test time). The copy is built in a temporary
+    directory next to ``out`` and renamed to ``out`` when complete: an interrupted run leaves
+    ``out`` as it was. See :func:`check_destination` for what ``out`` may be.
 
     Returns:
         One :func:`corrupt_split` record per split.
+
+    Raises:
+        DataError: a destination that would destroy data, an existing one without
+            ``overwrite``, a stream or split ``data`` lacks.
     """
+    check_destination(data, out, overwrite)
     if stream != HEAD_STREAM and not os.path.exists(stream_dict_path(data, stream)):
         raise DataError(f"{data} has no {stream!r} stream to corrupt")
     data = os.path.abspath(data)
-    os.makedirs(out, exist_ok=True)
-    for name in os.listdir(data):
-        link = os.path.join(out, name)
-        if os.path.lexists(link):
-            os.remove(link)
-        os.symlink(os.path.join(data, name), link)
-    return [corrupt_split(data, out, split, stream, rate, seed) for split in splits]
+    out = os.path.abspath(out)
+    names = os.listdir(data)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    os.mkdir(tmp)
+    try:
+        for name in names:
+            os.symlink(os.path.join(data, name), os.path.join(tmp, name))
+        records = [dict(corrupt_split(data, tmp, split, stream, rate, seed), data=data) for split in splits]
+        record = os.path.join(tmp, f"noise-{stream}.json")
+        if os.path.lexists(record):  # the link to the record of data's own noise on this stream
+            os.remove(record)
+        with open(record, "w", encoding="utf-8") as f:
+            json.dump(records, f, indent=1)
+        _move_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return records

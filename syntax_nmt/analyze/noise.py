@@ -22,11 +22,11 @@ from syntax_nmt.analyze.common import AnalyzeError
 DEFAULT_RATES = "0,0.2,0.4,0.6,0.8,1.0"
 
 
-def _noisy_copy(data, out, stream, rate, seed, splits):
+def _noisy_copy(data, out, stream, rate, seed, splits, overwrite=False):
     from syntax_nmt.analyze.data import DataError, noisy_copy
 
     try:
-        return noisy_copy(data, out, stream, rate, seed, splits)
+        return noisy_copy(data, out, stream, rate, seed, splits, overwrite)
     except DataError as e:
         raise AnalyzeError(str(e)) from None
 
@@ -45,7 +45,7 @@ def analyze(systems: Sequence[tuple], data: str, ref_raw: str, out: str, streams
         for rate in rates:
             tag = f"{stream}-r{rate:g}"
             noisy = os.path.join(out, "data", tag)
-            (record,) = _noisy_copy(data, noisy, stream, rate, seed, [split])
+            (record,) = _noisy_copy(data, noisy, stream, rate, seed, [split], overwrite=True)  # our own scratch
             for name, path in systems:
                 reads = stream in info[name]["streams"]
                 if not reads and rate != rates[0]:
@@ -126,15 +126,10 @@ def run_corrupt(args) -> List[str]:
     if len(rate) != 1 or not 0 <= rate[0] <= 1:
         raise AnalyzeError(f"--rate takes one number in [0, 1], got {args.rate!r}")
     splits = [s for s in args.splits.split(",") if s]
-    records = _noisy_copy(args.data, args.out, args.stream, rate[0], args.seed, splits)
+    records = _noisy_copy(args.data, args.out, args.stream, rate[0], args.seed, splits, args.overwrite)
     for r in records:
         print(f"{r['split']}: {r['changed_words']} of {r['words']} words got a random wrong {r['stream']}")
-    path = os.path.join(args.out, f"noise-{args.stream}.json")
-    import json
-
-    with open(path, "w") as f:
-        json.dump(records, f, indent=1)
-    return [path]
+    return [os.path.join(args.out, f"noise-{args.stream}.json")]  # written with the copy, renamed with it
 
 
 def add_args(p) -> None:
@@ -154,7 +149,12 @@ def add_args(p) -> None:
 
 def add_corrupt_args(p) -> None:
     p.add_argument("--data", required=True, help="binarized data directory (syntax-nmt-binarize)")
-    p.add_argument("--out", required=True, help="the noisy copy (symbolic links except the noisy stream)")
+    p.add_argument("--out", required=True,
+                   help="the noisy copy (symbolic links except the noisy stream, and noise-STREAM.json), a new "
+                        "directory: built next to it and renamed when complete")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out (never --data itself, nor a directory holding it or that it "
+                        "links into)")
     p.add_argument("--stream", required=True, help="stream to corrupt: head or a tag stream (pos, dep, case...)")
     p.add_argument("--rate", required=True, help="fraction of words to corrupt, in [0, 1]")
     p.add_argument("--splits", default="train,valid,test", help="splits to corrupt")

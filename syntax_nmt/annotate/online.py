@@ -7,7 +7,10 @@ held in memory, the *same* functions as the annotation job:
 
 1. the Moses normalization and tokenization the WMT recipe applied before annotating
    (only when the settings record one, ``"moses"``);
-2. :func:`~syntax_nmt.annotate.textio.normalize` (what ``read_lines`` does to every line);
+2. :func:`~syntax_nmt.annotate.textio.normalize` (what ``read_lines`` does to every line),
+   after :func:`~syntax_nmt.annotate.textio.replace_lone_surrogates` (an invalid byte of the
+   input, decoded by fairseq-interactive as a lone surrogate, becomes U+FFFD with a warning
+   naming the line, instead of ending the session inside spaCy);
 3. the line policies: an empty line stays empty; a line over ``max_words`` words is
    blanked (``on_long``; at inference ``error`` cannot stop a session, so it blanks too,
    with a warning); a line longer than spaCy's ``max_length`` characters is blanked;
@@ -36,7 +39,7 @@ from .parsed import check_tree, empty_sentence, resolve_roots
 from .pipeline import build_backend, make_record, output_names, render
 from .streams import STREAMS
 from .subwords import file_sha256, load_segmenter
-from .textio import InputError, normalize
+from .textio import InputError, normalize, replace_lone_surrogates
 
 logger = logging.getLogger("syntax_nmt.annotate.online")
 
@@ -206,6 +209,14 @@ class OnlineAnnotator:
                         f"(on_long={s['on_long']}): translated as an empty line")
         return text, None
 
+    def _valid(self, line: str, i: int) -> str:
+        """``line`` (the ``i``-th of the current call) with its lone surrogates replaced, with a warning."""
+        text, n = replace_lone_surrogates(line)
+        if n:
+            logger.warning("input line %d: %d undecodable character%s (invalid bytes, read as lone surrogates) "
+                           "replaced by U+FFFD", self.lines_seen + i + 1, n, "" if n == 1 else "s")
+        return text
+
     def _blank_long(self, out: Dict[str, List[str]], i: int, names: Sequence[str]) -> Optional[str]:
         limit = self.settings["max_subwords"]
         n = len(out[self.settings["src_lang"]][i].split())
@@ -255,7 +266,7 @@ class OnlineAnnotator:
             raise ValueError(f"{len(lines)} source lines but {len(targets)} target lines")
         texts, notes = [], {}
         for i, line in enumerate(lines):
-            text, note = self.prepare(line)
+            text, note = self.prepare(self._valid(line, i))
             if note is None and len(text) > self.backend.max_chars:
                 text, note = "", (f"{len(text)} characters, more than spaCy's max_length {self.backend.max_chars}: "
                                   f"translated as an empty line")
@@ -296,7 +307,7 @@ class OnlineAnnotator:
             blocks = iter(sentences)
             sentences = []
         for i, line in enumerate(lines):
-            text, note = self.prepare(line, moses=not words_given)
+            text, note = self.prepare(self._valid(line, i), moses=not words_given)
             if not text:
                 if note:  # over max_words: its block is consumed but not used
                     notes[i] = note

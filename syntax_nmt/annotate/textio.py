@@ -7,10 +7,15 @@ that a decoding error names the file and line, and a leading byte-order mark is 
 ``\\r``, ideographic spaces... everything ``str.split()`` splits on, which is also what
 fairseq's tokenizer splits on) to one ASCII space and strips the ends, so that a word never
 contains whitespace and fairseq sees exactly the tokens we counted.
+:func:`replace_lone_surrogates` makes text read leniently (``surrogateescape``) safe to parse.
 """
 
 import os
-from typing import Iterator
+import re
+from typing import Iterator, Tuple
+
+#: A UTF-16 surrogate pair (group 1), or any other surrogate code point (a lone one).
+_SURROGATE = re.compile("([\ud800-\udbff][\udc00-\udfff])|[\ud800-\udfff]")
 
 
 class InputError(ValueError):
@@ -20,6 +25,28 @@ class InputError(ValueError):
 def normalize(line: str) -> str:
     """Collapse Unicode whitespace runs to single spaces and strip both ends."""
     return " ".join(line.split())
+
+
+def replace_lone_surrogates(line: str) -> Tuple[str, int]:
+    """``line`` with every lone surrogate replaced by U+FFFD, and how many were replaced.
+
+    Text decoded with ``surrogateescape`` (Python's stdin under a C or C.UTF-8 locale, hence
+    fairseq-interactive's input) holds each byte that is not UTF-8 as a lone surrogate
+    U+DC80..U+DCFF; no surrogate can be encoded as UTF-8, so spaCy fails on it. A high
+    surrogate followed by a low one (a UTF-16 pair written into a str) is joined into the
+    character it encodes; every other surrogate is a replacement character, as
+    ``bytes.decode(errors="replace")`` would have given for an invalid byte.
+    """
+    count = 0
+
+    def fix(m):
+        nonlocal count
+        if m.group(1):
+            return m.group(1).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        count += 1
+        return "\ufffd"
+
+    return _SURROGATE.sub(fix, line), count
 
 
 def read_lines(path: str) -> Iterator[str]:
