@@ -64,8 +64,20 @@ class NaiveRow(Ref):
         return self.grid(lambda wi, wj: abs(order[wi] - order[wj]) <= k)
 
     # --- Syntax-BERT (Bai et al. 2021, sec. 3.2) --------------------------------------
-    def syntax_bert(self, D):
-        """List of 3*D T x T grids: parent d=1..D, child d=1..D, sibling d=1..D; specials in none."""
+    def lca(self, a, b):
+        """Lowest common ancestor(-or-self) of words a and b: the first ancestor of a (walking up
+        from a) that is also an ancestor of b; None if they have none (different trees)."""
+        up_b = set(self.word_ancestors(b))
+        return next((x for x in self.word_ancestors(a) if x in up_b), None)
+
+    def syntax_bert(self, D, sibling="lca"):
+        """List of T x T grids: parent d=1..D, child d=1..D, sibling d=1..D (``disjoint``: d=2..D,
+        its d=1 being always empty); specials in none.
+
+        Sec. 3.2: parent M^p_{i,j,d} = 1 iff i is the parent or an ancestor of j and dist(i, j) = d;
+        child M^c: j is the parent or an ancestor of i; sibling M^s: "we can find their lowest common
+        ancestor and dist(i, j) = d" (``lca``); ``disjoint`` also asks that neither is an ancestor of
+        the other."""
         T = self.T
         out = []
 
@@ -77,9 +89,13 @@ class NaiveRow(Ref):
             out.append(grid(lambda wi, wj, d=d: wi in self.ancestors(wj) and self.d(wi, wj) == d))
         for d in range(1, D + 1):
             out.append(grid(lambda wi, wj, d=d: wj in self.ancestors(wi) and self.d(wi, wj) == d))
-        for d in range(1, D + 1):
-            out.append(grid(lambda wi, wj, d=d: self.d(wi, wj) == d and wi not in self.ancestors(wj)
-                            and wj not in self.ancestors(wi)))
+        if sibling == "lca":
+            for d in range(1, D + 1):
+                out.append(grid(lambda wi, wj, d=d: self.lca(wi, wj) is not None and self.d(wi, wj) == d))
+        else:
+            for d in range(2, D + 1):
+                out.append(grid(lambda wi, wj, d=d: self.d(wi, wj) == d and wi not in self.ancestors(wj)
+                                and wj not in self.ancestors(wi)))
         return out
 
 

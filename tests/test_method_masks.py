@@ -31,18 +31,51 @@ def test_wla_mask_random_against_reference(window):
             assert got[b].tolist() == NaiveRow(*row).wla(window), row
 
 
+@pytest.mark.parametrize("sibling", ["lca", "disjoint"])
 @pytest.mark.parametrize("max_distance", [1, 3, 5])
-def test_syntax_bert_masks_random_against_reference(max_distance):
+def test_syntax_bert_masks_random_against_reference(max_distance, sibling):
     rng = random.Random(300 + max_distance)
     for _ in range(60):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.syntax_bert_masks(h, w, s, max_distance)
-        assert got.shape == (len(rows), 3 * max_distance, h.shape[1], h.shape[1])
+        got = T_.syntax_bert_masks(h, w, s, max_distance, sibling)
+        M = T_.syntax_bert_num_masks(max_distance, sibling)
+        assert M == 3 * max_distance - (sibling == "disjoint")
+        assert got.shape == (len(rows), M, h.shape[1], h.shape[1])
         for b, row in enumerate(rows):
-            exp = NaiveRow(*row).syntax_bert(max_distance)
-            for k in range(3 * max_distance):
+            exp = NaiveRow(*row).syntax_bert(max_distance, sibling)
+            assert len(exp) == M
+            for k in range(M):
                 assert got[b, k].tolist() == exp[k], (k, row)
+
+
+def test_syntax_bert_readings_of_the_sibling_mask():
+    """The paper's sibling mask (a lowest common ancestor exists) holds every pair of one tree at
+    distance d, the parent/child pairs included; under the disjoint reading no pair at d = 1 is a
+    sibling pair (d = 1 is an edge), which is why that reading has no d = 1 sub-network."""
+    rng = random.Random(310)
+    differ = 0
+    for _ in range(60):
+        rows = random_rows(rng)
+        h, w, s = batch_tensors(rows)
+        lca = T_.syntax_bert_masks(h, w, s, 3, "lca")
+        disjoint = T_.syntax_bert_masks(h, w, s, 3, "disjoint")
+        assert torch.equal(lca[:, :6], disjoint[:, :6])  # parent and child masks do not change
+        assert torch.equal(lca[:, 6], lca[:, 0] | lca[:, 3])  # sibling d=1 = parent d=1 | child d=1
+        for d in (2, 3):  # lca sibling d = disjoint sibling d + the parent/child pairs at d
+            assert torch.equal(lca[:, 5 + d], disjoint[:, 4 + d] | lca[:, d - 1] | lca[:, 2 + d])
+        differ += int((lca[:, 7:] != disjoint[:, 6:]).any())
+        for row in rows:
+            n = NaiveRow(*row)
+            assert not any(n.d(a, b) == 1 and a not in n.ancestors(b) and b not in n.ancestors(a)
+                           for a in n.words for b in n.words)
+    assert differ > 30
+
+
+def test_syntax_bert_masks_reject_an_unknown_reading():
+    h, w, s = _hand_batch()
+    with pytest.raises(ValueError, match="sibling reading 'cousin'"):
+        T_.syntax_bert_masks(h, w, s, 2, "cousin")
 
 
 def _hand_batch():
@@ -71,10 +104,11 @@ def test_sla_mask_by_hand():
     assert m[8].tolist() == [False] * 8 + [True]
 
 
-def test_syntax_bert_masks_by_hand():
+@pytest.mark.parametrize("sibling", ["lca", "disjoint"])
+def test_syntax_bert_masks_by_hand(sibling):
     h, w, s = _hand_batch()
-    M = T_.syntax_bert_masks(h, w, s, 2)[0]  # parent1, parent2, child1, child2, sibling1, sibling2
-    parent1, parent2, child1, child2, sib1, sib2 = M
+    M = T_.syntax_bert_masks(h, w, s, 2, sibling)[0]
+    parent1, parent2, child1, child2 = M[:4]
     # sat(2) is the parent of cat(1) and mat(5,6): row 2 allows them at d=1
     assert parent1[2].nonzero().flatten().tolist() == [1, 5, 6]
     assert parent2[2].nonzero().flatten().tolist() == [0, 3, 4]
@@ -82,10 +116,22 @@ def test_syntax_bert_masks_by_hand():
     assert child1[5].nonzero().flatten().tolist() == [2]
     assert child1[6].nonzero().flatten().tolist() == [2]
     assert not M[:, 5, 6].any() and not M[:, 6, 5].any()
-    # siblings at distance 2: cat and mat (both children of sat); on and the(4) (children of mat)
-    assert sib2[1].nonzero().flatten().tolist() == [5, 6]
-    assert sib2[3].nonzero().flatten().tolist() == [4]
-    assert not sib1.any()  # distance-1 pairs are always parent/child
+    if sibling == "lca":  # parent1, parent2, child1, child2, sibling1, sibling2
+        assert M.shape[0] == 6
+        sib1, sib2 = M[4:]
+        # the paper: every pair of the tree at distance d; at d=1 the edges, both ways
+        assert sib1[2].nonzero().flatten().tolist() == [1, 5, 6]
+        assert sib1[5].nonzero().flatten().tolist() == [2, 3, 4]
+        # at d=2: cat-mat (children of sat); on-the(4) (children of mat), and on-sat (grandparent)
+        assert sib2[1].nonzero().flatten().tolist() == [5, 6]
+        assert sib2[3].nonzero().flatten().tolist() == [2, 4]
+        assert sib2[2].nonzero().flatten().tolist() == [0, 3, 4]
+    else:  # parent1, parent2, child1, child2, sibling2: no sibling1 (distance-1 pairs are parent/child)
+        assert M.shape[0] == 5
+        sib2 = M[4]
+        assert sib2[1].nonzero().flatten().tolist() == [5, 6]
+        assert sib2[3].nonzero().flatten().tolist() == [4]
+        assert not sib2[2].any()
     # specials are in no mask
     assert not M[:, 7:, :].any() and not M[:, :, 7:].any()
 

@@ -18,7 +18,7 @@ SETUPS = {
                  "--source-features", "pos,case,subword,dep"],
     "wla+syntax_bert_product": ["--syntax-attention", "sla,syntax_bert", "--sla-window", "2", "--sla-layers", "-1",
                                 "--syntax-bert-layers", "0", "--syntax-bert-mask-mode", "product",
-                                "--no-syntax-bert-global", "--source-features", ""],
+                                "--no-syntax-bert-global", "--syntax-bert-sibling", "disjoint", "--source-features", ""],
 }
 
 

@@ -105,33 +105,50 @@ def test_word_start_comes_from_B_and_O_tags(stream_bin):
     assert sorted(model.encoder.word_start_ids.tolist()) == sorted([d.index("B"), d.index("O")])
 
 
-def test_syntax_bert_layers_apply_the_pure_functions_masks(stream_bin):
+@pytest.mark.parametrize("sibling", [None, "disjoint"])
+def test_syntax_bert_layers_apply_the_pure_functions_masks(stream_bin, monkeypatch, sibling):
+    """Each sub-network's distribution is a distribution over exactly the keys of its mask (the
+    global one: every non-pad key), and the topical weights cover the sub-networks with a key."""
+    extra = [] if sibling is None else ["--syntax-bert-sibling", sibling]
     task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "syntax_bert",
-                                          "--syntax-bert-max-distance", 2)
+                                          "--syntax-bert-max-distance", 2, "--source-prepend-bos", *extra)
     model.eval()
     batch = _batch(task, n=8)
     net = batch["net_input"]
     mods = _record_layers(model, SyntaxBertAttention)
+    assert len(mods) == 2 and all(m.sibling == (sibling or "lca") for m in mods)
     seen = {}
+    orig = SyntaxBertAttention.topical_weights
 
-    def hook(mod, args, out):
-        seen[mod] = out
+    def capture(self, p, x, valid):  # the per-sub-network distributions are the topical weights' input
+        seen[self] = p.detach()
+        return orig(self, p, x, valid)
 
-    for m in mods:  # capture the per-sub-network distributions through the topical weights' input
-        m.register_forward_hook(hook)
+    monkeypatch.setattr(SyntaxBertAttention, "topical_weights", capture)
     with torch.no_grad():
         model.encoder(**_enc_in(batch))
     ws = (net["src_streams"]["subword"].unsqueeze(-1) == model.encoder.word_start_ids).any(-1)
     special = model.encoder.special_positions(net["src_tokens"])
-    masks = T_.syntax_bert_masks(net["src_streams"]["head"], ws, special, 2)
+    pad = net["src_tokens"].eq(task.src_dict.pad())
+    masks = T_.syntax_bert_masks(net["src_streams"]["head"], ws, special, 2, sibling or "lca")
+    M = 6 if sibling is None else 5  # the disjoint reading has no distance-1 sibling sub-network
+    assert masks.shape[1] == M and masks.flatten(2).any(-1).any(0).all()  # no sub-network is empty
     for m in mods:
-        valid = m.recorded["valid"]  # B M T: sub-network j has an allowed key for token i
-        assert valid.shape[1] == 3 * 2 + 1
-        assert torch.equal(valid[:, :6], masks.any(-1))
-        assert valid[:, 6].all()  # the global sub-network
+        p = seen[m]  # B M+1 H T T
+        assert p.shape[1] == M + 1
+        valid = m.recorded["valid"]  # B M+1 T: sub-network j has an allowed key for token i
+        assert torch.equal(valid[:, :M], masks.any(-1))
+        assert valid[:, M].all()  # the global sub-network
+        rows = valid.unsqueeze(2).expand_as(p[..., 0])  # B M+1 H T
+        allowed = torch.cat([masks, ~pad.view(-1, 1, 1, pad.shape[1]).expand_as(masks[:, :1])], dim=1)
+        allowed = allowed.unsqueeze(2).expand_as(p)
+        # zero exactly outside the mask (rows with at least one key), summing to 1
+        assert (p[rows][~allowed[rows]] == 0).all()
+        assert (p[rows][allowed[rows]] > 0).all()
+        torch.testing.assert_close(p[rows].sum(-1), torch.ones_like(p[rows].sum(-1)))
         w = m.recorded["topical"]
         torch.testing.assert_close(w.sum(1), torch.ones_like(w.sum(1)))
-        assert (w[:, :6][~valid[:, :6]] == 0).all()
+        assert (w[~valid] == 0).all() and (w[valid] > 0).all()
 
 
 def test_syntax_bert_masks_reach_the_attention(stream_bin, monkeypatch):
@@ -146,7 +163,7 @@ def test_syntax_bert_masks_reach_the_attention(stream_bin, monkeypatch):
 
     # (a transpose would only swap the parent and child sub-networks: topical attention is
     # invariant to the order of its sub-networks)
-    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", lambda tree, d: orig(tree, d).roll(1, dims=3))
+    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", lambda tree, d, sib: orig(tree, d, sib).roll(1, dims=3))
     with torch.no_grad():
         b = model.encoder(**_enc_in(batch))["encoder_out"][0]
     assert (a - b).abs().max() > 1e-4

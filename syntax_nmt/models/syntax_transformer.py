@@ -130,6 +130,12 @@ class SyntaxTransformerModel(TransformerModel):
         gen_parser_from_dataclass(parser, SyntaxModelConfig(), delete_default=True)
         for config in method_configs():
             gen_parser_from_dataclass(parser, config(), delete_default=True)
+        # an option with a legacy value: a new training records the default in its args, so that only
+        # the saved args of a checkpoint trained before the option lack it (syntax_base_architecture)
+        for method in SYNTAX_METHODS.values():
+            if method.legacy_args:
+                defaults = {f.name: f.default for f in fields(method.config) if f.name in method.legacy_args}
+                parser.set_defaults(**defaults)
 
     @classmethod
     def build_model(cls, args, task):
@@ -220,6 +226,10 @@ def syntax_base_architecture(args):
     args.feature_embed_dims = getattr(args, "feature_embed_dims", "")
     args.feature_combine = getattr(args, "feature_combine", "concat")
     args.syntax_attention = getattr(args, "syntax_attention", "none")
+    for method in SYNTAX_METHODS.values():
+        for name, value in method.legacy_args.items():
+            if not hasattr(args, name):  # the saved args of a checkpoint trained before the option
+                setattr(args, name, value)
     for config in method_configs():
         for f in fields(config):
             if getattr(args, f.name, None) is None:

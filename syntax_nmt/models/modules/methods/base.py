@@ -19,7 +19,7 @@ declares its options as a dataclass (``config``), which the model adds to its ar
 """
 
 from dataclasses import fields
-from typing import Dict, List, Optional, Sequence, Type
+from typing import Any, Dict, List, Optional, Sequence, Type
 
 from torch import nn
 
@@ -106,6 +106,10 @@ class SyntaxMethod:
     #: ... and the criterion options it trains with (weights of its auxiliary losses, read by
     #: ``label_smoothed_cross_entropy_with_syntax``); empty: the translation loss alone
     system_losses: Sequence[str] = ()
+    #: options added after checkpoints were trained with the method: option dest -> the value that
+    #: reproduces how such a checkpoint was trained, given when its saved args lack the option (the
+    #: model's parser gives these options their config default, so the args of a new training have them)
+    legacy_args: Dict[str, Any] = {}
 
     def __init__(self, cfg, num_layers: int):
         self.cfg = cfg

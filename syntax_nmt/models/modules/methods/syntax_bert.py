@@ -9,9 +9,11 @@ from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
 from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
-from syntax_nmt.syntax.tree import syntax_bert_masks_from_tree
+from syntax_nmt.syntax.tree import SYNTAX_BERT_SIBLINGS, syntax_bert_masks_from_tree, syntax_bert_num_masks
 
 MASK_MODES = ("exclude", "product")
+#: ``--syntax-bert-sibling`` of a checkpoint trained before the option (its saved args lack it)
+LEGACY_SIBLING = "disjoint"
 
 
 @dataclass
@@ -23,12 +25,18 @@ class SyntaxBertConfig(FairseqDataclass):
     )
     syntax_bert_max_distance: int = field(
         default=3, metadata={"help": "sub-networks for tree distances d = 1..D of the parent, child and sibling "
-                             "masks (3*D masks; the paper: 15)"}
+                             "masks (3*D masks, 3*D-1 with --syntax-bert-sibling disjoint; the paper: 15)"}
+    )
+    syntax_bert_sibling: ChoiceEnum(list(SYNTAX_BERT_SIBLINGS)) = field(
+        default="lca", metadata={"help": "sibling mask at distance d: lca = the pair has a lowest common ancestor "
+                                 "(one tree), parent/child pairs included (the paper, sec. 3.2); disjoint = one "
+                                 "tree and neither is an ancestor of the other (no d = 1 mask: always empty), "
+                                 "what checkpoints trained before this option use"}
     )
     no_syntax_bert_global: bool = field(
         default=False, metadata={"help": "leave out the unmasked self-attention, which otherwise takes part as one "
                                  "more sub-network (then tokens with no allowed key in any mask, e.g. EOS, get a "
-                                 "zero attention output)"}
+                                 "zero attention output, output bias included)"}
     )
     syntax_bert_mask_mode: ChoiceEnum(list(MASK_MODES)) = field(
         default="exclude", metadata={"help": "exclude: masked keys get no weight; product: the paper's literal "
@@ -42,48 +50,70 @@ class SyntaxBertAttention(MixedSelfAttention):
 
     Every sub-network ``j`` (a parent/child/sibling mask at distance ``d``, plus the unmasked
     attention with ``global_subnet``) attends with the layer's own projections (eq. 1):
-    ``H_j = concat_h(softmax(Q_h K_h^T / sqrt(d_h) masked by M_j) V_h) W^O``. Topical attention
-    (eq. 2) aggregates them per token with a learned task query ``q_task``:
+    ``H_j = concat_h(softmax(Q_h K_h^T / sqrt(d_h) masked by M_j) V_h) W^O + b^O``. Topical
+    attention (eq. 2) aggregates them per token with a learned task query ``q_task``:
     ``H^O = sum_j softmax_j(q_task . (H_j W^K) / sqrt(d)) H_j W^V``.
 
     Computed without materialising the ``H_j``: since ``W^O``, ``W^K`` and ``W^V`` are linear,
-    ``q_task . H_j W^K = A_j . (W^O^T W^K^T q_task) + const`` and
-    ``sum_j w_j H_j = (sum_j w_j P_j) V W^O + b^O``, so all sub-networks run as one batched
+    ``q_task . H_j W^K = A_j . (W^O^T W^K^T q_task) + const`` and, with weights ``w_j`` summing
+    to 1, ``sum_j w_j H_j = (sum_j w_j P_j) V W^O + b^O``, so all sub-networks run as one batched
     softmax over a ``(B, M, H, T, T)`` score tensor and one ``P V`` product. ``W^V`` starts as the
     identity (so that one all-allowed sub-network is exactly the standard layer).
 
     A token with no allowed key in a sub-network (a leaf in the parent masks, every special
     token) leaves that sub-network out of its topical softmax; a token with no sub-network at
-    all (only possible with ``global_subnet=False``: special tokens, one-word sentences) gets
-    a zero attention output (only its residual passes).
+    all (only possible with ``global_subnet=False``: special tokens, one-word sentences) has
+    no weights ``w_j`` (the empty sum) and gets a zero attention output, the output bias ``b^O``
+    included (only its residual passes).
+
+    Args:
+        embed_dim, num_heads, dropout, state: as :class:`MixedSelfAttention`.
+        max_distance (int): ``D``, the largest tree distance of a mask.
+        global_subnet (bool): the unmasked self-attention is one more sub-network.
+        mask_mode (str): ``exclude`` (masked keys get no weight) or ``product`` (eq. 1's literal
+            ``QK^T * M``).
+        sibling (str): reading of the sibling mask, ``lca`` (the paper) or ``disjoint``
+            (see :func:`~syntax_nmt.syntax.tree.syntax_bert_masks`).
     """
 
     def __init__(self, embed_dim, num_heads, dropout, state, max_distance: int = 3, global_subnet: bool = True,
-                 mask_mode: str = "exclude", **kwargs):
+                 mask_mode: str = "exclude", sibling: str = "lca", **kwargs):
         super().__init__(embed_dim, num_heads, dropout, state, **kwargs)
         if mask_mode not in MASK_MODES:
             raise ValueError(f"--syntax-bert-mask-mode must be one of {MASK_MODES}, got {mask_mode!r}")
+        if sibling not in SYNTAX_BERT_SIBLINGS:
+            raise ValueError(f"--syntax-bert-sibling must be one of {SYNTAX_BERT_SIBLINGS}, got {sibling!r}")
         self.max_distance = max_distance
         self.global_subnet = global_subnet
         self.mask_mode = mask_mode
+        self.sibling = sibling
+        #: number of syntax masks (sub-networks besides the global one)
+        self.num_masks = syntax_bert_num_masks(max_distance, sibling)
         self.q_task = nn.Parameter(torch.empty(embed_dim).normal_(0, embed_dim ** -0.5))
         self.topic_key = nn.Linear(embed_dim, embed_dim, bias=False)  # W^K of eq. 2
         self.topic_value = nn.Linear(embed_dim, embed_dim, bias=False)  # W^V of eq. 2
         nn.init.eye_(self.topic_value.weight)
 
+    def _key(self):
+        return ("syntax_bert", self.max_distance, self.sibling)
+
     def subnet_masks(self, ctx) -> Tensor:
-        """Bool ``(B, M, T, T)``: the 3*D syntax masks (computed once per batch)."""
-        return ctx.cached(("syntax_bert", self.max_distance),
-                          lambda: syntax_bert_masks_from_tree(ctx.tree, self.max_distance))
+        """Bool ``(B, M, T, T)``: the syntax masks (computed once per batch)."""
+        return ctx.cached(self._key(), lambda: syntax_bert_masks_from_tree(ctx.tree, self.max_distance, self.sibling))
+
+    def has_subnetwork(self, ctx) -> Tensor:
+        """Bool ``(B, T)``: the token takes part in at least one sub-network (always, with the global
+        one or in ``product`` mode, where every sub-network is valid for every token)."""
+        return ctx.cached(("has", self._key()), lambda: self.subnet_masks(ctx).any(-1).any(1))
 
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape
         pad = key_padding_additive(key_padding_mask, B, T, scores.device).unsqueeze(1)  # B 1 1 1 T
         s = scores.unsqueeze(1)  # B 1 H T T
-        if self.max_distance > 0:
+        if self.num_masks > 0:
             masks = self.subnet_masks(ctx)  # B M T T
             if self.mask_mode == "exclude":
-                add = ctx.additive(("syntax_bert", self.max_distance), lambda: self.subnet_masks(ctx))
+                add = ctx.additive(self._key(), lambda: self.subnet_masks(ctx))
                 logits = s + add.unsqueeze(2)  # B M H T T
                 valid = masks.any(-1)  # B M T
             else:  # the paper's literal element-wise product: masked scores become 0
@@ -117,7 +147,12 @@ class SyntaxBertAttention(MixedSelfAttention):
         return w * valid.any(dim=1, keepdim=True)  # no sub-network at all: weight 0 everywhere
 
     def transform_output(self, out):
-        return self.topic_value(out)
+        """``W^V`` of eq. 2; zero at tokens with no sub-network (``out`` holds ``b^O`` there)."""
+        out = self.topic_value(out)
+        if self.global_subnet or self.mask_mode == "product" or self.num_masks == 0:
+            return out
+        has = self.has_subnetwork(self.syntax_state.current())  # B T
+        return out * has.t().unsqueeze(-1).to(out.dtype)
 
 
 @register_syntax_method("syntax_bert")
@@ -129,6 +164,7 @@ class SyntaxBert(SyntaxMethod):
     layers_option = "--syntax-bert-layers"
     replaces_attention = True
     system_args = ("--syntax-bert-max-distance", "3")
+    legacy_args = {"syntax_bert_sibling": LEGACY_SIBLING}
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)
@@ -146,5 +182,5 @@ class SyntaxBert(SyntaxMethod):
         return SyntaxBertAttention(
             embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, state,
             max_distance=c.syntax_bert_max_distance, global_subnet=not c.no_syntax_bert_global,
-            mask_mode=c.syntax_bert_mask_mode,
+            mask_mode=c.syntax_bert_mask_mode, sibling=c.syntax_bert_sibling,
         )

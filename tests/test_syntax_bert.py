@@ -1,0 +1,200 @@
+"""Syntax-BERT's attention layer (Bai et al. 2021, sec. 3.3, eq. 1-2) against a slow reference that
+materialises every sub-network output ``H_j`` with plain loops, from masks of the naive reference
+(tests/naive_syntax.py), on random forests with several roots, multi-piece words, left/right
+padding and BOS; and tokens with no sub-network get a zero output whatever the biases.
+"""
+
+import math
+import random
+
+import pytest
+import torch
+
+from conftest import USER_DIR, run_cli
+from naive_syntax import NaiveRow, _random_sentence
+from naive_tree import make_batch, make_row
+from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
+from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
+
+C, H = 8, 2
+
+
+def _rows(rng, n=4):
+    """Padded rows (heads, word_start, special) and the key padding mask: left- and right-padded
+    rows, BOS in half of the batches, at least one one-word sentence."""
+    sents = [_random_sentence(rng) for _ in range(n)]
+    sents[0] = ([0, -1], [True, False])  # a one-word line in two pieces: no sub-network without the global one
+    bos = rng.random() < 0.5
+    length = max(len(h) for h, _ in sents) + 1 + int(bos) + 2
+    rows, pads = [], []
+    for k, (h, w) in enumerate(sents):
+        left = k % 2 == 0
+        row = make_row(h, w, length, left_pad=left, bos=bos)[:3]
+        npad = length - len(h) - 1 - int(bos)
+        rows.append(row)
+        pads.append([i < npad for i in range(length)] if left else [i >= length - npad for i in range(length)])
+    return rows, torch.tensor(pads)
+
+
+def _module(max_distance, global_subnet, mask_mode, sibling, seed):
+    torch.manual_seed(seed)
+    state = SyntaxState()
+    mod = SyntaxBertAttention(C, H, 0.0, state, max_distance=max_distance, global_subnet=global_subnet,
+                              mask_mode=mask_mode, sibling=sibling)
+    with torch.no_grad():  # every parameter non-trivial, biases included
+        for p in mod.parameters():
+            p.normal_(0, 0.6)
+        mod.q_task.normal_(0, 3.0)  # topical weights far from uniform
+    mod.eval()
+    return mod, state
+
+
+def slow_syntax_bert(mod, x, rows, pad, max_distance, global_subnet, mask_mode, sibling):
+    """Eq. 1-2 one token and one sub-network at a time, in float64.
+
+    Eq. 1: ``A_{h,j} = softmax(Q_h K_h^T (.) M_j / sqrt(d_h)) V_h``, ``H_j = (A_{1,j} + ... + A_{k,j}) W^O``
+    (``+ b^O``, the output projection's bias); ``exclude``: keys outside ``M_j`` take no part;
+    ``product``: their score is 0 (the literal ``(.)``); padded keys never take part. Eq. 2:
+    ``H^O = softmax_j(q_task . H_j W^K / sqrt(d)) H_j W^V`` over the sub-networks in which the
+    token has a key (``exclude``); no such sub-network: ``H^O = 0``.
+    """
+    dd = torch.float64
+    lin = {n: (getattr(mod, n).weight.to(dd), getattr(mod, n).bias.to(dd))
+           for n in ("q_proj", "k_proj", "v_proj", "out_proj")}
+    WK, WV, q_task = mod.topic_key.weight.to(dd), mod.topic_value.weight.to(dd), mod.q_task.to(dd)
+    hd = C // H
+    T, B, _ = x.shape
+    out = torch.zeros(T, B, C, dtype=dd)
+    for b, row in enumerate(rows):
+        masks = NaiveRow(*row).syntax_bert(max_distance, sibling)
+        if global_subnet:
+            masks = masks + [[[True] * T for _ in range(T)]]
+        xb = x[:, b].to(dd)
+        q = xb @ lin["q_proj"][0].t() + lin["q_proj"][1]
+        k = xb @ lin["k_proj"][0].t() + lin["k_proj"][1]
+        v = xb @ lin["v_proj"][0].t() + lin["v_proj"][1]
+        for i in range(T):
+            Hs = []  # H_j at token i, for the sub-networks j where token i takes part
+            for M in masks:
+                keys = [j for j in range(T) if not pad[b, j] and (M[i][j] or mask_mode == "product")]
+                if not keys:
+                    continue
+                heads = []
+                for h in range(H):
+                    sl = slice(h * hd, (h + 1) * hd)
+                    score = {j: float(q[i, sl] @ k[j, sl]) / math.sqrt(hd) * (1.0 if M[i][j] or
+                                                                                mask_mode == "exclude" else 0.0)
+                             for j in keys}
+                    top = max(score.values())
+                    e = {j: math.exp(score[j] - top) for j in keys}
+                    z = sum(e.values())
+                    heads.append(sum(e[j] / z * v[j, sl] for j in keys))  # A_{h,j} at token i
+                Hs.append(torch.cat(heads) @ lin["out_proj"][0].t() + lin["out_proj"][1])  # H_j, eq. 1
+            if not Hs:
+                continue  # no sub-network: zero
+            logits = [float(q_task @ (Hj @ WK.t())) / math.sqrt(C) for Hj in Hs]  # q_task . H_j W^K / sqrt(d)
+            top = max(logits)
+            e = [math.exp(t - top) for t in logits]
+            out[i, b] = sum(ej / sum(e) * (Hj @ WV.t()) for ej, Hj in zip(e, Hs))  # eq. 2
+    return out
+
+
+@pytest.mark.parametrize("mask_mode,global_subnet,sibling", [
+    ("exclude", True, "lca"), ("exclude", False, "lca"), ("exclude", False, "disjoint"),
+    ("product", True, "lca"), ("product", False, "disjoint"),
+])
+def test_attention_is_eq_1_2_computed_the_slow_way(mask_mode, global_subnet, sibling):
+    rng = random.Random(40)
+    for trial in range(4):
+        rows, pad = _rows(rng)
+        h, w, s = make_batch(rows)
+        B, T = h.shape
+        mod, state = _module(3, global_subnet, mask_mode, sibling, seed=trial)
+        state.ctx = SyntaxContext(h, w, s, pad)
+        x = torch.randn(T, B, C)
+        with torch.no_grad():
+            got, _ = mod(x, x, x, key_padding_mask=pad)
+        exp = slow_syntax_bert(mod, x, rows, pad, 3, global_subnet, mask_mode, sibling)
+        torch.testing.assert_close(got.double(), exp, atol=2e-5, rtol=1e-5)
+        assert exp.abs().max() > 0.5  # the reference is not trivially zero
+
+
+def test_tokens_without_sub_network_get_exactly_zero_whatever_the_biases():
+    """README: with --no-syntax-bert-global, EOS, BOS, pad and the word of a one-word line get a zero
+    attention output, also once the output bias ``b^O`` (and every other bias) is non-zero."""
+    rng = random.Random(41)
+    for trial in range(4):
+        rows, pad = _rows(rng)
+        h, w, s = make_batch(rows)
+        B, T = h.shape
+        mod, state = _module(3, False, "exclude", "lca", seed=10 + trial)
+        assert mod.out_proj.bias.abs().min() > 0 and mod.v_proj.bias.abs().min() > 0
+        state.ctx = SyntaxContext(h, w, s, pad)
+        x = torch.randn(T, B, C)
+        with torch.no_grad():
+            got, _ = mod(x, x, x, key_padding_mask=pad)
+        # tokens with no allowed key in any mask, by the naive reference
+        none = torch.tensor([[not any(any(M[i]) for M in NaiveRow(*row).syntax_bert(3)) for i in range(T)]
+                             for row in rows])  # B T
+        assert none[0].all()  # the one-word line: its two pieces and its specials
+        assert (none | ~s).all()  # every special token
+        got = got.transpose(0, 1)  # B T C
+        assert torch.equal(got[none], torch.zeros(int(none.sum()), C))
+        assert (got[~none].abs().sum(-1) > 1e-3).all()
+
+
+@pytest.mark.e2e
+def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatch):
+    """A new training records --syntax-bert-sibling lca (the paper); a checkpoint saved before the
+    option existed (no such key in its args) loads with the disjoint reading it was trained with
+    and computes what it computed then: the old layout's always-empty distance-1 sibling
+    sub-network took no part in the topical softmax ("exclude" mode)."""
+    from fairseq import checkpoint_utils
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401
+    import syntax_nmt.models.modules.methods.syntax_bert as sbmod
+    from syntax_nmt.syntax import tree as T_
+
+    run_cli("fairseq-train", stream_bin, "--user-dir", USER_DIR, "--task", "syntax_translation",
+            "--arch", "syntax_transformer_tiny", "--syntax-attention", "syntax_bert", "--source-features", "",
+            "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1500", "--max-update", "1",
+            "--no-epoch-checkpoints", "--no-progress-bar", "--disable-validation", "--save-dir", tmp_path / "new")
+    path = str(tmp_path / "new" / "checkpoint_last.pt")
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path])
+    assert cfg.model.syntax_bert_sibling == "lca"
+    layers = [m for m in models[0].encoder.modules() if isinstance(m, SyntaxBertAttention)]
+    assert len(layers) == 2 and all(m.sibling == "lca" and m.num_masks == 9 for m in layers)
+
+    old = torch.load(path, map_location="cpu")
+    del old["cfg"]["model"].syntax_bert_sibling  # as written before the option existed
+    old_path = str(tmp_path / "old.pt")
+    torch.save(old, old_path)
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([old_path])
+    model = models[0].eval()
+    layers = [m for m in model.encoder.modules() if isinstance(m, SyntaxBertAttention)]
+    assert all(m.sibling == "disjoint" and m.num_masks == 8 for m in layers)
+
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    net = ds.collater([ds[i] for i in range(8)])["net_input"]
+    enc_in = {k: v for k, v in net.items() if k != "prev_output_tokens"}
+    with torch.no_grad():
+        now = model.encoder(**enc_in)["encoder_out"][0]
+
+    def old_layout(tree, D, sibling):  # the code before the option: an all-False sibling mask at d = 1
+        m = T_.syntax_bert_masks_from_tree(tree, D, sibling)
+        return torch.cat([m[:, :2 * D], torch.zeros_like(m[:, :1]), m[:, 2 * D:]], dim=1)
+
+    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", old_layout)
+    for m in layers:
+        m.num_masks = 9
+    with torch.no_grad():
+        then = model.encoder(**enc_in)["encoder_out"][0]
+    torch.testing.assert_close(now, then, atol=1e-6, rtol=1e-6)
+    # and the reading matters: the paper's masks give another output
+    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", T_.syntax_bert_masks_from_tree)
+    for m in layers:
+        m.sibling, m.num_masks = "lca", 9
+    with torch.no_grad():
+        paper = model.encoder(**enc_in)["encoder_out"][0]
+    assert (paper - now).abs().max() > 1e-4
