@@ -505,4 +505,4 @@ def test_train_sh_flags(tmp_path, config, arch, warmup):
 def test_train_sh_rejects_unknown_config(tmp_path):
     proc = subprocess.run(["bash", str(RECIPE / "train.sh"), "nope"], capture_output=True, text=True,
                           env=dict(os.environ, DATA="d", SAVE=str(tmp_path), SYSTEMS_PYTHON=sys.executable))
-    assert proc.returncode != 0 and "unknown config 'nope'" in proc.stderr
+    assert proc.returncode != 0 and "unknown system 'nope'" in proc.stderr

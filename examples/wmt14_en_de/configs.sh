@@ -44,9 +44,16 @@ arch_args() {
         return 0
     fi
     ARCH=syntax_transformer_wmt_en_de
-    if (( SYSTEM_FEATURES )); then MODEL_ARGS=(--share-decoder-input-output-embed)
+    if (( SYSTEM_FEATURES )); then
+        MODEL_ARGS=(--share-decoder-input-output-embed)
+        # the paper's d = 20, summed, concatenated to the words (the architecture's defaults, written out for the log), unless the system
+        # gives each feature its own width (syntax-concat)
+        if [[ " ${SYSTEM_ARGS[*]} " != *" --feature-embed-dims "* ]]; then
+            MODEL_ARGS+=(--feature-embed-dim 20 --feature-merge sum --feature-combine concat)
+        fi
     else MODEL_ARGS=(--share-all-embeddings); fi
     if [[ ",$SYSTEM_METHODS," == *",sgnet,"* ]]; then
+        ARCH=syntax_transformer_sgnet_wmt_en_de  # the SG-Net paper's architecture (as before the table)
         WARMUP_DEFAULT=8000  # SG-Net paper
         BEAM_DEFAULT=5
     fi
