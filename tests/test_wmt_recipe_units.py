@@ -470,8 +470,8 @@ def flag(args, name):
 @pytest.mark.parametrize("config,arch,warmup", [
     ("baseline", "transformer_wmt_en_de", "4000"),
     ("syntax", "syntax_transformer_wmt_en_de", "4000"),
-    ("sgnet", "syntax_transformer_sgnet_wmt_en_de", "8000"),
-    ("syntax_sgnet", "syntax_transformer_sgnet_wmt_en_de", "8000"),
+    ("sgnet", "syntax_transformer_wmt_en_de", "8000"),
+    ("syntax_sgnet", "syntax_transformer_wmt_en_de", "8000"),
 ])
 def test_train_sh_flags(tmp_path, config, arch, warmup):
     one = run_train_sh(tmp_path, config)

@@ -53,7 +53,6 @@ arch_args() {
         fi
     else MODEL_ARGS=(--share-all-embeddings); fi
     if [[ ",$SYSTEM_METHODS," == *",sgnet,"* ]]; then
-        ARCH=syntax_transformer_sgnet_wmt_en_de  # the SG-Net paper's architecture (as before the table)
         WARMUP_DEFAULT=8000  # SG-Net paper
         BEAM_DEFAULT=5
     fi
