@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 DEMO_DIR ?= demo-out
 BENCH_DIR ?= bench-out
 
-.PHONY: install test test-slow demo bench clean mutate
+.PHONY: install test test-slow demo bench bench-length clean mutate
 
 # glibc keeps freed buffers instead of returning them to the system after every training step (on a CPU a
 # quarter of fairseq-train's time went to page faults; see syntax_nmt/demo.py, CPU_MALLOC_ENV)
@@ -53,6 +53,11 @@ demo: install
 
 bench: install
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.bench --out $(BENCH_DIR) $(BENCH_ARGS)
+
+# the encoders of the methods against the stock encoder at T = 32 ... 512 (syntax_nmt/bench_length.py)
+BENCH_LENGTH_ARGS ?=
+bench-length: install
+	$(MALLOC_ENV) $(PY) -m syntax_nmt.bench_length --out $(BENCH_DIR) $(BENCH_LENGTH_ARGS)
 
 clean:
 	rm -rf $(DEMO_DIR) $(BENCH_DIR) .pytest_cache mutants .hypothesis

@@ -1,0 +1,470 @@
+"""``make bench-length``: how each method's encoder scales with sentence length, against the stock encoder.
+
+``make bench`` trains on the synthetic corpus, whose sentences are short (10-15 subwords). Real batches
+are longer: WMT14 sentences average about 30 subwords, are cut at 250, and fairseq sorts batches by
+length, so many batches are 100-250 wide. This bench measures, in-process, for every ``T`` in
+``--lengths`` (default 32 64 128 256 512) with a fixed number of tokens per batch (``B = tokens // T``
+sentences of exactly ``T`` tokens, EOS included):
+
+* the time of one **forward + backward** pass of the encoder of each system of the table
+  (:mod:`syntax_nmt.systems`: the method with its defaults, e.g. SLA, Syntax-BERT and SEPREM in every
+  layer, LISA's head in one, SG-Net's extra layer) and of the stock encoder (fairseq's
+  ``TransformerEncoderBase`` code path, the same width and depth), interleaved and repeated
+  (``--repeats``; the median is reported). The per-batch syntax context (word tree, masks) is built
+  inside the forward pass, once, as in training; a system's auxiliary losses (LISA's parse loss,
+  SEPREM's DP and HP) are computed from the encoder output by the criterion of the table's system and
+  are part of the backward pass, as in training. The loss is ``sum(encoder_out ** 2) * 1e-3`` plus
+  those terms (the decoder is left out: it is the same in every system);
+* the **memory kept for the backward pass**: the unique storages autograd saves in the forward pass,
+  parameters excluded (as :mod:`syntax_nmt.bench_memory` counts it on the CPU); on a GPU also the
+  peak allocation of the step;
+* ratios to the stock encoder: time ratio = stock seconds / system seconds (above 1: faster), memory
+  ratio = system bytes / stock bytes.
+
+Trees are shaped like real parses (:func:`random_parse`): projective trees built by recursively
+splitting each word's span into a head and dependent chunks, with parameters chosen so that their
+maximum and mean depth, mean dependency distance, share of adjacent heads and fan-out follow what
+en_core_web_sm 3.8.0 gives on long English sentences (the table in the README, made with
+``--tree-stats``); each word has ``1 + Geometric`` subwords (``--pieces-per-word``, default 1.25,
+WMT-like BPE). Writes ``OUT/bench-length.json`` and ``OUT/bench-length.png``.
+"""
+
+import argparse
+import warnings
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+#: the systems compared by default: one per method, with the table's options
+DEFAULT_SYSTEMS = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
+#: subword tags of the ``subword`` stream (annotate/streams.py): single-piece word, begin, middle, end
+SUBWORD_TAGS = ("O", "B", "M", "E")
+
+
+# -- trees shaped like real parses ----------------------------------------------------------------
+def random_parse(n: int, rng: np.random.Generator, extra_chunks: float = 1.0, edge_head: float = 0.3) -> np.ndarray:
+    """A random projective dependency tree over ``n`` words: ``parents[i]`` (-1 at the root).
+
+    The span of every word is split into its head and, on each side, ``1 + Poisson(extra_chunks)``
+    contiguous chunks (at most one per word), each the span of one dependent; a span's head is one of
+    its two ends with probability ``edge_head`` (determiner-noun, verb-object), else uniform. The
+    defaults fit en_core_web_sm's parses of long English sentences (README, "length-scaling bench").
+    """
+    parents = np.full(n, -1, dtype=np.int64)
+    stack = [(0, n, -1)]
+    while stack:
+        lo, hi, up = stack.pop()
+        if hi - lo == 1:
+            head = lo
+        elif rng.random() < edge_head:
+            head = hi - 1 if rng.random() < 0.5 else lo
+        else:
+            head = int(rng.integers(lo, hi))
+        parents[head] = up
+        for a, b in ((lo, head), (head + 1, hi)):
+            m = b - a
+            if m <= 0:
+                continue
+            k = min(m, 1 + int(rng.poisson(extra_chunks)))
+            cuts = sorted(rng.choice(np.arange(a + 1, b), size=k - 1, replace=False).tolist()) if k > 1 else []
+            bounds = [a, *cuts, b]
+            stack.extend((x, y, head) for x, y in zip(bounds[:-1], bounds[1:]))
+    return parents
+
+
+def tree_stats(parents: Sequence[int]) -> Dict[str, float]:
+    """Maximum and mean depth (root 0), mean dependency distance, share of adjacent heads and mean number of
+    children of the words that have any, of one tree given as ``parents`` (-1 at roots)."""
+    parents = list(parents)
+    n = len(parents)
+    depth = []
+    for i in range(n):
+        d, j = 0, i
+        while parents[j] != -1 and d <= n:
+            j, d = parents[j], d + 1
+        depth.append(d)
+    dist = [abs(p - i) for i, p in enumerate(parents) if p != -1]
+    kids = np.bincount([p for p in parents if p != -1], minlength=n)
+    return {"words": n, "max_depth": max(depth), "mean_depth": sum(depth) / n,
+            "dep_distance": sum(dist) / max(len(dist), 1),
+            "adjacent": sum(d == 1 for d in dist) / max(len(dist), 1),
+            "fan_out": float(kids[kids > 0].mean()) if (kids > 0).any() else 0.0}
+
+
+def sentence_streams(T: int, rng: np.random.Generator, pieces_per_word: float = 1.25, **tree_kw):
+    """One sentence of exactly ``T`` tokens (``T - 1`` subwords and EOS): subword tags and head offsets.
+
+    Returns:
+        ``(tags, heads, parents)``: tag strings per token (EOS gets ``"O"``, it is special anyway), relative
+        offsets from each subword to the first subword of its head word (0 at the root and EOS: the stream
+        contract), and the word-level tree.
+    """
+    pieces: List[int] = []
+    while sum(pieces) < T - 1:
+        pieces.append(min(int(rng.geometric(1.0 / pieces_per_word)), T - 1 - sum(pieces)))
+    parents = random_parse(len(pieces), rng, **tree_kw)
+    first = np.concatenate([[0], np.cumsum(pieces)[:-1]])
+    tags: List[str] = []
+    heads: List[int] = []
+    for w, k in enumerate(pieces):
+        tags += ["O"] if k == 1 else ["B"] + ["M"] * (k - 2) + ["E"]
+        offset = 0 if parents[w] < 0 else int(first[parents[w]] - first[w])
+        heads += [offset - j if offset else 0 for j in range(k)]
+    return tags + ["O"], heads + [0], parents
+
+
+# -- the models -----------------------------------------------------------------------------------
+def _write_data_dir(path: str, vocab: int) -> None:
+    """Dictionaries only (the raw-text inference layout the task accepts): source, target and subword tags."""
+    words = [f"w{i}" for i in range(vocab)]
+    for name in ("dict.en.txt", "dict.de.txt"):
+        with open(os.path.join(path, name), "w", encoding="utf-8") as f:
+            f.writelines(f"{w} 1\n" for w in words)
+    with open(os.path.join(path, "dict.subword.txt"), "w", encoding="utf-8") as f:
+        f.writelines(f"{t} 1\n" for t in SUBWORD_TAGS)
+
+
+def _model_args(a) -> List[str]:
+    return ["--encoder-layers", a.layers, "--decoder-layers", 1, "--encoder-embed-dim", a.dim,
+            "--decoder-embed-dim", a.dim, "--encoder-ffn-embed-dim", 4 * a.dim, "--decoder-ffn-embed-dim", 4 * a.dim,
+            "--encoder-attention-heads", a.heads, "--decoder-attention-heads", a.heads, "--dropout", a.dropout,
+            "--max-source-positions", max(a.lengths) + 8, "--max-target-positions", max(a.lengths) + 8]
+
+
+def build(data: str, a, system: str):
+    """Task, encoder and criterion of ``system`` (``stock``: the same encoder without features or methods)."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from syntax_nmt import register_with_fairseq
+    from syntax_nmt.models.modules.methods.base import build_methods  # noqa: F401 (registry import)
+    from syntax_nmt.systems import fit_encoder_layers
+    from syntax_nmt.systems import get as get_system
+
+    register_with_fairseq()
+    extra: List[str] = ["--source-features", ""]
+    criterion = ["--criterion", "label_smoothed_cross_entropy_with_syntax"]
+    if system != "stock":
+        s = get_system(system)
+        if s.features:
+            raise ValueError(f"{system}: the length bench compares encoders without source features")
+        extra = [*s.args(), *fit_encoder_layers(s, a.layers)]
+        if "--criterion" in extra:  # the system's criterion options go after the shared ones
+            extra, criterion = extra[:extra.index("--criterion")], extra[extra.index("--criterion"):]
+    argv = [data, "--user-dir", os.path.dirname(os.path.abspath(__import__("syntax_nmt").__file__)),
+            "--task", "syntax_translation", "-s", "en", "-t", "de", "--arch", "syntax_transformer",
+            *map(str, _model_args(a)),
+            *map(str, extra), *map(str, criterion), "--seed", str(a.seed)]
+    args = options.parse_args_and_arch(options.get_training_parser(), argv)
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    return task, model.encoder, task.build_criterion(cfg.criterion)
+
+
+def make_batch(T: int, B: int, task, rng: np.random.Generator, pieces_per_word: float, device):
+    """``B`` sentences of ``T`` tokens: random word ids, subword tags and heads of :func:`sentence_streams`."""
+    import torch
+
+    d, tagd = task.source_dictionary, task.stream_dicts["subword"]
+    tags, heads = [], []
+    for _ in range(B):
+        t, h, _ = sentence_streams(T, rng, pieces_per_word)
+        tags.append([tagd.index(x) for x in t])
+        heads.append(h)
+    tokens = torch.as_tensor(rng.integers(d.nspecial, len(d), size=(B, T)), dtype=torch.long)
+    tokens[:, -1] = d.eos()
+    return {"src_tokens": tokens.to(device), "src_lengths": torch.full((B,), T, dtype=torch.long, device=device),
+            "src_streams": {"subword": torch.tensor(tags, device=device), "head": torch.tensor(heads, device=device)}}
+
+
+def _storage_key(t):
+    s = t.untyped_storage()
+    return (s.device.type, s.data_ptr()), s.nbytes()
+
+
+def step(encoder, criterion, batch, dtype) -> Dict[str, float]:
+    """One forward + backward of the encoder (and the system's auxiliary losses): seconds, saved MiB."""
+    import torch
+
+    device = batch["src_tokens"].device
+    params = {_storage_key(p)[0] for p in [*encoder.parameters(), *criterion.parameters()]}
+    saved: Dict[tuple, int] = {}
+
+    def pack(t):
+        key, nbytes = _storage_key(t)
+        if key not in params:
+            saved[key] = nbytes
+        return t
+
+    encoder.zero_grad(set_to_none=True)
+    criterion.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    start = time.perf_counter()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+            torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        out = encoder(batch["src_tokens"], batch["src_lengths"], src_streams=batch["src_streams"])
+        x = out["encoder_out"][0]
+        loss = x.float().pow(2).sum() * 1e-3
+        for weight, nll_sum, count, _ in criterion.syntax_terms((None, {"encoder_out": out})).values():
+            loss = loss + weight * nll_sum / count.clamp(min=1)
+    loss.backward()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    row = {"seconds": time.perf_counter() - start, "saved_mib": sum(saved.values()) / 2 ** 20}
+    if device.type == "cuda":
+        row["cuda_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2 ** 20
+    return row
+
+
+def run(a) -> List[Dict]:
+    import torch
+
+    torch.manual_seed(a.seed)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() and not a.cpu else "cpu")
+    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[a.precision]
+    rows: List[Dict] = []
+    with tempfile.TemporaryDirectory() as data:
+        _write_data_dir(data, a.vocab)
+        models = {}
+        for name in ["stock", *a.systems]:
+            task, enc, crit = build(data, a, name)
+            models[name] = (enc.to(device).train(), crit.to(device).train())
+        rng = np.random.default_rng(a.seed)
+        from tqdm import tqdm
+
+        for T in a.lengths:
+            B = max(1, a.tokens // T)
+            batch = make_batch(T, B, task, rng, a.pieces_per_word, device)
+            measured: Dict[str, List[Dict[str, float]]] = {n: [] for n in models}
+            for name, (enc, crit) in models.items():  # warm-up (allocator, kernels, lazy buffers)
+                step(enc, crit, batch, dtype)
+            for _ in tqdm(range(a.repeats), desc=f"T={T} B={B}", leave=False, disable=not a.progress):
+                for name, (enc, crit) in models.items():  # interleaved: drift hits every system alike
+                    measured[name].append(step(enc, crit, batch, dtype))
+            stock = _summary(measured["stock"])
+            for name in a.systems:
+                r = _summary(measured[name])
+                row = {"system": name, "T": T, "batch": B, **r, "stock_seconds": stock["seconds"],
+                       "stock_saved_mib": stock["saved_mib"], "time_ratio": stock["seconds"] / r["seconds"],
+                       "memory_ratio": r["saved_mib"] / stock["saved_mib"]}
+                if "cuda_peak_mib" in r:
+                    row["cuda_peak_ratio"] = r["cuda_peak_mib"] / stock["cuda_peak_mib"]
+                rows.append(row)
+            print(f"T={T:>4} B={B:>4}  stock {stock['seconds'] * 1e3:8.1f} ms {stock['saved_mib']:8.1f} MiB  " + "  ".join(
+                f"{r['system']} {r['time_ratio']:.2f}x/{r['memory_ratio']:.2f}x" for r in rows if r["T"] == T),
+                flush=True)
+    return rows
+
+
+def _summary(steps: List[Dict[str, float]]) -> Dict[str, float]:
+    out = {"seconds": statistics.median(s["seconds"] for s in steps), "saved_mib": max(s["saved_mib"] for s in steps)}
+    if "cuda_peak_mib" in steps[0]:
+        out["cuda_peak_mib"] = max(s["cuda_peak_mib"] for s in steps)
+    return out
+
+
+# -- targets, table, plot -------------------------------------------------------------------------
+#: issue 21's targets at T = 256 (time ratio >= value) and T = 512 (backward memory ratio <= value)
+TIME_TARGETS = {"sgnet": 0.8, "sla": 0.85, "syntax_bert": 0.5, "seprem": 0.85, "lisa": 0.9}
+MEMORY_TARGETS = {"sgnet": 2.0, "sla": 2.0, "syntax_bert": 4.0, "seprem": 2.0, "lisa": 2.0}
+
+
+def verdicts(rows: List[Dict]) -> Dict[str, str]:
+    """``system -> "met" | "MISSED by ..."`` for the targets, where the measured lengths include 256 / 512."""
+    out = {}
+    for name in dict.fromkeys(r["system"] for r in rows):
+        at = {r["T"]: r for r in rows if r["system"] == name}
+        missed = []
+        if name in TIME_TARGETS and 256 in at and at[256]["time_ratio"] < TIME_TARGETS[name]:
+            missed.append(f"time {at[256]['time_ratio']:.2f}x < {TIME_TARGETS[name]}x at T=256")
+        if name in MEMORY_TARGETS and 512 in at and at[512]["memory_ratio"] > MEMORY_TARGETS[name]:
+            missed.append(f"memory {at[512]['memory_ratio']:.2f}x > {MEMORY_TARGETS[name]}x at T=512")
+        checked = (name in TIME_TARGETS and 256 in at) or (name in MEMORY_TARGETS and 512 in at)
+        if checked:
+            out[name] = "MISSED: " + "; ".join(missed) if missed else "met"
+    return out
+
+
+def table(rows: List[Dict]) -> str:
+    lengths = sorted({r["T"] for r in rows})
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    at = {(r["system"], r["T"]): r for r in rows}
+    lines = ["time ratio (stock encoder seconds / system seconds, forward + backward; above 1 = faster):",
+             "| system | " + " | ".join(f"T={T}" for T in lengths) + " |",
+             "|---|" + "---:|" * len(lengths)]
+    lines += [f"| {s} | " + " | ".join(f"{at[s, T]['time_ratio']:.2f}" for T in lengths) + " |" for s in systems]
+    lines += ["", "backward memory ratio (saved activations, system / stock):",
+              "| system | " + " | ".join(f"T={T}" for T in lengths) + " |", "|---|" + "---:|" * len(lengths)]
+    lines += [f"| {s} | " + " | ".join(f"{at[s, T]['memory_ratio']:.2f}" for T in lengths) + " |" for s in systems]
+    stock = {T: next(r for r in rows if r["T"] == T) for T in lengths}
+    lines += ["", "stock encoder: " + ", ".join(
+        f"T={T} (B={stock[T]['batch']}): {stock[T]['stock_seconds'] * 1e3:.0f} ms, {stock[T]['stock_saved_mib']:.0f} MiB"
+        for T in lengths)]
+    v = verdicts(rows)
+    if v:
+        lines += ["", "targets (T=256 time, T=512 memory): " + "; ".join(f"{k} {x}" for k, x in v.items())]
+    return "\n".join(lines)
+
+
+def plot(rows: List[Dict], path: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, label in ((axes[0], "time_ratio", "time ratio (stock s / system s)"),
+                           (axes[1], "memory_ratio", "backward memory ratio (system / stock)")):
+        for name in dict.fromkeys(r["system"] for r in rows):
+            pts = [(r["T"], r[key]) for r in rows if r["system"] == name]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+            for x, y in pts:
+                ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(0, 4), fontsize=6, ha="center")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sentence length T (tokens)")
+        ax.set_ylabel(label)
+    axes[1].legend(loc="upper left", fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m syntax_nmt.bench_length", description=__doc__.splitlines()[0],
+                                epilog="example:\n  python -m syntax_nmt.bench_length --out bench-out --lengths 64 256",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="bench-out")
+    p.add_argument("--lengths", type=int, nargs="+", default=[32, 64, 128, 256, 512], help="sentence lengths T")
+    p.add_argument("--tokens", type=int, default=8192, help="tokens per batch (B = tokens // T)")
+    p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS),
+                   help="comma-separated systems of the table without source features")
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--dim", type=int, default=256, help="model dimension (Transformer base: 512); FFN is 4x")
+    p.add_argument("--heads", type=int, default=4, help="attention heads (Transformer base: 8)")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--vocab", type=int, default=1000, help="source vocabulary of the random tokens")
+    p.add_argument("--pieces-per-word", type=float, default=1.25, help="mean subwords per word (>= 1)")
+    p.add_argument("--repeats", type=int, default=3, help="timed passes per system and length (median)")
+    p.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
+                   help="autocast dtype (fp16: on a GPU)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads on the CPU (0: torch's default)")
+    p.add_argument("--cpu", action="store_true", help="measure on the CPU even if a GPU is there")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--tree-stats", metavar="N", type=int, default=0,
+                   help="only print the statistics of N random trees per length bucket (the generator's fit)")
+    p.add_argument("--parse-stats", metavar="TEXT", default=None,
+                   help="only print the same statistics of the sentences of TEXT parsed by --spacy-model")
+    p.add_argument("--spacy-model", default="en_core_web_sm", help="spaCy pipeline of --parse-stats")
+    p.add_argument("--progress", action="store_true", help="a progress bar per length")
+    return p
+
+
+#: length buckets (words) of the tree statistics
+BUCKETS = ((3, 10), (10, 20), (20, 30), (30, 45), (45, 70), (70, 1000))
+STAT_KEYS = ("max_depth", "mean_depth", "dep_distance", "adjacent", "fan_out")
+
+
+def stats_table(trees: List[Sequence[int]]) -> str:
+    """Markdown table of :func:`tree_stats` means per length bucket."""
+    stats = [tree_stats(t) for t in trees if len(t) >= BUCKETS[0][0]]
+    lines = ["| words | sentences | max depth | mean depth | dependency distance | adjacent heads | fan-out |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for lo, hi in BUCKETS:
+        s = [x for x in stats if lo <= x["words"] < hi]
+        if s:
+            lines.append(f"| {lo}-{hi - 1} | {len(s)} | " + " | ".join(
+                f"{np.mean([x[k] for x in s]):.2f}" for k in STAT_KEYS) + " |")
+    return "\n".join(lines)
+
+
+def generated_trees(n: int, seed: int) -> List[np.ndarray]:
+    """``n`` trees of :func:`random_parse` per bucket, at the bucket's midpoint length."""
+    rng = np.random.default_rng(seed)
+    return [random_parse((lo + min(hi, 120)) // 2, rng) for lo, hi in BUCKETS for _ in range(n)]
+
+
+def parsed_trees(path: str, spacy_model: str) -> List[List[int]]:
+    """The sentences of a text file (any layout: whitespace is normalised, spaCy splits sentences), parsed by
+    ``spacy_model``: word parents (-1 at the root) of every sentence made mostly of letters."""
+    import re
+
+    from syntax_nmt.annotate.spacy_backend import load_pipeline
+
+    with open(path, encoding="utf-8") as f:
+        text = re.sub(r"\s+", " ", f.read())
+    nlp = load_pipeline(spacy_model)
+    trees = []
+    nlp.max_length = max(nlp.max_length, len(text) + 1)
+    for sent in nlp(text).sents:
+        words = [t for t in sent if not t.is_space]
+        if not words or sum(c.isalpha() for c in sent.text) <= 0.7 * len(sent.text):
+            continue
+        index = {t.i: k for k, t in enumerate(words)}
+        trees.append([-1 if t.head.i == t.i else index.get(t.head.i, -1) for t in words])
+    return trees
+
+
+def cli_main(argv=None) -> int:
+    from syntax_nmt.cli_errors import fail
+    from syntax_nmt.systems import parse_systems
+
+    prog = "python -m syntax_nmt.bench_length"
+    a = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, force=True)  # fairseq's INFO lines (one per model), matplotlib's DEBUG
+    warnings.filterwarnings("ignore", module="hydra")
+    if a.tree_stats or a.parse_stats:
+        try:
+            trees = parsed_trees(a.parse_stats, a.spacy_model) if a.parse_stats else generated_trees(a.tree_stats, a.seed)
+        except (OSError, ValueError) as e:
+            fail(prog, e)
+        print(stats_table(trees))
+        return 0
+    try:
+        a.systems = parse_systems(a.systems)
+    except ValueError as e:
+        fail(prog, e)
+    from syntax_nmt.systems import get as get_system
+
+    bad = [s for s in a.systems if get_system(s).features or get_system(s).stock]
+    if bad:
+        fail(prog, f"--systems: {', '.join(bad)} are not encoders with a syntax method and no source features")
+    if min(a.lengths) < 2 or a.tokens < max(a.lengths) or a.pieces_per_word < 1 or a.repeats < 1:
+        fail(prog, "need lengths >= 2, --tokens >= the longest length, --pieces-per-word >= 1, --repeats >= 1")
+    os.makedirs(a.out, exist_ok=True)
+
+    import torch
+
+    logging.basicConfig(level=logging.WARNING, force=True)
+    warnings.filterwarnings("ignore", module="hydra")  # fairseq's per-model INFO lines, matplotlib's DEBUG
+
+    start = time.time()
+    rows = run(a)
+    device = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
+    setup = (f"{a.layers} layers, width {a.dim}, FFN {4 * a.dim}, {a.heads} heads, {a.tokens} tokens per batch, "
+             f"{a.precision} on {device}{'' if device == 'cuda' else f' ({torch.get_num_threads()} threads)'}, "
+             f"median of {a.repeats}")
+    print(f"\n=== encoder forward + backward against the stock encoder ({setup})\n{table(rows)}")
+    with open(os.path.join(a.out, "bench-length.json"), "w") as f:
+        json.dump({"setup": setup, "args": {k: v for k, v in vars(a).items()}, "rows": rows}, f, indent=2)
+    plot(rows, os.path.join(a.out, "bench-length.png"), f"syntax-nmt length-scaling bench: {setup}")
+    print(f"bench-length finished in {time.time() - start:.0f}s; bench-length.json and bench-length.png in {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

@@ -1,0 +1,143 @@
+"""The length-scaling bench (syntax_nmt/bench_length.py): its trees, its streams, its table and a tiny run."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from syntax_nmt import bench_length as bl
+from syntax_nmt.syntax.tree import word_tree
+
+
+def _is_projective(parents):
+    n = len(parents)
+    for i, p in enumerate(parents):
+        if p < 0:
+            continue
+        lo, hi = sorted((i, p))
+        for k in range(lo + 1, hi):  # every word between a word and its head descends from that head
+            j = k
+            while j != p and parents[j] >= 0:
+                j = parents[j]
+            if j != p:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 57])
+def test_random_parse_is_one_projective_tree(n):
+    rng = np.random.default_rng(n)
+    for _ in range(30):
+        parents = bl.random_parse(n, rng)
+        assert (parents == -1).sum() == 1
+        assert all(p != i for i, p in enumerate(parents))
+        for i in range(n):  # acyclic: every word reaches the root within n steps
+            j, steps = i, 0
+            while parents[j] != -1:
+                j, steps = parents[j], steps + 1
+                assert steps <= n
+        assert _is_projective(parents)
+
+
+def test_random_parse_has_the_shape_of_real_parses():
+    """The fit the README reports: at 25 words, en_core_web_sm on long English sentences gives max depth 6.0, mean
+    depth 2.9, dependency distance 3.3, 44 % adjacent heads (the generator: 5.1, 2.8, 3.3, 46 %)."""
+    rng = np.random.default_rng(0)
+    s = [bl.tree_stats(bl.random_parse(25, rng)) for _ in range(400)]
+    mean = {k: np.mean([x[k] for x in s]) for k in s[0]}
+    assert 4.5 < mean["max_depth"] < 6.5
+    assert 2.5 < mean["mean_depth"] < 3.3
+    assert 2.9 < mean["dep_distance"] < 3.7
+    assert 0.40 < mean["adjacent"] < 0.52
+    assert 1.9 < mean["fan_out"] < 2.6
+
+
+def test_tree_stats_exact_values():
+    # 0 <- 1 -> 2, 3 -> 2: root 1; depths 1, 0, 1, 2; distances 1, 1, 1; children of 1: 2, of 2: 1
+    s = bl.tree_stats([1, -1, 1, 2])
+    assert s == {"words": 4, "max_depth": 2, "mean_depth": 1.0, "dep_distance": 1.0, "adjacent": 1.0, "fan_out": 1.5}
+
+
+@pytest.mark.parametrize("T", [2, 5, 33])
+def test_sentence_streams_follow_the_stream_contract(T):
+    """The word tree the model reads from the generated streams is the generated tree."""
+    rng = np.random.default_rng(T)
+    for _ in range(20):
+        tags, heads, parents = bl.sentence_streams(T, rng, pieces_per_word=1.6)
+        assert len(tags) == len(heads) == T and tags[-1] == "O" and heads[-1] == 0
+        starts = [i for i, t in enumerate(tags[:-1]) if t in ("B", "O")]
+        assert len(starts) == len(parents)
+        for i, t in enumerate(tags[:-1]):  # pieces of a word: B M* E, and every piece points at the same token
+            if t in ("M", "E"):
+                assert tags[i - 1] in ("B", "M")
+                assert heads[i] == (heads[i - 1] - 1 if heads[i - 1] else 0)
+        word_start = torch.tensor([[t in ("B", "O") for t in tags]])
+        special = torch.zeros(1, T, dtype=torch.bool)
+        special[0, -1] = True
+        got = word_tree(torch.tensor([heads]), word_start, special).parents[0]
+        want = [starts[p] if p >= 0 else starts[w] for w, p in enumerate(parents)]
+        assert got[starts].tolist() == want
+
+
+def test_verdicts_compare_with_the_targets():
+    rows = [{"system": "sla", "T": 256, "time_ratio": 0.86, "memory_ratio": 1.0},
+            {"system": "sla", "T": 512, "time_ratio": 0.5, "memory_ratio": 2.5},
+            {"system": "lisa", "T": 256, "time_ratio": 0.89, "memory_ratio": 1.0},
+            {"system": "seprem", "T": 64, "time_ratio": 0.1, "memory_ratio": 9.0}]
+    v = bl.verdicts(rows)
+    assert v["sla"] == "MISSED: memory 2.50x > 2.0x at T=512"
+    assert v["lisa"] == "MISSED: time 0.89x < 0.9x at T=256"
+    assert "seprem" not in v  # nothing measured where its targets are set
+    rows[1]["memory_ratio"] = 2.0
+    assert bl.verdicts(rows)["sla"] == "met"
+
+
+def test_tiny_run_writes_consistent_results(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+         "--layers", "2", "--dim", "16", "--heads", "2", "--repeats", "1", "--threads", "1", "--cpu",
+         "--systems", "sla,syntax_bert,seprem,lisa,sgnet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((out / "bench-length.json").read_text())
+    rows = result["rows"]
+    assert [(r["system"], r["T"], r["batch"]) for r in rows] == [
+        (s, T, 32 // T) for T in (8, 16) for s in ("sla", "syntax_bert", "seprem", "lisa", "sgnet")]
+    for r in rows:
+        assert r["time_ratio"] == pytest.approx(r["stock_seconds"] / r["seconds"])
+        assert r["memory_ratio"] == pytest.approx(r["saved_mib"] / r["stock_saved_mib"])
+        assert r["saved_mib"] > 0
+    # every method keeps more for the backward pass than the stock encoder (its masks, extra scores, losses)
+    assert all(r["memory_ratio"] > 1.0 for r in rows)
+    assert (out / "bench-length.png").stat().st_size > 10_000
+    assert "| syntax_bert |" in proc.stdout and "backward memory ratio" in proc.stdout
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--systems", "syntax-infused"], "not encoders with a syntax method"),
+    (["--systems", "nope"], "nope"),
+    (["--lengths", "64", "--tokens", "32"], "--tokens >= the longest length"),
+])
+def test_user_errors_are_one_line(tmp_path, argv, message):
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(tmp_path), *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m syntax_nmt.bench_length: error:") and message in lines[0]
+
+
+def test_stats_table_buckets_and_means():
+    table = bl.stats_table([[1, -1, 1, 2], [-1, 0, 1], [1, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]])
+    lines = table.splitlines()
+    assert lines[2] == "| 3-9 | 2 | 2.00 | 1.00 | 1.00 | 1.00 | 1.25 |"
+    assert lines[3] == "| 10-19 | 1 | 10.00 | 4.67 | 1.00 | 1.00 | 1.10 |"
+    assert len(lines) == 4
+
+
+def test_parse_stats_of_a_missing_file_is_a_one_line_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench_length", "--parse-stats", str(tmp_path / "no.txt")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no.txt" in proc.stderr
