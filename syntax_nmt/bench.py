@@ -77,6 +77,24 @@ class Bench(Demo):
         super().__init__(args)
         self.steps = 4
 
+    def corpus(self):
+        """The demo's synthetic corpus; with ``--join MEAN``, consecutive pairs joined into longer lines
+        (:mod:`syntax_nmt.synthetic.join`: WMT-like lengths)."""
+        a = self.args
+        if not a.join:
+            return super().corpus()
+        self.header(f"synthetic corpus: {a.train}/{a.valid}/{a.test} sentences, runs of 1 + Poisson({a.join}) joined")
+        if not self.done("corpus"):
+            self.run([_exe("syntax-nmt-synth"), "--out", self.path("corpus"), "--train", a.train, "--valid", a.valid,
+                      "--test", a.test, "--seed", a.seed, "--join", a.join, "--quiet"])
+            self.mark("corpus")
+        else:
+            print("already there")
+        with open(self.path("corpus", "train.tok.en"), encoding="utf-8") as f:
+            n = sorted(len(line.split()) for line in f)
+        print(f"training lines: {len(n)}, words per line: mean {sum(n) / len(n):.1f}, median {n[len(n) // 2]}, "
+              f"90th percentile {n[int(len(n) * 0.9)]}, longest {n[-1]}")
+
     def parser_args(self, split: str) -> List[str]:
         """Streams from the gold trees (CoNLL-U backend): the benchmark measures models, not parsers."""
         return ["--backend", "conllu", "--conllu", self.path("corpus", f"{split}.en.conllu")]
@@ -281,6 +299,10 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--systems", default=",".join(BENCH_SYSTEMS),
                    help="comma-separated names from the table of systems (python -m syntax_nmt.systems list --all), "
                    f"the first is the reference (default: {', '.join(BENCH_SYSTEMS)})")
+    p.add_argument("--join", type=float, default=0.0, metavar="MEAN",
+                   help="join runs of 1 + Poisson(MEAN) consecutive sentence pairs into one line: longer, WMT-like "
+                   "lines (1.0: about 27 words on average, the longest near 100; see syntax-nmt-synth --join). "
+                   "--train etc. still count sentences; raise --gen-len to match (e.g. 40)")
     p.add_argument("--fp16", action="store_true", help="train and translate in fp16 (on a GPU)")
     p.add_argument("--verbose", action="store_true")
     return p

@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--valid", type=int, default=1000, help="validation sentences (default 1000)")
     p.add_argument("--test", type=int, default=1000, help="test sentences (default 1000)")
     p.add_argument("--seed", type=int, default=1, help="corpus seed (default 1)")
+    p.add_argument("--join", type=float, default=0.0, metavar="MEAN",
+                   help="join runs of 1 + Poisson(MEAN) consecutive pairs into one line (longer, multi-root lines; "
+                   "1.2: a WMT-like length distribution, see syntax_nmt/synthetic/join.py; default 0: no joining)")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
     return p
 
@@ -36,9 +39,16 @@ def main(args: argparse.Namespace) -> dict:
     """Generate the corpus described by parsed ``args``; returns the paths."""
     sizes = {"train": args.train, "valid": args.valid, "test": args.test}
     start = time.time()
+    if args.join < 0:
+        raise ValueError(f"--join must be >= 0, got {args.join}")
     paths = generate_corpus(args.out, sizes, seed=args.seed, progress=not args.quiet)
+    if args.join > 0:
+        from syntax_nmt.synthetic.join import join_split
+
+        for split in sizes:
+            join_split(args.out, split, args.join, args.seed)
     if not args.quiet:
-        print(json.dumps({"out": args.out, "sizes": sizes, "seed": args.seed,
+        print(json.dumps({"out": args.out, "sizes": sizes, "seed": args.seed, "join": args.join,
                           "seconds": round(time.time() - start, 2)}), file=sys.stderr)
     return paths
 
