@@ -8,7 +8,7 @@ fairseq's own softmax does) and blocked entries get a large finite negative valu
 blocked row gives a uniform distribution, never NaN, in fp32, fp16 and bf16.
 """
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from fairseq.modules import MultiheadAttention
@@ -58,6 +58,20 @@ class MixedSelfAttention(MultiheadAttention):
         q = q.view(T, B, H, hd).permute(1, 2, 0, 3)  # B H T hd
         k = k.view(T, B, H, hd).permute(1, 2, 0, 3)
         v = v.view(T, B, H, hd).permute(1, 2, 0, 3)
+        branches = None
+        if not (self.record or need_weights or need_head_weights or attn_mask is not None
+                or (self.training and self.dropout_module.p > 0)):
+            branches = self.fused_branches(query, self.syntax_state.current(), key_padding_mask, B, T, q.dtype)
+        if branches is not None:
+            # sum_b w_b (softmax(S + M_b) V) = (sum_b w_b softmax(S + M_b)) V when each w_b is one value per
+            # query: torch's fused attention computes each branch without keeping a (B, H, T, T) matrix
+            out = None
+            for weight, mask in branches:
+                part = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+                part = part if weight is None else weight * part.float()
+                out = part if out is None else out + part
+            out = self.out_proj(out.to(v.dtype).permute(2, 0, 1, 3).reshape(T, B, C))
+            return self.transform_output(out), None
         scores = torch.matmul(q, k.transpose(-1, -2)).float()
         if attn_mask is not None:  # fairseq's (T, T) or (B * H, T, T) additive mask
             m = attn_mask.float()
@@ -74,17 +88,31 @@ class MixedSelfAttention(MultiheadAttention):
                 weights = weights.mean(dim=0)
         return out, weights
 
+    def fused_branches(self, x: Tensor, ctx, key_padding_mask: Optional[Tensor], B: int, T: int,
+                       dtype: torch.dtype) -> Optional[List[Tuple[Optional[Tensor], Optional[Tensor]]]]:
+        """The distribution as a per-query weighted sum of masked softmaxes, for torch's fused attention.
+
+        A subclass whose :meth:`probabilities` is ``sum_b w_b softmax(scores + M_b)`` returns
+        ``[(w_b, M_b), ...]``: ``w_b`` float32 ``(B, 1, T, 1)`` (or None for 1), ``M_b`` an additive mask in
+        ``dtype`` broadcastable to ``(B, H, T, T)`` (finite, as :meth:`probabilities` uses, so a fully
+        blocked row stays uniform) or None. Used when no weights are asked for, nothing is recorded and
+        no attention dropout is active (dropout acts on the mixed distribution); None: the explicit path.
+        """
+        return None
+
     def transform_output(self, out: Tensor) -> Tensor:
         """Hook applied after the output projection (identity here)."""
         return out
 
 
-def key_padding_additive(key_padding_mask: Optional[Tensor], B: int, T: int, device) -> Tensor:
-    """``(B, 1, 1, T)`` float32: a large negative value at padded keys, 0 elsewhere."""
+def key_padding_additive(key_padding_mask: Optional[Tensor], B: int, T: int, device,
+                         dtype: torch.dtype = torch.float32) -> Tensor:
+    """``(B, 1, 1, T)`` ``dtype``: a large negative finite value at padded keys, 0 elsewhere."""
     if key_padding_mask is None:
-        return torch.zeros(B, 1, 1, T, device=device)
-    fill = torch.finfo(torch.float32).min / 2
-    return torch.zeros(B, 1, 1, T, device=device).masked_fill(key_padding_mask.view(B, 1, 1, T).bool(), fill)
+        return torch.zeros(B, 1, 1, T, device=device, dtype=dtype)
+    fill = torch.finfo(dtype).min / 2
+    return torch.zeros(B, 1, 1, T, device=device, dtype=dtype).masked_fill(
+        key_padding_mask.view(B, 1, 1, T).bool(), fill)
 
 
 def masked_softmax(scores: Tensor, additive: Tensor) -> Tensor:

@@ -56,9 +56,9 @@ class SyntaxContext:
     def word_index(self) -> Tensor:
         return self.tree.word_index
 
-    def additive(self, key: Hashable, allowed: Callable[[], Tensor]) -> Tensor:
-        """Cached float32 additive version (0 / very negative, finite) of a bool mask."""
-        return self.cached(("additive", key), lambda: additive_mask(allowed(), torch.float32))
+    def additive(self, key: Hashable, allowed: Callable[[], Tensor], dtype: torch.dtype = torch.float32) -> Tensor:
+        """Cached additive version (0 / very negative, finite in ``dtype``) of a bool mask."""
+        return self.cached(("additive", key, dtype), lambda: additive_mask(allowed(), dtype))
 
 
 class SyntaxState:

@@ -62,6 +62,13 @@ class SyntaxLocalAttention(MixedSelfAttention):
         """``(B, T)`` float32 gate values ``g_i`` from the layer input ``x`` ``(T, B, C)``."""
         return torch.sigmoid(self.gate(x).float()).squeeze(-1).transpose(0, 1)
 
+    def fused_branches(self, x, ctx, key_padding_mask, B, T, dtype):
+        """``g S_loc + (1 - g) S_glb``: the gate is one value per query, so eq. 6 is ``g (S_loc V) + (1 - g) (S_glb V)``."""
+        loc = ctx.additive(self.local_key(), lambda: self.local_mask(ctx), dtype).unsqueeze(1)  # B 1 T T
+        glb = None if key_padding_mask is None else key_padding_additive(key_padding_mask, B, T, x.device, dtype)
+        g = self.compute_gate(x).view(B, 1, T, 1)
+        return [(g, loc), (1 - g, glb)]
+
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape
         loc = ctx.additive(self.local_key(), lambda: self.local_mask(ctx)).unsqueeze(1)  # B 1 T T
