@@ -60,7 +60,7 @@ class NaiveRow(Ref):
         return self.grid(rule)
 
     def wla(self, k, unit="word"):
-        """Li et al. sec. 4's window of size 2k + 1, over the row's words or its (non-special) tokens."""
+        """Li et al. sec. 4.1's window of size 2k + 1, over the row's words or its (non-special) tokens."""
         if unit == "word":
             order = {w: n for n, w in enumerate(self.words)}
             return self.grid(lambda wi, wj: abs(order[wi] - order[wj]) <= k)

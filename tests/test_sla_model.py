@@ -1,7 +1,7 @@
 """SLA in the model (Li et al. 2021). The gate (eq. 5: ``g_i = sigmoid(W_g h_i + b_g)``) reads what the
 README says: the vector the layer's Q, K and V are projected from, i.e. the previous layer's hidden
 vector ``h_i`` in a post-norm layer and ``LN(h_i)`` (the layer's self-attention LayerNorm) in a pre-norm
-one; computed by hand from the layer input caught by a hook. The WLA window (sec. 4) counts what
+one; computed by hand from the layer input caught by a hook. The WLA window (sec. 4.1) counts what
 ``--sla-window-unit`` says."""
 
 import pytest

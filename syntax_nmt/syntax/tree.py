@@ -598,12 +598,12 @@ def word_ordinals(word_start: torch.Tensor, special: torch.Tensor) -> torch.Tens
 
 
 #: units of the WLA window (``--sla-window-unit``): ``word``, words (the pieces of a word share its
-#: position, as SLA's distances do); ``token``, subword tokens (the paper's wording, sec. 4)
+#: position, as SLA's distances do); ``token``, subword tokens (the paper's wording, sec. 4.1)
 WINDOW_UNITS = ("word", "token")
 
 
 def wla_mask(word_start: torch.Tensor, special: torch.Tensor, window: int, unit: str = "word") -> torch.Tensor:
-    """Window-based local attention (WLA, the baseline of Li et al. 2021, sec. 4: "each token [attends]
+    """Window-based local attention (WLA, the baseline of Li et al. 2021, sec. 4.1: "each token [attends]
     to the neighboring tokens within a window size 2k + 1"): query ``i`` may attend to key ``j`` iff
     ``|w(i) - w(j)| <= window``, ``w`` counting words (``unit="word"``: every piece of a word has its
     word's number) or tokens (``unit="token"``: subword tokens), special tokens not counted.

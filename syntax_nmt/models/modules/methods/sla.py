@@ -47,7 +47,7 @@ class SyntaxLocalAttention(MixedSelfAttention):
 
     One gate per token, shared by the heads (eq. 5 has one ``g_i``). The gate reads the module's
     input, the vector Q, K and V are projected from: in the paper (BERT, post-norm) that is ``h_i``,
-    "the hidden vector of token x_i from the previous layer" (sec. 2 and 3.2); in a pre-norm layer
+    "the hidden vector of token x_i from the previous layer" (sec. 2.1 and 3.2); in a pre-norm layer
     (``--encoder-normalize-before``) the self-attention reads ``LN(h_i)``, and so does the gate: the
     pre-norm counterpart of BERT's layer-normalised ``h_i``, on the same scale in every layer, while
     the raw residual stream grows with depth.
