@@ -59,9 +59,13 @@ class NaiveRow(Ref):
             return bool(ds) and min(ds) <= m
         return self.grid(rule)
 
-    def wla(self, k):
-        order = {w: n for n, w in enumerate(self.words)}
-        return self.grid(lambda wi, wj: abs(order[wi] - order[wj]) <= k)
+    def wla(self, k, unit="word"):
+        """Li et al. sec. 4.1's window of size 2k + 1, over the row's words or its (non-special) tokens."""
+        if unit == "word":
+            order = {w: n for n, w in enumerate(self.words)}
+            return self.grid(lambda wi, wj: abs(order[wi] - order[wj]) <= k)
+        order = {i: n for n, i in enumerate(i for i in range(self.T) if not self.special[i])}
+        return self.grid(lambda i, j: abs(order[i] - order[j]) <= k, node_of=list(range(self.T)))
 
     # --- Syntax-BERT (Bai et al. 2021, sec. 3.2) --------------------------------------
     def lca(self, a, b):

@@ -20,15 +20,32 @@ def test_sla_mask_random_against_reference(threshold):
             assert got[b].tolist() == NaiveRow(*row).sla(threshold), row
 
 
+@pytest.mark.parametrize("unit", ["word", "token"])
 @pytest.mark.parametrize("window", [0, 1, 3])
-def test_wla_mask_random_against_reference(window):
+def test_wla_mask_random_against_reference(window, unit):
     rng = random.Random(200 + window)
     for _ in range(60):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.wla_mask(w, s, window)
+        got = T_.wla_mask(w, s, window, unit) if unit == "token" else T_.wla_mask(w, s, window)
         for b, row in enumerate(rows):
-            assert got[b].tolist() == NaiveRow(*row).wla(window), row
+            assert got[b].tolist() == NaiveRow(*row).wla(window, unit), row
+
+
+def test_wla_window_units_by_hand():
+    """'un@@ believ@@ able story .' + EOS, k = 1: a word window lets 'able' reach 'story' (the next
+    word) but not '.'; a token window lets 'believ@@' reach only 'un@@' and 'able'."""
+    ws = torch.tensor([[True, False, False, True, True, False]])
+    special = torch.tensor([[False, False, False, False, False, True]])
+    word = T_.wla_mask(ws, special, 1, "word")[0]
+    token = T_.wla_mask(ws, special, 1, "token")[0]
+    assert word[2].tolist() == [True, True, True, True, False, False]
+    assert word[4].tolist() == [False, False, False, True, True, False]
+    assert token[1].tolist() == [True, True, True, False, False, False]
+    assert token[4].tolist() == [False, False, False, True, True, False]
+    assert word[5].tolist() == token[5].tolist() == [False] * 5 + [True]  # EOS: itself only
+    with pytest.raises(ValueError, match="window unit"):
+        T_.wla_mask(ws, special, 1, "subword")
 
 
 @pytest.mark.parametrize("sibling", ["lca", "disjoint"])

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.e2e
 SETUPS = {
     "combined": ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--sla-threshold", "4",
                  "--syntax-bert-layers", "1", "--syntax-bert-max-distance", "2", "--sgnet-learn-alpha",
-                 "--source-features", "pos,case,subword,dep"],
-    "wla+syntax_bert_product": ["--syntax-attention", "sla,syntax_bert", "--sla-window", "2", "--sla-layers", "-1",
+                 "--source-features", "pos,case,subword,dep", "--encoder-normalize-before"],
+    "wla+syntax_bert_product": ["--syntax-attention", "sla,syntax_bert", "--sla-window", "2", "--sla-window-unit",
+                                "token", "--sla-layers", "-1",
                                 "--syntax-bert-layers", "0", "--syntax-bert-mask-mode", "product",
                                 "--no-syntax-bert-global", "--syntax-bert-sibling", "disjoint", "--source-features", ""],
 }

@@ -597,17 +597,32 @@ def word_ordinals(word_start: torch.Tensor, special: torch.Tensor) -> torch.Tens
     return torch.cumsum(starts.long(), dim=1) - 1
 
 
-def wla_mask(word_start: torch.Tensor, special: torch.Tensor, window: int) -> torch.Tensor:
-    """Window-based local attention (WLA, the baseline of Li et al. 2021, sec. 4):
-    query ``i`` may attend to key ``j`` iff ``|w(i) - w(j)| <= window`` in words.
+#: units of the WLA window (``--sla-window-unit``): ``word``, words (the pieces of a word share its
+#: position, as SLA's distances do); ``token``, subword tokens (the paper's wording, sec. 4.1)
+WINDOW_UNITS = ("word", "token")
+
+
+def wla_mask(word_start: torch.Tensor, special: torch.Tensor, window: int, unit: str = "word") -> torch.Tensor:
+    """Window-based local attention (WLA, the baseline of Li et al. 2021, sec. 4.1: "each token [attends]
+    to the neighboring tokens within a window size 2k + 1"): query ``i`` may attend to key ``j`` iff
+    ``|w(i) - w(j)| <= window``, ``w`` counting words (``unit="word"``: every piece of a word has its
+    word's number) or tokens (``unit="token"``: subword tokens), special tokens not counted.
 
     Specials as in :func:`sla_mask`.
 
     Returns:
         ``(B, T, T)`` bool.
+
+    Raises:
+        ValueError: ``unit`` not in :data:`WINDOW_UNITS`.
     """
+    if unit not in WINDOW_UNITS:
+        raise ValueError(f"unknown WLA window unit {unit!r}, expected one of {WINDOW_UNITS}")
     special = special.bool()
-    o = word_ordinals(word_start, special)
+    if unit == "word":
+        o = word_ordinals(word_start, special)
+    else:
+        o = torch.cumsum((~special).long(), dim=1) - 1
     allowed = ((o.unsqueeze(2) - o.unsqueeze(1)).abs() <= window) & _pair_mask(special)
     return _self_for_special(allowed, special)
 

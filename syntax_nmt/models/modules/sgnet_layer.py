@@ -7,7 +7,7 @@ so that each token attends only to its syntactic dependency of interest (SDOI:
 its ancestors in the dependency tree and itself, eq. 6-8); heads are
 concatenated and followed by a feed-forward block with GELU, residual
 connections and LayerNorm, giving ``H'``; the output is the dual context
-aggregation ``H_bar = alpha * H + (1 - alpha) * H'`` (sec. 3.4.3), ``alpha = 0.5``
+aggregation ``H_bar = alpha * H + (1 - alpha) * H'`` (sec. 3.3, eq. 9), ``alpha = 0.5``
 by default, optionally learned. For NMT (sec. 5.2) the decoder attends to ``H_bar``.
 
 Deviations and readings (also in the README's table of methods):
@@ -24,6 +24,15 @@ Deviations and readings (also in the README's table of methods):
   applies ``alpha H + (1 - alpha) H'`` everywhere, the behaviour of checkpoints trained
   before this option existed (they load with it automatically, see
   :meth:`SyntaxTransformerEncoder.upgrade_state_dict_named`).
+* Layer normalization: the paper's encoder layers (sec. 3.1, eq. 3-5, BERT's) apply LayerNorm to
+  each residual sum, and its SG layer ends with "a layer normalization to the sum of output and
+  initial representation" (sec. 3.2), so the ``H'`` of the aggregation is normalised, like ``H``.
+  With ``--sgnet-layer-norm post`` (the default, :func:`sgnet_layer_config`) the layer is that
+  post-norm layer also in a pre-norm encoder (``--encoder-normalize-before``, whose ``H`` is
+  normalised by the encoder's final LayerNorm); ``encoder`` builds it in the encoder's norm order,
+  which in a pre-norm encoder ends without a LayerNorm (``H' = h + FFN(LN(h))``, not normalised):
+  what checkpoints trained before the option do (their saved args lack it; see
+  ``SyntaxMethod.legacy_args``). In a post-norm encoder both give the same layer.
 """
 
 import copy
@@ -35,6 +44,9 @@ from torch import Tensor, nn
 
 #: ``--sgnet-specials`` choices.
 SPECIAL_MODES = ("encoder", "aggregate")
+#: ``--sgnet-layer-norm`` choices: ``post``, the paper's layer (LayerNorm after each residual sum) in both
+#: norm orders of the encoder; ``encoder``, the encoder's norm order (checkpoints trained before the option).
+LAYER_NORM_MODES = ("post", "encoder")
 
 
 class DualContextAggregation(nn.Module):
@@ -149,8 +161,18 @@ class SGNetLayer(nn.Module):
         self.recorded = {"attn": probs.detach(), "mask": allowed.detach()}
 
 
-def gelu_layer_config(cfg):
-    """A copy of a fairseq TransformerConfig whose layers use GELU (SG-Net's feed-forward)."""
+def sgnet_layer_config(cfg, layer_norm: str = "post"):
+    """A copy of a fairseq TransformerConfig for SG-Net's layer: GELU feed-forward (sec. 3.2) and,
+    with ``layer_norm="post"``, LayerNorm after each residual sum (sec. 3.1 eq. 3-5, sec. 3.2), whatever
+    the encoder's ``--encoder-normalize-before``; ``"encoder"`` keeps the encoder's norm order.
+
+    Raises:
+        ValueError: ``layer_norm`` not in :data:`LAYER_NORM_MODES`.
+    """
+    if layer_norm not in LAYER_NORM_MODES:
+        raise ValueError(f"--sgnet-layer-norm must be one of {LAYER_NORM_MODES}, got {layer_norm!r}")
     cfg = copy.deepcopy(cfg)
     cfg.activation_fn = "gelu"
+    if layer_norm == "post":
+        cfg.encoder.normalize_before = False
     return cfg

@@ -5,14 +5,15 @@ from dataclasses import dataclass, field
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, register_syntax_method
-from syntax_nmt.models.modules.sgnet_layer import SPECIAL_MODES, SGNetLayer, gelu_layer_config
+from syntax_nmt.models.modules.sgnet_layer import LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer, sgnet_layer_config
 from syntax_nmt.syntax.tree import sdoi_mask
 
 
 @dataclass
 class SGNetConfig(FairseqDataclass):
     sgnet_alpha: float = field(
-        default=0.5, metadata={"help": "SG-Net dual context aggregation: alpha * H + (1 - alpha) * H' (sec. 3.4.3)"}
+        default=0.5,
+        metadata={"help": "SG-Net dual context aggregation: alpha * H + (1 - alpha) * H' (sec. 3.3, eq. 9)"},
     )
     sgnet_learn_alpha: bool = field(default=False, metadata={"help": "learn SG-Net's alpha (init --sgnet-alpha)"})
     sgnet_subword: ChoiceEnum(["shared", "first"]) = field(
@@ -24,6 +25,13 @@ class SGNetConfig(FairseqDataclass):
         metadata={"help": "special tokens (EOS/BOS/pad) in the aggregation: encoder = keep the ordinary encoder "
                   "output there (the paper's footnote 11); aggregate = alpha H + (1 - alpha) H' like words "
                   "(what checkpoints trained before this option do)"},
+    )
+    sgnet_layer_norm: ChoiceEnum(list(LAYER_NORM_MODES)) = field(
+        default="post",
+        metadata={"help": "post: the SG layer is the paper's (sec. 3.1-3.2: LayerNorm on each residual sum, so H' "
+                  "is normalised like H) in both norm orders of the encoder; encoder: the layer takes the "
+                  "encoder's norm order (with --encoder-normalize-before its output H' is not normalised), "
+                  "what checkpoints trained before this option use"},
     )
     sgnet_checkpoint_activations: bool = field(
         default=False,
@@ -54,6 +62,7 @@ class SGNet(SyntaxMethod):
     context aggregation; see :class:`~syntax_nmt.models.modules.sgnet_layer.SGNetLayer`."""
 
     config = SGNetConfig
+    legacy_args = {"sgnet_layer_norm": "encoder"}
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)
@@ -62,7 +71,7 @@ class SGNet(SyntaxMethod):
 
     def build_encoder_module(self, encoder, state):
         cfg = self.cfg
-        layer_cfg = gelu_layer_config(cfg)
+        layer_cfg = sgnet_layer_config(cfg, cfg.sgnet_layer_norm)
         # SGNetLayer recomputes the layer itself (checkpoint= below); fairseq's checkpoint_wrapper
         # on the same layer would recompute it a second time
         layer_cfg.checkpoint_activations = False

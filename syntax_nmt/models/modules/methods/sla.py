@@ -3,12 +3,12 @@
 from dataclasses import dataclass, field
 
 import torch
-from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
 from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive, masked_softmax
-from syntax_nmt.syntax.tree import sla_mask_from_tree, wla_mask
+from syntax_nmt.syntax.tree import WINDOW_UNITS, sla_mask_from_tree, wla_mask
 
 
 @dataclass
@@ -24,7 +24,12 @@ class SLAConfig(FairseqDataclass):
     )
     sla_window: int = field(
         default=0, metadata={"help": "> 0: the paper's window baseline (WLA) instead of SLA: key j is local iff "
-                             "the word distance |w(i) - w(j)| <= K"}
+                             "|w(i) - w(j)| <= K, counted in --sla-window-unit"}
+    )
+    sla_window_unit: ChoiceEnum(list(WINDOW_UNITS)) = field(
+        default="word", metadata={"help": "what the WLA window counts: word (the pieces of a word share its "
+                                  "position, as SLA's tree distances do) or token (subword tokens, the paper's "
+                                  "wording)"}
     )
 
 
@@ -38,24 +43,34 @@ class SyntaxLocalAttention(MixedSelfAttention):
     ``A_i = (g_i S_loc_i + (1 - g_i) S_glb_i) V`` (eq. 6), followed by the layer's output
     projection. With ``g = 0`` it is the standard self-attention. ``M_loc`` comes from
     :func:`~syntax_nmt.syntax.tree.sla_mask` (threshold ``m``) or, with ``window > 0``,
-    :func:`~syntax_nmt.syntax.tree.wla_mask` (the paper's WLA baseline).
+    :func:`~syntax_nmt.syntax.tree.wla_mask` (the paper's WLA baseline, counting words or tokens).
 
-    One gate per token, shared by the heads (eq. 5 has one ``g_i``).
+    One gate per token, shared by the heads (eq. 5 has one ``g_i``). The gate reads the module's
+    input, the vector Q, K and V are projected from: in the paper (BERT, post-norm) that is ``h_i``,
+    "the hidden vector of token x_i from the previous layer" (sec. 2.1 and 3.2); in a pre-norm layer
+    (``--encoder-normalize-before``) the self-attention reads ``LN(h_i)``, and so does the gate: the
+    pre-norm counterpart of BERT's layer-normalised ``h_i``, on the same scale in every layer, while
+    the raw residual stream grows with depth.
     """
 
-    def __init__(self, embed_dim, num_heads, dropout, state, threshold: int = 3, window: int = 0, **kwargs):
+    def __init__(self, embed_dim, num_heads, dropout, state, threshold: int = 3, window: int = 0,
+                 window_unit: str = "word", **kwargs):
         super().__init__(embed_dim, num_heads, dropout, state, **kwargs)
+        if window_unit not in WINDOW_UNITS:
+            raise ValueError(f"--sla-window-unit must be one of {WINDOW_UNITS}, got {window_unit!r}")
         self.threshold = threshold
         self.window = window
+        self.window_unit = window_unit
         self.gate = nn.Linear(embed_dim, 1)
 
     def local_key(self):
-        return ("wla", self.window) if self.window > 0 else ("sla", self.threshold)
+        return ("wla", self.window, self.window_unit) if self.window > 0 else ("sla", self.threshold)
 
     def local_mask(self, ctx) -> Tensor:
         """Bool ``(B, T, T)`` ``M_loc`` of the batch (computed once per batch, shared by layers)."""
         if self.window > 0:
-            return ctx.cached(self.local_key(), lambda: wla_mask(ctx.word_start, ctx.special, self.window))
+            return ctx.cached(self.local_key(),
+                              lambda: wla_mask(ctx.word_start, ctx.special, self.window, self.window_unit))
         return ctx.cached(self.local_key(), lambda: sla_mask_from_tree(ctx.tree, self.threshold))
 
     def compute_gate(self, x: Tensor) -> Tensor:
@@ -101,5 +116,5 @@ class SLA(SyntaxMethod):
     def build_self_attention(self, layer, embed_dim, cfg, state):
         return SyntaxLocalAttention(
             embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, state,
-            threshold=self.cfg.sla_threshold, window=self.cfg.sla_window,
+            threshold=self.cfg.sla_threshold, window=self.cfg.sla_window, window_unit=self.cfg.sla_window_unit,
         )
