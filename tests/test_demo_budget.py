@@ -179,3 +179,40 @@ def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys
     assert ran == [("transformer", 1), ("sgnet", 1), ("transformer", 2), ("sgnet", 2)]
     assert (d.plan.systems, d.plan.seeds, d.plan.fits) == (("transformer", "sgnet"), 2, True)
     assert clock.t == 1000 and d.plan.finish == pytest.approx(1184.5)
+
+
+def test_status_line_shows_each_running_training_and_its_updates(tmp_path, capsys, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(demo, "STATUS_SECONDS", 0.05)
+    args = demo.get_parser().parse_args(["--out", str(tmp_path), "--seeds", "1"])
+    args.systems, args.jobs, args.threads, args.seeds = ["transformer", "sgnet"], 2, 1, [1]
+    d = demo.Demo(args)
+    both = threading.Barrier(2)
+    release = threading.Event()
+
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+        assert quiet  # side by side: fairseq's lines go to the log only
+        on_line(f"| train_inner | epoch 001: 25 / 120 loss=9.1, num_updates={125 if name == 'sgnet' else 150}, lr=0.1")
+        both.wait()
+        release.wait(5)
+        return {"system": name, "seed": seed, "train_seconds": 1.0, "generate_seconds": 0.0, "sacrebleu": 1.0}
+
+    d.job = fake
+    timer = threading.Timer(0.5, release.set)
+    timer.start()
+    runs = d.train_and_generate([("transformer", 1), ("sgnet", 1)])
+    timer.join()
+    out = capsys.readouterr().out
+    assert set(runs) == {("transformer", 1), ("sgnet", 1)}
+    assert "min: training transformer seed 1 150/400, sgnet seed 1 125/400   [0/2 done" in out
+
+
+def test_run_hands_every_logged_line_to_on_line(tmp_path):
+    import sys
+
+    args = demo.get_parser().parse_args(["--out", str(tmp_path)])
+    lines = []
+    demo.Demo(args).run([sys.executable, "-c", "print('a num_updates=3'); print('b')"], log=str(tmp_path / "log"),
+                        quiet=True, on_line=lines.append)
+    assert lines == ["a num_updates=3\n", "b\n"] and (tmp_path / "log").read_text() == "a num_updates=3\nb\n"
