@@ -10,7 +10,8 @@ Steps (each skipped when its outputs exist, so an interrupted run resumes):
    streams (``syntax-nmt-annotate``);
 4. binarize text and streams (``syntax-nmt-binarize``);
 5. train every system of the table of systems (:mod:`syntax_nmt.systems`, ``--systems``) with each training seed
-   (``--seeds``) and identical budgets (``fairseq-train``), ``--jobs`` at a time;
+   (``--seeds``; ``auto``: the seeds, and for the default comparison the systems, that fit in ``--time-budget``
+   on this machine, :mod:`syntax_nmt.demo_budget`) and identical budgets (``fairseq-train``), ``--jobs`` at a time;
 6. translate the test set (``fairseq-generate``), score with sacreBLEU, and report the
    mean and standard deviation over seeds, paired bootstrap significance against the
    stock Transformer (sacreBLEU's, on the seeds' translations pooled and per seed), and
