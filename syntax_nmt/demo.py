@@ -10,7 +10,8 @@ Steps (each skipped when its outputs exist, so an interrupted run resumes):
    streams (``syntax-nmt-annotate``);
 4. binarize text and streams (``syntax-nmt-binarize``);
 5. train every system of the table of systems (:mod:`syntax_nmt.systems`, ``--systems``) with each training seed
-   (``--seeds``) and identical budgets (``fairseq-train``), ``--jobs`` at a time;
+   (``--seeds``; ``auto``: the seeds, and for the default comparison the systems, that fit in ``--time-budget``
+   on this machine, :mod:`syntax_nmt.demo_budget`) and identical budgets (``fairseq-train``), ``--jobs`` at a time;
 6. translate the test set (``fairseq-generate``), score with sacreBLEU, and report the
    mean and standard deviation over seeds, paired bootstrap significance against the
    stock Transformer (sacreBLEU's, on the seeds' translations pooled and per seed), and
@@ -25,14 +26,17 @@ Every step runs the real command line a user would run, in a subprocess.
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Callable, Dict, List, Optional, Sequence
 
 from syntax_nmt import compare
+from syntax_nmt import demo_budget as budget
 from syntax_nmt.analyze.common import exe as _exe
 from syntax_nmt.analyze.common import user_dir as _user_dir
 from syntax_nmt.systems import BASELINE, default_systems, fit_encoder_layers, parse_systems
@@ -69,9 +73,10 @@ GEN_ARGS = ["--beam", "4", "--lenpen", "0.6", "--batch-size", "128"]
 #: recipe's model: 2500 -> 3364 tokens/s on one core, identical losses); harmless on a GPU
 CPU_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "1073741824",
                   "MALLOC_TOP_PAD_": "268435456"}
-#: ``--seeds auto``: at least 2 seed rounds (for a standard deviation), at most 5, and a reserve of
-#: the time budget for the report and the analyses.
-MIN_AUTO_SEEDS, MAX_AUTO_SEEDS, AUTO_RESERVE_SECONDS = 2, 5, 90
+#: ``--seeds auto``: 2 to 5 seeds, what fits in ``--time-budget`` (:mod:`syntax_nmt.demo_budget`)
+MIN_AUTO_SEEDS, MAX_AUTO_SEEDS = budget.MIN_SEEDS, budget.MAX_SEEDS
+#: seconds between the status lines of the trainings running side by side
+STATUS_SECONDS = 30.0
 
 EPILOG = """examples:
   python -m syntax_nmt.demo --out demo-out                       # what `make demo` runs
@@ -90,7 +95,19 @@ class Demo:
         self.steps = 7
         self.step_no = 0
         self.timings: Dict[str, float] = {}
-        self.start = time.time()
+        self.clock: Callable[[], float] = time.time
+        self.start = self.clock()
+        #: ``--seeds auto``: the plan in force and the printed decision (:mod:`syntax_nmt.demo_budget`)
+        self.plan: Optional[budget.Plan] = None
+        self.decision = ""
+        #: seconds of jobs resumed from an earlier run (they count towards the budget with their recorded time)
+        self.resumed = 0.0
+        #: lines to print after the next finished jobs (a new plan)
+        self.notes: List[str] = []
+
+    def systems_given(self) -> bool:
+        """Whether the user named the systems (``--systems``); only the default comparison may be cut."""
+        return bool(getattr(self.args, "systems_given", False))
 
     def path(self, *parts) -> str:
         return os.path.join(self.out, *parts)
@@ -99,8 +116,10 @@ class Demo:
         self.step_no += 1
         print(f"\n=== [{self.step_no}/{self.steps}] {title}", flush=True)
 
-    def run(self, cmd: List[str], log: str = None, quiet: bool = False, env: Optional[dict] = None) -> float:
-        """Run a command, streaming its output (or teeing it into ``log``; ``quiet``: log only).
+    def run(self, cmd: List[str], log: str = None, quiet: bool = False, env: Optional[dict] = None,
+            on_line: Optional[Callable[[str], None]] = None) -> float:
+        """Run a command, streaming its output (or teeing it into ``log``; ``quiet``: log only; ``on_line``:
+        called with every logged line).
 
         Returns the CPU seconds (user + system) the command used.
         """
@@ -112,6 +131,8 @@ class Demo:
                                     stderr=subprocess.STDOUT if log else None, text=True, bufsize=1, env=env)
             for line in proc.stdout if log else ():
                 out.write(line)
+                if on_line:
+                    on_line(line)
                 if not quiet and (self.args.verbose or any(k in line for k in (
                         "| train_inner |", "| valid |", "done training", "Translated", "Error", "error"))):
                     print("  " + line.rstrip().split(" | INFO | ")[-1][:200], flush=True)
@@ -220,7 +241,8 @@ class Demo:
         env.update({k: v for k, v in CPU_MALLOC_ENV.items() if k not in env})
         return env
 
-    def train(self, name: str, seed: int, data: str = None, group: str = "", quiet: bool = False) -> dict:
+    def train(self, name: str, seed: int, data: str = None, group: str = "", quiet: bool = False,
+              on_line: Optional[Callable[[str], None]] = None) -> dict:
         """Train one system with one seed (skipped when done); returns its wall and CPU seconds."""
         a = self.args
         task, arch, extra = system_command(name)
@@ -235,7 +257,7 @@ class Demo:
                "--validate-interval-updates", a.max_update]
         os.makedirs(self.path("logs"), exist_ok=True)
         start = time.time()
-        cpu = self.run(cmd, log=self.path("logs", tag + ".log"), quiet=quiet, env=self._env())
+        cpu = self.run(cmd, log=self.path("logs", tag + ".log"), quiet=quiet, env=self._env(), on_line=on_line)
         info = {"seconds": time.time() - start, "cpu_seconds": cpu}
         self.mark(tag, **info)
         return info
@@ -260,65 +282,139 @@ class Demo:
         return score(gen, self.path("corpus", "test.de"), self.path("corpus", "test.tok.de"),
                      os.path.join(scores, f"{name}.seed{seed}"))
 
+    def job(self, name: str, seed: int, data: str = None, group: str = "", quiet: bool = False,
+            on_line: Optional[Callable[[str], None]] = None) -> dict:
+        """Train and translate one ``(system, seed)``; returns its scores with ``train_seconds`` and
+        ``generate_seconds`` (wall) and their CPU seconds."""
+        t = self.train(name, seed, data, group, quiet=quiet, on_line=on_line)
+        r = self.generate(name, seed, data, group, quiet=quiet)
+        g = self.info(f"generate-{group + '-' if group else ''}{name}-seed{seed}")
+        r.update(system=name, seed=seed, train_seconds=t["seconds"], train_cpu_seconds=t.get("cpu_seconds"),
+                 generate_seconds=g.get("seconds", 0.0), generate_cpu_seconds=g.get("cpu_seconds"))
+        return r
+
     def train_and_generate(self, jobs: Sequence[tuple], data: str = None, group: str = "") -> Dict[tuple, dict]:
         """Train and translate every ``(system, seed)``, ``--jobs`` at a time; returns their scores."""
-        parallel = self.args.jobs > 1 and len(jobs) > 1
+        return self.schedule(lambda runs, running: list(jobs), data, group)
 
-        def one(job):
-            name, seed = job
-            t = self.train(name, seed, data, group, quiet=parallel)
-            r = self.generate(name, seed, data, group, quiet=parallel)
-            g = self.info(f"generate-{group + '-' if group else ''}{name}-seed{seed}")
-            r.update(system=name, seed=seed, train_seconds=t["seconds"], train_cpu_seconds=t.get("cpu_seconds"),
-                     generate_seconds=g.get("seconds", 0.0), generate_cpu_seconds=g.get("cpu_seconds"))
-            print(f"  {name:<16} seed {seed}: trained in {t['seconds']:5.0f} s ({t.get('cpu_seconds', 0):.0f} s CPU), "
-                  f"sacreBLEU {r['sacrebleu']:6.2f}", flush=True)
-            return job, r
+    def schedule(self, want: Callable[[Dict[tuple, dict], Dict[tuple, float]], List[tuple]], data: str = None,
+                 group: str = "") -> Dict[tuple, dict]:
+        """Run jobs ``(system, seed)``, ``--jobs`` at a time, in the order ``want(runs, running)`` lists them.
 
-        if not parallel:
-            return dict(one(j) for j in jobs)
-        with ThreadPoolExecutor(self.args.jobs) as pool:
-            return dict(pool.map(one, jobs))
+        ``want`` is asked again whenever a job ends (``runs``: the finished jobs and their results; ``running``:
+        job -> seconds since it started), so it may plan with what has been measured; a job it no longer lists
+        is not started. Returns every finished job (also those no longer wanted). Prints a line per finished
+        job with the expected end, and while trainings run side by side a status line every
+        :data:`STATUS_SECONDS` (their updates, parsed from fairseq's log).
+        """
+        workers = self.args.jobs
+        parallel = workers > 1
+        runs: Dict[tuple, dict] = {}
+        started: Dict[tuple, float] = {}
+        updates: Dict[tuple, int] = {}
+        lock = threading.Lock()
+
+        def counter(job):
+            def on_line(line):
+                m = re.search(r"num_updates=(\d+)", line)
+                if m:
+                    with lock:
+                        updates[job] = int(m.group(1))
+            return on_line
+
+        def running() -> Dict[tuple, float]:
+            now = self.clock()
+            return {j: now - t for j, t in started.items()}
+
+        with ThreadPoolExecutor(workers) as pool:
+            futures = {}
+            wanted = want(runs, running())
+            while True:
+                for job in wanted:
+                    if len(futures) >= workers:
+                        break
+                    if job not in runs and job not in started:
+                        started[job] = self.clock()
+                        futures[pool.submit(self.job, *job, data, group, parallel, counter(job))] = job
+                if not futures:
+                    return runs
+                finished, _ = wait(futures, timeout=STATUS_SECONDS if parallel else None,
+                                   return_when=FIRST_COMPLETED)
+                for f in finished:
+                    job = futures.pop(f)
+                    ran = self.clock() - started.pop(job)
+                    r = runs[job] = f.result()
+                    # a job resumed from an earlier run ends at once: its recorded time counts towards the budget
+                    self.resumed += max(0.0, r["train_seconds"] + r["generate_seconds"] - ran) / workers
+                if finished:
+                    wanted = want(runs, running())
+                    eta = self.eta(wanted, runs, running())
+                    for f in finished:
+                        r = f.result()
+                        print(f"  {r['system']:<16} seed {r['seed']}: trained in {r['train_seconds']:5.0f} s "
+                              f"({r.get('train_cpu_seconds') or 0:.0f} s CPU), sacreBLEU {r['sacrebleu']:6.2f}   "
+                              f"[{eta}]", flush=True)
+                    for note in self.notes:
+                        print(note, flush=True)
+                    self.notes.clear()
+                else:
+                    with lock:
+                        status = ", ".join(f"{n} seed {s} {updates.get((n, s), 0)}/{self.args.max_update}"
+                                           for n, s in started)
+                    print(f"  ... {self.elapsed() / 60:.1f} min: training {status}   "
+                          f"[{self.eta(wanted, runs, running())}]", flush=True)
+
+    def elapsed(self) -> float:
+        """Seconds of the demo so far, jobs resumed from an earlier run counted with their recorded time."""
+        return self.clock() - self.start + self.resumed
+
+    def eta(self, wanted: List[tuple], runs: Dict[tuple, dict], running: Dict[tuple, float]) -> str:
+        """``done/total, expected end`` of the wanted jobs, from the seconds measured so far."""
+        done = sum(j in runs for j in wanted)
+        measured = budget.job_seconds(runs)
+        if not measured:
+            return f"{done}/{len(wanted)} done, {self.elapsed() / 60:.1f} min, measuring this machine"
+        todo = [j for j in wanted if j not in runs]
+        end = budget.jobs_end(measured, todo, self.args.jobs, self.elapsed(), running)
+        text = f"{done}/{len(wanted)} done, {self.elapsed() / 60:.1f} min, trainings end at ~{end / 60:.1f} min"
+        if self.plan is not None and self.args.seeds == "auto":
+            text += f", the demo at ~{(end + self.plan.finish - self.plan.end) / 60:.1f} of {self.args.time_budget:g} min"
+        return text
 
     def compare(self) -> List[dict]:
         a = self.args
         auto = a.seeds == "auto"
-        what = (f"as many seeds as fit in {a.time_budget:g} min ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS})" if auto
+        what = (f"the seeds{'' if self.systems_given() else ' and systems'} that fit in {a.time_budget:g} min" if auto
                 else f"{len(a.seeds)} seeds")
         self.header(f"train {len(a.systems)} systems x {what} ({a.max_update} updates of {a.max_tokens} tokens each, "
                     f"{a.jobs} at a time with {a.threads} thread(s) each), translate, score")
         if auto:
-            runs, a.seeds = self.auto_seeds()
+            runs = self.schedule(self.budget_plan)
+            a.systems, a.seeds = list(self.plan.systems), list(range(1, self.plan.seeds + 1))
+            self.decision = budget.describe(self.plan, budget.train_seconds(runs), a.time_budget)
+            print(f"\n=== budget: {self.decision}", flush=True)
         else:
             runs = self.train_and_generate([(name, seed) for seed in self.seeds() for name in a.systems])
         return summarize(runs, a.systems, self.seeds(),
                          {n: _count_params(self.checkpoint(n, self.seeds()[0])) for n in a.systems})
 
-    def auto_seeds(self):
-        """Seed rounds (every system with seed 1, then 2, ...) while the next round fits in ``--time-budget``.
-
-        A round's cost is the recorded wall time of its trainings and translations divided by the
-        jobs run at a time; rounds resumed from an earlier run count with their recorded cost, so a
-        resumed demo chooses the seeds the interrupted one would have. At least ``MIN_AUTO_SEEDS``
-        (a standard deviation needs two), at most ``MAX_AUTO_SEEDS``; a reserve is kept for the report
-        and the analyses.
-        """
+    def budget_plan(self, runs: Dict[tuple, dict], running: Dict[tuple, float]) -> List[tuple]:
+        """``--seeds auto``: the jobs of the plan that fits the budget (:func:`syntax_nmt.demo_budget.plan_budget`)
+        with what has been measured so far; before any measurement, the first wave (seed 1 of the first
+        ``--jobs`` systems). Prints the decision when it is first made and whenever it changes."""
         a = self.args
-        budget = a.time_budget * 60 - AUTO_RESERVE_SECONDS
-        runs, seeds, resumed = {}, [], 0.0
-        for seed in range(1, MAX_AUTO_SEEDS + 1):
-            t0 = time.time()
-            done = self.train_and_generate([(name, seed) for name in a.systems])
-            runs.update(done)
-            seeds.append(seed)
-            cost = sum(r["train_seconds"] + r["generate_seconds"] for r in done.values()) / min(a.jobs, len(done))
-            resumed += max(0.0, cost - (time.time() - t0))
-            used = time.time() - self.start + resumed
-            if len(seeds) >= MIN_AUTO_SEEDS and used + cost > budget:
-                print(f"  {len(seeds)} seeds: another round (~{cost / 60:.1f} min) would end after "
-                      f"{(used + cost) / 60:.1f} of the {a.time_budget:g} min budget", flush=True)
-                break
-        return runs, seeds
+        measured = budget.job_seconds(runs)
+        if not measured:
+            return budget.job_order(a.systems, 1)[:a.jobs]
+        train = budget.train_seconds(runs)
+        plan = budget.plan_budget(measured, a.systems, a.jobs, self.elapsed(), a.time_budget * 60,
+                                  budget.reserve_seconds(budget.slowdown(list(train.values()))), done=runs,
+                                  running=running, adapt_systems=not self.systems_given())
+        if self.plan is None or (plan.systems, plan.seeds) != (self.plan.systems, self.plan.seeds):
+            self.decision = budget.describe(plan, train, a.time_budget)
+            self.notes.append(f"\n=== {'plan' if self.plan is None else 're-planned'}: {self.decision}\n")
+        self.plan = plan
+        return plan.jobs()
 
     # -- report -------------------------------------------------------------------------------
     def significance(self, rows: List[dict]) -> None:
@@ -341,7 +437,7 @@ class Demo:
         with open(self.path("results.json"), "w") as f:
             json.dump(rows, f, indent=1)
         with open(self.path("results.md"), "w") as f:
-            f.write("```\n" + text + "\n```\n")
+            f.write((f"{self.decision}\n\n" if self.decision else "") + "```\n" + text + "\n```\n")
         plot_bleu(rows, self.path("bleu.png"), f"synthetic EN->DE test set, {len(self.seeds())} seeds, "
                                                  f"{a.max_update} updates")
         print(f"\n(results.json, results.md, bleu.png, hypotheses and logs in {self.out})")
@@ -469,7 +565,11 @@ class Demo:
         print(m.translate(list(sentences), beam=4))
 
     def main(self):
-        self.start = start = time.time()
+        self.start = start = self.clock()
+        a = self.args
+        a.seeds_auto = a.seeds == "auto"
+        if a.seeds_auto:
+            print(budget.policy(a.systems, a.jobs, a.time_budget, not self.systems_given()), flush=True)
         self.corpus()
         self.spacy()
         self.annotate()
@@ -482,7 +582,13 @@ class Demo:
         import resource
 
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-        print(f"demo finished in {time.time() - start:.0f} s ({cpu.ru_utime + cpu.ru_stime:.0f} s CPU in its commands)")
+        limit = f" of the {a.time_budget:g} min budget" if a.seeds_auto else ""
+        line = (f"demo finished in {self.elapsed() / 60:.1f} min{limit} ({time.time() - start:.0f} s in this run, "
+                f"{cpu.ru_utime + cpu.ru_stime:.0f} s CPU in its commands)")
+        print(line)
+        if os.path.exists(self.path("results.md")):
+            with open(self.path("results.md"), "a") as f:
+                f.write(f"\n{line}\n")
 
 
 # -- pure helpers (tested without training) ------------------------------------------------------
@@ -525,6 +631,9 @@ def format_table(rows: List[dict], args, seeds: Sequence[int]) -> str:
                      f"{sig:>11} {r['params'] or 0:>10,} {train_s:>7.0f}")
     lines.append("p: sacreBLEU paired bootstrap against the first system (1000 resamples), on the seeds' translations "
                  "pooled (* p < 0.05); seeds p<.05: seeds whose own test is significant")
+    if len(seeds) == 1:
+        lines.append("ONE training seed: the sd is 0 by construction, and no difference can be judged against the "
+                     "variation between seeds (p says only that the two models' translations differ)")
     return "\n".join(lines)
 
 
@@ -597,7 +706,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="seed of the corpus and of the data fractions")
     p.add_argument("--seeds", default="auto",
                    help="training seeds: a count N (seeds 1..N), a comma-separated list, or 'auto' (default): "
-                   f"seed rounds while they fit in --time-budget ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS})")
+                   f"the seeds ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS}; one if two do not fit) and, with the default "
+                   "--systems, the systems that fit in --time-budget, measured on the first trainings")
     p.add_argument("--time-budget", type=float, default=20.0,
                    help="minutes of the whole demo that --seeds auto plans for (default 20)")
     p.add_argument("--bpe", type=int, default=4000, help="joint BPE merges")
@@ -631,6 +741,7 @@ def main(args) -> None:
         except ValueError as e:
             fail(PROG, e)
 
+    args.systems_given = args.systems != "default"
     args.systems = systems(args.systems, "--systems")
     args.fraction_systems = systems(args.fraction_systems, "--fraction-systems")
     try:

@@ -107,19 +107,26 @@ def test_tiny_demo_end_to_end(tmp_path):
     assert p50["percent"] == 50 and p50["systems"]["transformer"]["runs"] == scored
 
 
-@pytest.mark.parametrize("round_seconds, expected", [(300.0, 3), (2000.0, 2), (1.0, 5)])
-def test_auto_seeds_run_rounds_while_they_fit_the_budget(round_seconds, expected, tmp_path):
-    """Rounds resumed from an earlier run count with their recorded cost (here every round is)."""
+@pytest.mark.parametrize("job_seconds, expected", [(300.0, 3), (2000.0, 1), (20.0, 5)])
+def test_auto_seeds_resumed_jobs_count_with_their_recorded_time(job_seconds, expected, tmp_path):
+    """Jobs resumed from an earlier run (here every job: they end at once) count with their recorded seconds, so a
+    resumed demo chooses the seeds the interrupted one would have. 2000 s a job: the first wave alone is over the
+    20 min budget, so one seed, said plainly (before issue 24 it still trained a second round)."""
     args = demo.get_parser().parse_args(["--out", str(tmp_path), "--systems", "transformer,sgnet"])
-    args.systems, args.jobs, args.threads = ["transformer", "sgnet"], 2, 1
+    args.systems, args.jobs, args.threads, args.systems_given = ["transformer", "sgnet"], 2, 1, True
     d = demo.Demo(args)
     calls = []
 
-    def fake(jobs, data=None, group=""):
-        calls.append(jobs)
-        return {job: {"train_seconds": round_seconds - 10.0, "generate_seconds": 10.0} for job in jobs}
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+        calls.append((name, seed))
+        return {"system": name, "seed": seed, "train_seconds": job_seconds - 10.0, "generate_seconds": 10.0,
+                "sacrebleu": 1.0}
 
-    d.train_and_generate = fake
-    runs, seeds = d.auto_seeds()  # 20 min budget, 90 s reserve: 1110 s for the rounds
-    assert seeds == list(range(1, expected + 1))
-    assert calls == [[("transformer", s), ("sgnet", s)] for s in seeds] and len(runs) == 2 * expected
+    d.job = fake
+    runs = d.schedule(d.budget_plan)
+    # 300 s: after 2 seeds 600 s used, a third wave ends at 900 s + the reserve 90 x 2.9 = 1161 <= 1200; a fourth not
+    assert (d.plan.systems, d.plan.seeds) == (("transformer", "sgnet"), expected)
+    assert sorted(calls) == sorted((n, s) for s in range(1, expected + 1) for n in ("transformer", "sgnet"))
+    assert set(runs) == set(calls)
+    assert d.plan.fits == (job_seconds != 2000.0)
+    assert ("ONE SEED" in d.decision) == (expected == 1)

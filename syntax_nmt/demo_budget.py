@@ -1,0 +1,229 @@
+"""The demo's time budget (``python -m syntax_nmt.demo --time-budget``, issue 24): what fits, from measured seconds.
+
+A *job* is one system trained with one seed and its test set translated. The demo measures the machine on its
+first jobs (``--jobs`` of them run at once, so the first wave is the calibration), then :func:`plan_budget`
+chooses the systems and the number of seeds whose remaining jobs end, with the report and the analyses
+(``reserve``), within the budget. It is planned again after every finished job with what has been measured
+by then, so a slower method or a machine that gets busier shortens the plan before its jobs start.
+
+The rule, in order of preference (the corpus, the model and the updates never change, so every score stays
+comparable with the README's table):
+
+1. every system with as many seeds as fit, from ``min_seeds`` (2: a standard deviation over seeds needs two)
+   up to ``max_seeds``;
+2. if ``min_seeds`` seeds of every system do not fit (and the systems are the default comparison, not the
+   user's ``--systems``): the most systems from the front of the list that fit with ``min_seeds`` seeds, at
+   least ``min_systems`` (the baseline and one method);
+3. if not even that fits: one seed, of as many systems as fit, said plainly (one seed cannot show whether a
+   difference is larger than the variation between training seeds);
+4. if nothing fits: the smallest plan with whatever costs nothing more (a finished job is never dropped for
+   nothing), marked as over the budget, with its expected end.
+
+Everything here is pure (no clock, no training), so the rule is tested on simulated timings
+(tests/test_demo_budget.py).
+"""
+
+import heapq
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+#: at least 2 seeds (for a standard deviation), at most 5
+MIN_SEEDS, MAX_SEEDS = 2, 5
+#: what the steps after the trainings (report with its bootstrap tests, analyses, raw-text translation) took
+#: on the reference machine, in seconds; scaled by the measured slowdown (:func:`reserve_seconds`)
+RESERVE_SECONDS = 90.0
+#: seconds of one demo training (400 updates of 1536 tokens, two at a time with one thread each) on the machine
+#: the README's figures come from, a 2-core CPU (issue 24: "about 100 s")
+REFERENCE_TRAIN_SECONDS = 100.0
+
+Job = Tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The systems and seeds to train.
+
+    Attributes:
+        systems: the systems, in the order given (the baseline first).
+        seeds: seeds 1..``seeds`` of every system.
+        end: expected end of the last job, in seconds since the demo began.
+        finish: expected end of the demo (``end`` + the reserve).
+        fits: ``finish`` is within the budget.
+        why: one paragraph saying what was chosen and why.
+    """
+
+    systems: Tuple[str, ...]
+    seeds: int
+    end: float
+    finish: float
+    fits: bool
+    why: str
+
+    def jobs(self) -> List[Job]:
+        return job_order(self.systems, self.seeds)
+
+
+def job_seconds(runs: Mapping[Job, dict]) -> Dict[str, float]:
+    """Measured seconds of one job per system: the mean of its finished jobs' ``train_seconds`` +
+    ``generate_seconds``."""
+    return _means(runs, lambda r: r["train_seconds"] + r.get("generate_seconds", 0.0))
+
+
+def train_seconds(runs: Mapping[Job, dict]) -> Dict[str, float]:
+    """Measured seconds of one training per system (mean over its finished jobs)."""
+    return _means(runs, lambda r: r["train_seconds"])
+
+
+def _means(runs: Mapping[Job, dict], value) -> Dict[str, float]:
+    per: Dict[str, List[float]] = {}
+    for (name, _), r in runs.items():
+        per.setdefault(name, []).append(value(r))
+    return {name: sum(v) / len(v) for name, v in per.items()}
+
+
+def job_order(systems: Sequence[str], seeds: int) -> List[Job]:
+    """The jobs of ``systems`` x seeds 1..``seeds`` in the order they start: seed 1 of every system, then seed 2..."""
+    return [(name, s) for s in range(1, seeds + 1) for name in systems]
+
+
+def makespan(durations: Iterable[float], workers: int, busy: Sequence[float] = ()) -> float:
+    """When the last of ``durations`` ends if each starts, in order, on the first free one of ``workers``
+    (as a pool of ``workers`` threads runs them); ``busy``: seconds until each already busy worker is free.
+
+    >>> makespan([100, 100, 100], 2)
+    200
+    >>> makespan([100], 2, busy=[30, 80])
+    130
+    """
+    if workers < 1 or len(busy) > workers:
+        raise ValueError(f"{len(busy)} busy of {workers} workers")
+    free = sorted([max(0.0, b) for b in busy] + [0] * (workers - len(busy)))
+    end = max(free)
+    for d in durations:
+        start = heapq.heappop(free)
+        heapq.heappush(free, start + d)
+        end = max(end, start + d)
+    return end
+
+
+def estimate(job_seconds: Mapping[str, float], name: str) -> float:
+    """Seconds of one job of ``name``: its own measurement, else the slowest measured system's."""
+    if not job_seconds:
+        raise ValueError("no measured job to plan from")
+    return job_seconds.get(name, max(job_seconds.values()))
+
+
+def slowdown(train_seconds: Sequence[float], reference: float = REFERENCE_TRAIN_SECONDS) -> float:
+    """How many times slower than the reference machine this one trains (mean of the measured trainings)."""
+    return sum(train_seconds) / len(train_seconds) / reference
+
+
+def reserve_seconds(factor: float, reference: float = RESERVE_SECONDS) -> float:
+    """The reserve for the steps after the trainings on a machine ``factor`` times slower (never below the
+    reference's: their fixed costs do not shrink on a faster machine)."""
+    return reference * max(1.0, factor)
+
+
+def jobs_end(job_seconds: Mapping[str, float], jobs: Sequence[Job], workers: int, now: float,
+             running: Optional[Mapping[Job, float]] = None) -> float:
+    """Expected end (seconds since the demo began) of ``jobs`` started in order on ``workers``, of which the
+    ``running`` ones (job -> seconds it has run) have started: each of those occupies a worker until its
+    estimate is used up, whether or not ``jobs`` still lists it."""
+    running = running or {}
+    busy = [estimate(job_seconds, name) - ran for (name, _), ran in running.items()]
+    return now + makespan([estimate(job_seconds, job[0]) for job in jobs if job not in running], workers, busy)
+
+
+def plan_budget(job_seconds: Mapping[str, float], systems: Sequence[str], workers: int, now: float, budget: float,
+                reserve: float = 0.0, done: Iterable[Job] = (), running: Optional[Mapping[Job, float]] = None,
+                adapt_systems: bool = True, min_seeds: int = MIN_SEEDS, max_seeds: int = MAX_SEEDS,
+                min_systems: int = 2) -> Plan:
+    """The plan that fits the budget (the rule in the module docstring).
+
+    Args:
+        job_seconds: measured seconds of one job per system (train + translate); systems not measured yet
+            count as the slowest measured one.
+        systems: the candidates in order of priority (the baseline first; the last is dropped first).
+        workers: jobs run at once (``--jobs``).
+        now: seconds since the demo began.
+        budget: the demo's budget in seconds (``--time-budget``).
+        reserve: seconds kept for the steps after the trainings.
+        done: the finished jobs (they cost nothing more).
+        running: the running jobs and the seconds each has run (each occupies a worker until its estimate
+            is used up, whether or not the plan still needs it).
+        adapt_systems: whether the systems may be cut (the default comparison) or are the user's.
+    """
+    done, running = set(done), dict(running or {})
+    if not 1 <= min_seeds <= max_seeds:
+        raise ValueError(f"seeds {min_seeds}..{max_seeds}")
+
+    def end(n: int, k: int) -> float:
+        todo = [j for j in job_order(systems[:n], k) if j not in done]
+        return jobs_end(job_seconds, todo, workers, now, running)
+
+    def fits(n: int, k: int) -> bool:
+        return end(n, k) + reserve <= budget
+
+    total = len(systems)
+    smallest = min(min_systems, total) if adapt_systems else total
+    sizes = range(total, smallest - 1, -1)
+    minutes = lambda s: f"{s / 60:.1f} min"  # noqa: E731
+
+    def best(ok):
+        """The preferred ``(systems, seeds)`` among those ``ok`` accepts: ``min_seeds`` or more seeds of as many
+        systems as possible (then as many seeds as possible), else one seed of as many systems as possible."""
+        for seeds in (range(max_seeds, min_seeds - 1, -1), (1,)):
+            for n in sizes:
+                k = next((k for k in seeds if ok(n, k)), None)
+                if k is not None:
+                    return n, k
+        return None
+
+    chosen = best(fits)
+    if chosen is None:  # the smallest plan, with whatever costs nothing more (finished jobs are never dropped)
+        floor = end(smallest, 1)
+        chosen = best(lambda n, k: end(n, k) <= floor)
+    n, k = chosen
+    parts = []
+    if not fits(n, k):
+        parts.append(f"OVER THE BUDGET: even one seed of {'the first ' if smallest < total else ''}{smallest} "
+                     f"systems ends at {minutes(floor + reserve)}")
+    parts.append(f"every system with {k} seed{'s' * (k > 1)}" if n == total else
+                 f"the first {n} of the {total} systems with {k} seed{'s' * (k > 1)}, dropping "
+                 f"{', '.join(systems[n:])} ({min_seeds} seeds of all {total} would end at "
+                 f"{minutes(end(total, min_seeds) + reserve)})")
+    if k == 1:
+        parts.append(f"ONE SEED: {min_seeds} seeds of {'the first ' if smallest < total else ''}{smallest} systems "
+                     f"would end at {minutes(end(smallest, min_seeds) + reserve)}, and with one seed the table cannot "
+                     "show whether a difference is larger than the variation between training seeds (the paired "
+                     "bootstrap only says that two models' translations differ)")
+    elif n == total and k < max_seeds:
+        parts.append(f"{k + 1} seeds would end at {minutes(end(total, k + 1) + reserve)}")
+    why = "; ".join(parts)
+    e = end(n, k)
+    return Plan(tuple(systems[:n]), k, e, e + reserve, e + reserve <= budget,
+                f"{why}; expected end {minutes(e + reserve)} of the {minutes(budget)} budget "
+                f"(trainings until {minutes(e)}, {minutes(reserve)} kept for the report and the analyses)")
+
+
+def policy(systems: Sequence[str], workers: int, budget_minutes: float, adapt_systems: bool,
+           min_seeds: int = MIN_SEEDS, max_seeds: int = MAX_SEEDS) -> str:
+    """The demo's first lines with ``--seeds auto``: how it will choose what fits."""
+    first = ", ".join(systems[:workers])
+    drop = (f"if {min_seeds} seeds of every system do not fit, fewer systems (the last first: "
+            f"{', '.join(reversed(systems[2:]))}; at least {', '.join(systems[:2])}); " if adapt_systems
+            and len(systems) > 2 else "")
+    return (f"time budget {budget_minutes:g} min (--time-budget): the first training{'s' * (workers > 1)} "
+            f"({first}, seed 1) measure{'s' * (workers == 1)} this machine; then every finished training "
+            f"re-plans what fits: {min_seeds} to {max_seeds} seeds of all {len(systems)} systems; {drop}"
+            f"one seed only if {min_seeds} do not fit, said plainly. The corpus, the model and the updates stay "
+            "as they are, so the scores compare with the README's table.")
+
+
+def describe(plan: Plan, train_seconds: Dict[str, float], budget_minutes: float) -> str:
+    """The decision as printed and written to ``results.md``: the measured speed and the plan."""
+    factor = slowdown(list(train_seconds.values()))
+    measured = ", ".join(f"{n} {s:.0f} s" for n, s in train_seconds.items())
+    return (f"budget {budget_minutes:g} min: measured trainings {measured} (the reference 2-core machine: about "
+            f"{REFERENCE_TRAIN_SECONDS:.0f} s: this one takes {factor:.1f}x as long). Chosen: {len(plan.systems)} "
+            f"systems x {plan.seeds} seed{'s' * (plan.seeds > 1)} ({', '.join(plan.systems)}): {plan.why}.")

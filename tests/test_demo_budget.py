@@ -1,0 +1,218 @@
+"""The demo's time budget (issue 24): the rule that chooses seeds and systems, on simulated timings (no training)."""
+
+import itertools
+import random
+
+import pytest
+
+from syntax_nmt import demo, demo_budget as b
+
+SYSTEMS = ["transformer", "syntax-infused", "sgnet", "syntax+sgnet", "sla", "syntax_bert", "seprem", "lisa", "all"]
+
+
+def test_default_systems_are_the_ones_planned_here():
+    from syntax_nmt.systems import default_systems
+
+    assert default_systems() == SYSTEMS
+
+
+def naive_makespan(durations, workers, busy=()):
+    """A clock that ticks one second at a time: each free worker takes the next job."""
+    left = list(busy) + [0] * (workers - len(busy))
+    queue, t = list(durations), 0
+    while True:
+        for i in range(workers):
+            if left[i] <= 0 and queue:
+                left[i] = queue.pop(0)
+        if not queue and all(x <= 0 for x in left):
+            return t
+        t += 1
+        left = [x - 1 for x in left]
+
+
+@pytest.mark.parametrize("durations, workers, busy, expected", [
+    ([], 2, (), 0), ([100, 100, 100], 2, (), 200), ([100] * 18, 2, (), 900), ([100] * 9, 2, (), 500),
+    ([300, 100, 100], 2, (), 300), ([100], 2, (30, 80), 130), ([100, 100], 1, (50,), 250), ([10], 3, (), 10)])
+def test_makespan(durations, workers, busy, expected):
+    assert b.makespan(durations, workers, busy) == expected == naive_makespan(durations, workers, busy)
+
+
+def test_makespan_against_a_ticking_clock():
+    rng = random.Random(0)
+    for _ in range(200):
+        workers = rng.randint(1, 4)
+        durations = [rng.randint(1, 30) for _ in range(rng.randint(0, 12))]
+        busy = [rng.randint(0, 20) for _ in range(rng.randint(0, workers))]
+        assert b.makespan(durations, workers, busy) == naive_makespan(durations, workers, busy)
+
+
+def calibrated(factor, systems=SYSTEMS, adapt=True, workers=2):
+    """The plan after the first wave (seed 1 of transformer and syntax-infused) on a machine ``factor`` times as slow
+    as the reference: preprocessing 120 s, every job 100 s, reserve 90 s (both scaled, the reserve never below 90)."""
+    job = 100.0 * factor
+    first = [(n, 1) for n in systems[:workers]]
+    return b.plan_budget({n: job for n, _ in first}, systems, workers, now=120 * factor + job, budget=1200,
+                         reserve=b.reserve_seconds(factor), done=first, adapt_systems=adapt)
+
+
+@pytest.mark.parametrize("factor, systems, seeds", [
+    # now = 220 f after the first wave; (n, k) needs ceil((n k - 2) / 2) more waves of 100 f; reserve 90 max(1, f)
+    (0.5, 9, 4),   # 110 + 17 x 50 + 90 = 1050; 5 seeds: 110 + 22 x 50 + 90 = 1300
+    (1.0, 9, 2),   # 220 + 8 x 100 + 90 = 1110; 3 seeds: 220 + 13 x 100 + 90 = 1610
+    (1.5, 5, 2),   # 330 + 4 x 150 + 135 = 1065; 6 systems: 330 + 5 x 150 + 135 = 1215
+    (2.0, 3, 2),   # 440 + 2 x 200 + 180 = 1020; 4 systems: 440 + 3 x 200 + 180 = 1220
+    (2.5, 2, 2),   # 550 + 1 x 250 + 225 = 1025; 3 systems: 550 + 2 x 250 + 225 = 1275
+    (3.0, 2, 1),   # 660 + 0 + 270 = 930; 2 seeds of 2 systems: 660 + 300 + 270 = 1230
+])
+def test_slower_machines_get_fewer_systems_then_one_seed(factor, systems, seeds):
+    plan = calibrated(factor)
+    assert (plan.systems, plan.seeds) == (tuple(SYSTEMS[:systems]), seeds)
+    assert plan.fits and plan.finish <= 1200
+    assert ("ONE SEED" in plan.why) == (seeds == 1)
+    assert (f"dropping {', '.join(SYSTEMS[systems:])}" in plan.why) == (systems < 9)
+
+
+def test_one_seed_is_said_plainly():
+    plan = calibrated(3.0)
+    assert "2 seeds of the first 2 systems would end at 20.5 min" in plan.why
+    assert "cannot show whether a difference is larger than the variation between training seeds" in plan.why
+    text = b.describe(plan, {"transformer": 300.0, "syntax-infused": 300.0}, 20)
+    assert "this one takes 3.0x as long" in text and "Chosen: 2 systems x 1 seed (transformer, syntax-infused)" in text
+
+
+def test_the_users_systems_are_kept_and_seeds_go_down_to_one():
+    plan = calibrated(1.5, adapt=False)  # 2 seeds: 330 + 8 x 150 + 135 > 1200; 1 seed: 330 + 4 x 150 + 135 = 1065
+    assert (plan.systems, plan.seeds, plan.fits) == (tuple(SYSTEMS), 1, True)
+    plan = calibrated(2.0, adapt=False)  # 1 seed: 440 + 4 x 200 + 180 = 1420: nothing fits
+    assert (plan.systems, plan.seeds, plan.fits) == (tuple(SYSTEMS), 1, False)
+    assert plan.finish == 1420 and "OVER THE BUDGET" in plan.why
+
+
+def test_over_the_budget_before_planning_keeps_the_smallest_plan():
+    plan = b.plan_budget({"transformer": 900.0, "syntax-infused": 900.0}, SYSTEMS, 2, now=1500, budget=1200,
+                         reserve=90, done=[("transformer", 1), ("syntax-infused", 1)])
+    assert (plan.systems, plan.seeds, plan.fits, plan.finish) == (("transformer", "syntax-infused"), 1, False, 1590)
+
+
+def test_running_jobs_hold_their_worker_and_unmeasured_systems_count_as_the_slowest():
+    # transformer measured (100 s), syntax-infused running for 30 s (estimated 100 s like the slowest measured)
+    plan = b.plan_budget({"transformer": 100.0}, SYSTEMS[:3], 2, now=200, budget=200 + 100 + 170 + 10,
+                         reserve=10, done=[("transformer", 1)], running={("syntax-infused", 1): 30.0})
+    # 3 systems x 2 seeds: 4 jobs left beside the running one (70 s left): [0, 70] -> 100, 170, 200, 270 -> 270
+    assert (plan.seeds, len(plan.systems), plan.end) == (2, 3, 470)
+    fast = b.plan_budget({"transformer": 100.0, "sgnet": 40.0}, SYSTEMS[:3], 1, now=0, budget=10_000,
+                         done=[("transformer", 1), ("sgnet", 1)])
+    # syntax-infused is not measured: 100 s (the slowest measured), not 40 or the mean 70
+    assert fast.end == 100 + 4 * (100 + 100 + 40)
+
+
+def test_the_rule_never_plans_past_the_budget_and_takes_the_most_that_fits():
+    """On random timings: a plan said to fit ends within the budget; n systems with k >= 2 seeds fit only if
+    n + 1 do not (k = 2) or k + 1 seeds do not (all systems); one seed only when 2 seeds of 2 systems do not fit."""
+    rng = random.Random(1)
+    for _ in range(300):
+        workers = rng.randint(1, 3)
+        seconds = {n: rng.uniform(20, 400) for n in SYSTEMS[:rng.randint(1, 4)]}
+        done = [j for j in b.job_order(SYSTEMS, 1)[:workers] if j[0] in seconds]
+        now, budget, reserve = rng.uniform(0, 900), rng.uniform(600, 2400), rng.uniform(0, 300)
+        plan = b.plan_budget(seconds, SYSTEMS, workers, now, budget, reserve, done=done)
+
+        def finish(n, k):
+            todo = [j for j in b.job_order(SYSTEMS[:n], k) if j not in done]
+            return b.jobs_end(seconds, todo, workers, now) + reserve
+
+        n, k = len(plan.systems), plan.seeds
+        assert plan.finish == pytest.approx(finish(n, k))
+        assert plan.fits == (plan.finish <= budget)
+        limit = budget
+        if not plan.fits:  # the smallest plan and whatever costs nothing more (the first wave is done or running)
+            assert all(finish(m, q) > budget for m, q in itertools.product(range(2, 10), (1, 2)))
+            limit = finish(2, 1)
+            assert finish(n, k) == limit
+        if k >= 2:  # as many systems as fit with 2 seeds, then as many seeds as fit
+            assert n == 9 or finish(n + 1, 2) > limit
+            assert k == 5 or finish(n, k + 1) > limit
+        else:  # one seed only when 2 seeds of 2 systems do not fit, then as many systems as fit
+            assert finish(2, 2) > limit and (n == 9 or finish(n + 1, 1) > limit)
+
+
+class FakeClock:
+    def __init__(self, t=0.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys):
+    """The whole loop on a simulated clock, one job at a time: each fake job advances the clock by its system's
+    seconds. The first job measures 150 s; sgnet, the second, takes 300 s, so the demo re-plans before starting
+    jobs it can no longer afford, and ends within the budget."""
+    systems = ["transformer", "sgnet", "syntax-infused", "lisa"]
+    args = demo.get_parser().parse_args(["--out", str(tmp_path)])
+    args.systems, args.jobs, args.threads = systems, 1, 2
+    d = demo.Demo(args)
+    d.clock = clock = FakeClock(100.0)  # 100 s of preprocessing
+    d.start = 0.0
+    seconds = {"transformer": 150.0, "sgnet": 300.0, "syntax-infused": 150.0, "lisa": 150.0}
+    ran = []
+
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+        ran.append((name, seed))
+        clock.t += seconds[name]
+        return {"system": name, "seed": seed, "train_seconds": seconds[name] - 20, "generate_seconds": 20.0,
+                "sacrebleu": 1.0}
+
+    d.job = fake
+    d.schedule(d.budget_plan)
+    out = capsys.readouterr().out
+    # after transformer (t = 250; training 130 s: reserve 90 x 1.3 = 117): 2 seeds of 4 systems: 250 + 7 x 150 + 117
+    # = 1417 > 1200; of 3: 250 + 5 x 150 + 117 = 1117 (3 seeds of 3: 1567)
+    assert "=== plan: budget 20 min: measured trainings transformer 130 s" in out
+    assert "Chosen: 3 systems x 2 seeds (transformer, sgnet, syntax-infused)" in out
+    assert "1/6 done, 4.2 min, trainings end at ~16.7 min, the demo at ~18.6 of 20 min" in out
+    # after sgnet (t = 550; reserve 90 x 2.05 = 184.5; unmeasured syntax-infused counts as 300 s): 3 systems:
+    # 550 + 300 + 150 + 300 + 300 + 184.5 > 1200; 2 systems: 550 + 150 + 300 + 184.5 = 1184.5
+    assert "=== re-planned: budget 20 min: measured trainings transformer 130 s, sgnet 280 s" in out
+    assert "Chosen: 2 systems x 2 seeds (transformer, sgnet): the first 2 of the 4 systems with 2 seeds, " \
+           "dropping syntax-infused, lisa" in out
+    assert ran == [("transformer", 1), ("sgnet", 1), ("transformer", 2), ("sgnet", 2)]
+    assert (d.plan.systems, d.plan.seeds, d.plan.fits) == (("transformer", "sgnet"), 2, True)
+    assert clock.t == 1000 and d.plan.finish == pytest.approx(1184.5)
+
+
+def test_status_line_shows_each_running_training_and_its_updates(tmp_path, capsys, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(demo, "STATUS_SECONDS", 0.05)
+    args = demo.get_parser().parse_args(["--out", str(tmp_path), "--seeds", "1"])
+    args.systems, args.jobs, args.threads, args.seeds = ["transformer", "sgnet"], 2, 1, [1]
+    d = demo.Demo(args)
+    both = threading.Barrier(2)
+    release = threading.Event()
+
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+        assert quiet  # side by side: fairseq's lines go to the log only
+        on_line(f"| train_inner | epoch 001: 25 / 120 loss=9.1, num_updates={125 if name == 'sgnet' else 150}, lr=0.1")
+        both.wait()
+        release.wait(5)
+        return {"system": name, "seed": seed, "train_seconds": 1.0, "generate_seconds": 0.0, "sacrebleu": 1.0}
+
+    d.job = fake
+    timer = threading.Timer(0.5, release.set)
+    timer.start()
+    runs = d.train_and_generate([("transformer", 1), ("sgnet", 1)])
+    timer.join()
+    out = capsys.readouterr().out
+    assert set(runs) == {("transformer", 1), ("sgnet", 1)}
+    assert "min: training transformer seed 1 150/400, sgnet seed 1 125/400   [0/2 done" in out
+
+
+def test_run_hands_every_logged_line_to_on_line(tmp_path):
+    import sys
+
+    args = demo.get_parser().parse_args(["--out", str(tmp_path)])
+    lines = []
+    demo.Demo(args).run([sys.executable, "-c", "print('a num_updates=3'); print('b')"], log=str(tmp_path / "log"),
+                        quiet=True, on_line=lines.append)
+    assert lines == ["a num_updates=3\n", "b\n"] and (tmp_path / "log").read_text() == "a num_updates=3\nb\n"
