@@ -352,3 +352,27 @@ def test_user_errors_are_one_line_with_status_2(argv, message, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("syntax-nmt-analyze: error: ")
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _checkpoint_bytes(tmp_path):
+    """The bytes of a small file saved as fairseq saves checkpoints (a torch zip archive)."""
+    path = tmp_path / "whole.pt"
+    torch.save({"model": {"w": torch.zeros(64, 64)}, "args": None, "cfg": {"model": None}}, path)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("content, message", [
+    (lambda whole: b"", "checkpoint bad.pt is empty (0 bytes)"),
+    (lambda whole: whole[: len(whole) // 2], "cannot read checkpoint bad.pt ("),
+    (lambda whole: b"\x80\x02junk" * 100, "cannot read checkpoint bad.pt (600 bytes): truncated or not a fairseq"),
+], ids=["empty", "truncated", "not-a-checkpoint"])
+def test_unreadable_checkpoint_is_one_line_with_status_2(content, message, tmp_path):
+    """Issue 23.5: an empty or truncated checkpoint was torch's 30-line unpickling traceback (exit 1)."""
+    (tmp_path / "bad.pt").write_bytes(content(_checkpoint_bytes(tmp_path)))
+    for command in ("attention", "gates"):
+        proc = subprocess.run([sys.executable, "-m", "syntax_nmt.analyze.cli", command, "--data", ".",
+                               "--system", "bad.pt", "--out", "x"], capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines() == [proc.stderr.strip().splitlines()[-1]]
+        assert proc.stderr.startswith("syntax-nmt-analyze: error: " + message), proc.stderr
+        assert not (tmp_path / "x").exists()

@@ -13,7 +13,10 @@ the ordinary states; SEPREM: the syntax-aware representation). Nothing here know
 """
 
 import contextlib
+import os
+import pickle
 import re
+import zipfile
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -44,8 +47,11 @@ def load(name: str, path: str, data: str, split: Optional[str] = "test") -> Load
     from syntax_nmt import register_with_fairseq
 
     register_with_fairseq()
+    overrides = {"data": data}
+    state = read_checkpoint(path, overrides)
     try:
-        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides,
+                                                                          state=state)
     except (ValueError, FileNotFoundError, KeyError) as e:
         raise AnalyzeError(f"cannot load {path} on {data}: {e}") from None
     if split is not None:
@@ -53,6 +59,36 @@ def load(name: str, path: str, data: str, split: Optional[str] = "test") -> Load
     model = models[0]
     model.eval()
     return Loaded(name, path, model, task, cfg)
+
+
+#: What reading a file that is not a whole checkpoint raises (torch.load, fairseq's upgrade of its keys).
+_UNREADABLE = (EOFError, pickle.UnpicklingError, RuntimeError, OSError, KeyError, zipfile.BadZipFile)
+
+
+def read_checkpoint(path: str, arg_overrides: Optional[Dict] = None) -> Dict:
+    """fairseq's ``load_checkpoint_to_cpu``, with an empty, truncated or foreign file reported as
+    an :class:`AnalyzeError` naming it (instead of torch's unpickling traceback).
+
+    Raises:
+        AnalyzeError: the file is empty, cannot be read as a checkpoint, or holds no model and config.
+    """
+    from fairseq import checkpoint_utils
+
+    size = os.path.getsize(path)
+    if size == 0:
+        raise AnalyzeError(f"checkpoint {path} is empty (0 bytes): an interrupted save? use another checkpoint")
+    try:
+        state = checkpoint_utils.load_checkpoint_to_cpu(path, arg_overrides)
+    except _UNREADABLE as e:
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        # torch's weights-only unpickler explains itself at length; its reason is the "Unsupported ..." line
+        why = next((line for line in lines if line.startswith("Unsupported")), lines[0] if lines else "")
+        raise AnalyzeError(f"cannot read checkpoint {path} ({size} bytes): truncated or not a fairseq checkpoint "
+                           f"({type(e).__name__}{': ' + why if why else ''})") from None
+    if not isinstance(state, dict) or "model" not in state or (state.get("cfg") is None
+                                                               and state.get("args") is None):
+        raise AnalyzeError(f"{path} is not a fairseq checkpoint (it holds no model weights and configuration)")
+    return state
 
 
 def sample(loaded: Loaded, ids: Sequence[int], split: str = "test") -> Dict:
