@@ -126,3 +126,59 @@ def test_heads_int16_or_int32(tmp_path, reach, dtype):
     assert ds._index.dtype == dtype
     assert ds[0].tolist() == [1, 0, -1, 0]  # EOS value appended
     assert ds[1][-2].item() == -reach and ds[1].tolist()[:3] == [0, -1, -2] and len(ds[1]) == n + 1
+
+
+def _snapshot(directory):
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def test_existing_destination_is_refused_first_and_left_as_it_was(tmp_path, capsys, corpus):
+    """Issue 23.5: fairseq-preprocess stopped with the bare path ``.../dict.en.txt`` as the message."""
+    dest = tmp_path / "bin"
+    argv = ["--trainpref", corpus["train"], "--validpref", corpus["valid"], "--destdir", dest, "--joined-dictionary"]
+    binarize.main(binarize.get_parser().parse_args(
+        ["--source-lang", "en", "--target-lang", "de", "--workers", "1", *map(str, argv)]))
+    before = _snapshot(dest)
+    code, err = _cli(capsys, *argv)
+    assert code == 2 and err == [f"syntax-nmt-binarize: error: --destdir {dest} already holds dict.en.txt (binarized "
+                                 f"before?): remove it or choose another --destdir (nothing was written)"]
+    # with the directory's own dictionaries, a split already there is still refused ...
+    own = ["--srcdict", dest / "dict.en.txt", "--tgtdict", dest / "dict.de.txt", "--streamdict-dir", dest]
+    code, err = _cli(capsys, "--validpref", corpus["valid"], "--destdir", dest, *own)
+    assert code == 2 and err[0].endswith(f"--destdir {dest} already holds valid.en-de.en.bin (binarized before?): "
+                                         f"remove it or choose another --destdir (nothing was written)")
+    assert _snapshot(dest) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "text"]  # no staging directory left
+    # ... and a new split joins it (same dictionaries: nothing else changes)
+    test = write_corpus(str(tmp_path / "text3"), sizes={"test": 4}, seed=5)["test"]
+    binarize.main(binarize.get_parser().parse_args(
+        ["--source-lang", "en", "--target-lang", "de", "--workers", "1", "--testpref", test, "--destdir", str(dest),
+         *map(str, own)]))
+    after = _snapshot(dest)
+    assert {k: v for k, v in after.items() if k in before and k != "preprocess.log"} == {
+        k: v for k, v in before.items() if k != "preprocess.log"}
+    assert sorted(set(after) - set(before)) == sorted(f"test.en-de.{s}.{e}" for s in
+                                                      ("en", "de", "pos", "case", "subword", "dep", "head")
+                                                      for e in ("bin", "idx"))
+
+
+def test_dataset_impl_other_than_mmap_is_refused_before_writing(tmp_path, capsys, corpus):
+    """Issue 23.5: --dataset-impl lazy failed only after writing everything but the heads and annotation.json."""
+    dest = tmp_path / "bin"
+    code, err = _cli(capsys, "--trainpref", corpus["train"], "--destdir", dest, "--dataset-impl", "lazy")
+    assert code == 2 and err == ["syntax-nmt-binarize: error: --dataset-impl lazy: syntax-nmt-binarize stores the "
+                                 "source streams (pos,case,subword,dep,head) only as mmap datasets; use "
+                                 "--dataset-impl mmap (the default)"]
+    assert not dest.exists()
+
+
+def test_a_late_failure_leaves_nothing_written(tmp_path, capsys, corpus, monkeypatch):
+    """Everything is built beside --destdir and moved into place at the end."""
+    def fail(*args, **kwargs):
+        raise StreamMismatchError("the final check failed")
+
+    monkeypatch.setattr(binarize, "check_stream_sizes", fail)
+    dest = tmp_path / "bin"
+    code, err = _cli(capsys, "--trainpref", corpus["train"], "--destdir", dest)
+    assert code == 2 and err == ["syntax-nmt-binarize: error: the final check failed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["text"]

@@ -13,11 +13,20 @@ The annotation settings written by ``syntax-nmt-annotate`` beside each split
 ``{destdir}/annotation.json`` (for inference on raw text). Splits without settings
 (text annotated by an older version, or not by syntax-nmt-annotate) are binarized with a
 warning, unless other splits have them (an error: the splits may differ).
+
+Nothing is half written: the text, the streams and ``--destdir`` are checked first (a file
+this run would write that is already there with other content is refused; so is a
+``--dataset-impl`` other than ``mmap``), everything is built in a temporary directory beside
+``--destdir`` and moved into it at the end. New splits may join a directory binarized
+before when they use its own dictionaries (``--srcdict``/``--tgtdict``/``--streamdict-dir``).
 """
 
+import filecmp
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 from argparse import Namespace
 from typing import List, Optional
@@ -239,10 +248,107 @@ def check_text(splits: List[tuple], src: str, tgt: Optional[str], streams: List[
                 f.close()
 
 
-def main(args: Namespace) -> None:
-    from fairseq.data import Dictionary
-    from fairseq_cli import preprocess
+def _same_file_content(a: Optional[str], b: str) -> bool:
+    return bool(a) and os.path.isfile(a) and os.path.isfile(b) and filecmp.cmp(a, b, shallow=False)
 
+
+def _settings_agree(existing_path: str, settings: Optional[dict]) -> bool:
+    """Whether the settings file already at ``existing_path`` agrees with this run's ``settings``."""
+    if settings is None:
+        return False
+    try:
+        check_compatible(read_settings(existing_path), settings, existing_path, "this run")
+    except ValueError:
+        return False
+    return True
+
+
+def check_destination(args, splits: List[tuple], streams: List[str], settings: Optional[dict]) -> None:
+    """Refuse, before anything is written, a ``--dataset-impl`` the streams cannot be stored with
+    and a ``--destdir`` that already holds a file this run would write (fairseq-preprocess would
+    stop on the dictionary with the bare path as its message, or overwrite splits).
+
+    A file already there with the content this run writes is no conflict: a dictionary given with
+    ``--srcdict``/``--tgtdict``/``--streamdict-dir`` that is byte-identical to it, and agreeing
+    annotation settings (so new splits can join a data directory with its own dictionaries).
+
+    Raises:
+        ValueError: an unsupported ``--dataset-impl``.
+        FileExistsError: naming the first file of ``--destdir`` in the way.
+    """
+    if streams and args.dataset_impl != "mmap":
+        raise ValueError(f"--dataset-impl {args.dataset_impl}: syntax-nmt-binarize stores the source streams "
+                         f"({','.join(streams)}) only as mmap datasets; use --dataset-impl mmap (the default)")
+    dest = args.destdir
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise FileExistsError(f"--destdir {dest} exists and is not a directory")
+    if not os.path.isdir(dest):
+        return
+    src, tgt = args.source_lang, None if args.only_source else args.target_lang
+    given = {src: args.srcdict or (args.tgtdict if args.joined_dictionary else None),
+             tgt: args.tgtdict or (args.srcdict if args.joined_dictionary else None)}
+    streamdict_dir = args.streamdict_dir or (os.path.dirname(args.srcdict) if args.srcdict else None)
+    wanted = []  # (file name, the file whose content it will have, if known)
+    for lang in (src, tgt):
+        if lang is not None:
+            wanted.append((f"dict.{lang}.txt", given[lang]))
+    for s in streams:
+        if s != HEAD_STREAM:
+            wanted.append((os.path.basename(stream_dict_path(dest, s)),
+                           stream_dict_path(streamdict_dir, s) if streamdict_dir else None))
+    pair = f"{src}-{tgt}" if tgt is not None else src
+    for _, split in splits:
+        for name in [x for x in (src, tgt) if x is not None] + list(streams):
+            for ext in ("bin", "idx"):
+                wanted.append((f"{split}.{pair}.{name}.{ext}", None))
+    for name, content in wanted:
+        path = os.path.join(dest, name)
+        if os.path.exists(path) and not _same_file_content(content, path):
+            raise FileExistsError(f"--destdir {dest} already holds {name} (binarized before?): remove it or choose "
+                                  f"another --destdir (nothing was written)")
+    path = os.path.join(dest, DATA_SETTINGS_NAME)
+    if settings is not None and os.path.exists(path) and not _settings_agree(path, settings):
+        raise FileExistsError(f"--destdir {dest} already holds {DATA_SETTINGS_NAME} from other annotation settings: "
+                              f"remove it or choose another --destdir (nothing was written)")
+
+
+def publish(stage: str, dest: str, settings: Optional[dict]) -> None:
+    """Move everything built in ``stage`` into ``dest`` (created if need be), refusing to replace
+    a file of other content; fairseq's ``preprocess.log`` is appended to."""
+    names = sorted(os.listdir(stage))
+    for name in names:
+        path = os.path.join(dest, name)
+        if name in ("preprocess.log", DATA_SETTINGS_NAME) or not os.path.exists(path):
+            continue
+        if not _same_file_content(os.path.join(stage, name), path):
+            raise FileExistsError(f"--destdir {dest} gained {name} while binarizing: remove it or choose another "
+                                  f"--destdir (nothing was written)")
+    os.makedirs(dest, exist_ok=True)
+    for name in names:
+        staged, path = os.path.join(stage, name), os.path.join(dest, name)
+        if name == "preprocess.log" and os.path.exists(path):
+            with open(staged, "rb") as f, open(path, "ab") as out:
+                shutil.copyfileobj(f, out)
+        elif name == DATA_SETTINGS_NAME and os.path.exists(path) and _settings_agree(path, settings):
+            continue  # the same settings, maybe with the subword model at another path: keep the first
+        elif os.path.exists(path) and _same_file_content(staged, path):
+            continue
+        else:
+            os.replace(staged, path)
+
+
+def _close_logs_under(directory: str) -> None:
+    """Detach the file handlers fairseq-preprocess left on its logger for files under ``directory``."""
+    log = logging.getLogger("fairseq_cli.preprocess")
+    for h in list(log.handlers):
+        if isinstance(h, logging.FileHandler) and os.path.abspath(h.baseFilename).startswith(directory + os.sep):
+            log.removeHandler(h)
+            h.close()
+
+
+def main(args: Namespace) -> None:
+    """Check everything that can be checked, binarize into a temporary directory beside
+    ``--destdir`` and move the files into place at the end: a failure leaves nothing behind."""
     start = time.time()
     streams = resolve_streams(args)
     splits = _prefixes(args)
@@ -257,7 +363,28 @@ def main(args: Namespace) -> None:
                 raise FileNotFoundError(f"--streamdict-dir {streamdict_dir} has no dictionary for stream {s!r} "
                                         f"({stream_dict_path(streamdict_dir, s)})")
     settings = annotation_settings(splits)
+    check_destination(args, splits, streams, settings)
     check_text(splits, args.source_lang, None if args.only_source else args.target_lang, streams)
+
+    dest = args.destdir
+    parent = os.path.dirname(os.path.abspath(dest))
+    os.makedirs(parent, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(dest))}.binarize-", dir=parent)
+    try:
+        _binarize(Namespace(**{**vars(args), "destdir": stage}), splits, streams, streamdict_dir, settings)
+        publish(stage, dest, settings)
+    finally:
+        _close_logs_under(stage)
+        shutil.rmtree(stage, ignore_errors=True)
+    logger.info("binarized streams %s for splits %s in %.1fs -> %s", ",".join(streams) or "(none)",
+                ",".join(s for _, s in splits), time.time() - start, dest)
+
+
+def _binarize(args: Namespace, splits: List[tuple], streams: List[str], streamdict_dir: Optional[str],
+              settings: Optional[dict]) -> None:
+    """Binarize text and streams into ``args.destdir`` (checked beforehand by :func:`main`)."""
+    from fairseq.data import Dictionary
+    from fairseq_cli import preprocess
 
     preprocess.main(args)  # subword text: fairseq's own preprocessing
 
@@ -285,8 +412,6 @@ def main(args: Namespace) -> None:
                            text_prefix=prefix)
     if settings is not None:
         write_settings(os.path.join(args.destdir, DATA_SETTINGS_NAME), settings)
-    logger.info("binarized streams %s for splits %s in %.1fs -> %s", ",".join(streams) or "(none)",
-                ",".join(s for _, s in splits), time.time() - start, args.destdir)
 
 
 def cli_main(argv=None) -> None:
