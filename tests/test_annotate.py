@@ -448,3 +448,28 @@ def test_finalize_lock(tmp_path, spacy_model, codes):
     lock.write_text(f"{socket.gethostname()} 999999999")  # left by a dead process: taken over
     main(args + ["--merge-only"])
     assert len(read(str(tmp_path / "run/train.en"))) == 23 and not chunks.exists()
+
+
+@pytest.mark.parametrize("where", ["start", "middle"])
+def test_conllu_encoding_bom_and_invalid_byte(tmp_path, capsys, where):
+    """Issue 23.5: a BOM was 'expected 10 columns' on the comment line, an invalid byte an error without
+    file and line. A BOM at the start of the file is dropped; an invalid byte is a one-line error naming them."""
+    conllu = tmp_path / "in.conllu"
+    with open(conllu, "w", encoding="utf-8") as f:
+        write_conllu([Sentence(s.words, s.upos, s.xpos, s.heads, s.deprels, s.space_after, {"sent_id": str(i)})
+                      for i, s in enumerate(SENTS, 1)], f)
+    data = conllu.read_bytes()
+    argv = ["--backend", "conllu", "--conllu", str(conllu), "--src-lang", "en", "--subword", "none", "--quiet"]
+    if where == "start":
+        conllu.write_bytes(b"\xef\xbb\xbf" + data)
+        main(argv + ["-o", str(tmp_path / "a/train")])
+        assert read(str(tmp_path / "a/train.en")) == ["The cat sat .", "Dogs run quickly"]
+    else:
+        conllu.write_bytes(data.replace(b"quickly", b"quick\xffly"))
+        lineno = data[:data.index(b"quickly")].count(b"\n") + 1
+        with pytest.raises(SystemExit) as e:
+            cli_main(argv + ["-o", str(tmp_path / "b/train")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert e.value.code == 2 and err == [f"syntax-nmt-annotate: error: {conllu}:{lineno}: invalid UTF-8 byte 0xff "
+                                             f"at column 8 (invalid start byte); CoNLL-U files are UTF-8"]
+        assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())

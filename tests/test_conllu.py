@@ -4,7 +4,8 @@ import io
 
 import pytest
 
-from syntax_nmt.syntax.conllu import CoNLLUError, Sentence, format_conllu, read_conllu, write_conllu
+from syntax_nmt.syntax.conllu import (CoNLLUError, Sentence, format_conllu, open_conllu, read_conllu,
+                                       read_conllu_text, write_conllu)
 
 DOC = (
     "# newdoc id = d1\n"
@@ -129,3 +130,35 @@ def test_name_defaults_to_the_file_name(tmp_path):
         list(read_conllu(f))
     with pytest.raises(CoNLLUError, match="^<conllu>:1: "):
         list(read_conllu(iter(["1\ta\t_\tX\t_\t_\t5\troot\t_\t_\n"])))
+
+
+# -- issue 23.5: encoding ------------------------------------------------------------------------------
+BLOCKS = "# sent_id = 1\n1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n1\tYo\tyo\tINTJ\t_\t_\t0\troot\t_\t_\n"
+
+
+@pytest.mark.parametrize("opener", ["text", "binary"])
+def test_a_byte_order_mark_at_the_start_is_dropped(tmp_path, opener):
+    """Decided: UTF-8 with a BOM (Windows tools) is read as UTF-8; only at the very start of the file."""
+    path = tmp_path / "bom.conllu"
+    path.write_bytes(b"\xef\xbb\xbf" + BLOCKS.encode())
+    f = open(path, encoding="utf-8") if opener == "text" else open_conllu(str(path))
+    with f:
+        first, second = read_conllu(f, "bom.conllu")
+    assert (first.words, first.comments, second.words) == (["Hi"], {"sent_id": "1"}, ["Yo"])
+    # a BOM starting a word line is dropped too (it used to make the ID 'not an integer')
+    (first,) = read_conllu(io.StringIO("\ufeff" + BLOCKS.split("\n\n")[1]), "w.conllu")
+    assert first.words == ["Yo"]
+    assert read_conllu_text(str(path)) == BLOCKS
+    # elsewhere it is an ordinary character (of a word here)
+    (s,) = read_conllu(io.StringIO("1\t\ufeffHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n"), "x")
+    assert s.words == ["\ufeffHi"]
+
+
+def test_an_invalid_byte_names_file_line_and_column(tmp_path):
+    path = tmp_path / "bad.conllu"
+    path.write_bytes(BLOCKS.encode().replace(b"Yo\tyo", b"Y\xffo\tyo"))
+    message = rf"^{path}:4: invalid UTF-8 byte 0xff at column 4 \(invalid start byte\); CoNLL-U files are UTF-8$"
+    with open_conllu(str(path)) as f, pytest.raises(CoNLLUError, match=message):
+        list(read_conllu(f, str(path)))
+    with pytest.raises(CoNLLUError, match=message):
+        read_conllu_text(str(path))

@@ -33,7 +33,7 @@ Several roots in one block are resolved by the ``--multi-root`` policy of
 
 from typing import Iterable, Iterator, Optional, Tuple
 
-from syntax_nmt.syntax.conllu import Sentence, read_conllu
+from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 
 from .parsed import check_tree, empty_sentence, resolve_roots
 from .textio import InputError, read_lines
@@ -41,7 +41,7 @@ from .textio import InputError, read_lines
 
 def conllu_lines(path: str) -> Iterator[str]:
     """The source text implied by a CoNLL-U file: one line per block, words joined by spaces."""
-    with open(path, encoding="utf-8", newline="\n") as f:
+    with open_conllu(path) as f:
         for sentence in read_conllu(f, path):
             yield " ".join(sentence.words)
 
@@ -70,7 +70,7 @@ class ConlluBackend:
         self.multi_root = multi_root
 
     def _blocks(self) -> Iterator[Tuple[int, Sentence]]:
-        with open(self.conllu_path, encoding="utf-8", newline="\n") as f:
+        with open_conllu(self.conllu_path) as f:
             yield from enumerate(read_conllu(f, self.conllu_path), 1)
 
     def _check(self, block_no: int, sentence: Sentence, lineno: int, line: str) -> None:
@@ -166,6 +166,8 @@ def _block_starts(path: str) -> Iterator[int]:
     start = 0
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark (read_conllu drops it)
+                raw = raw[3:]
             if not raw.decode("utf-8", "replace").strip():
                 if in_block and has_word:
                     yield start

@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from syntax_nmt.syntax.conllu import Sentence, read_conllu
+from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 
 from .parsed import check_tree, empty_sentence, resolve_roots
 from .pipeline import build_backend, make_record, output_names, render
@@ -341,5 +341,5 @@ class OnlineAnnotator:
 
 def conllu_blocks(path: str) -> Iterator[Tuple[int, Sentence]]:
     """``(block_no, sentence)`` of a CoNLL-U file, streaming (1-based block numbers)."""
-    with open(path, encoding="utf-8", newline="\n") as f:
+    with open_conllu(path) as f:
         yield from enumerate(read_conllu(f, path), 1)

@@ -90,7 +90,9 @@ def conllu_to_docbin(conllu_path: PathLike, out_path: PathLike) -> int:
     from spacy.tokens import DocBin
     from spacy.training.converters import conllu_to_docs
 
-    text = Path(conllu_path).read_text(encoding="utf-8")
+    from syntax_nmt.syntax.conllu import read_conllu_text
+
+    text = read_conllu_text(str(conllu_path))
     db = DocBin(attrs=["ORTH", "TAG", "POS", "MORPH", "HEAD", "DEP", "SENT_START", "SPACY"])
     n = 0
     # conllu_to_docs builds its own vocab; ``no_print`` silences its progress message.
@@ -341,11 +343,11 @@ def evaluate_pipeline(model, test_conllu: PathLike, batch_size: int = 256) -> Di
     """
     from spacy.tokens import Doc
 
-    from syntax_nmt.syntax.conllu import read_conllu
+    from syntax_nmt.syntax.conllu import open_conllu, read_conllu
 
     nlp = _load(model)
-    with open(test_conllu, encoding="utf-8") as f:
-        gold = list(read_conllu(f))
+    with open_conllu(str(test_conllu)) as f:
+        gold = list(read_conllu(f, str(test_conllu)))
     docs = (Doc(nlp.vocab, words=s.words, spaces=s.space_after) for s in gold)
     n = pos = tag = uas = las = 0
     n_np = uas_np = las_np = 0

@@ -55,17 +55,61 @@ def _parse_misc(misc: str) -> bool:
     return "SpaceAfter=No" not in misc.split("|")
 
 
-def read_conllu(f: TextIO, name: Optional[str] = None) -> Iterator[Sentence]:
-    """Yield the sentences of an open CoNLL-U file.
+BOM = "\ufeff"
+
+
+def decode_line(raw: bytes, name: str, lineno: int) -> str:
+    """One line of a CoNLL-U file read in binary mode, decoded as UTF-8.
 
     Raises:
-        CoNLLUError: on a word line without 10 tab-separated columns, or a
-            non-integer or out-of-range head; the message names file and line.
+        CoNLLUError: naming file, line and column of the first byte that is not UTF-8.
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        column = len(raw[:e.start].decode("utf-8", "replace")) + 1
+        raise CoNLLUError(f"{name}:{lineno}: invalid UTF-8 byte 0x{raw[e.start]:02x} at column {column} ({e.reason}); "
+                          f"CoNLL-U files are UTF-8") from None
+
+
+def open_conllu(path: str):
+    """Open a CoNLL-U file for :func:`read_conllu` (binary: each line is decoded there, so that an
+    invalid byte is reported with its line)."""
+    return open(path, "rb")
+
+
+def read_conllu_text(path: str) -> str:
+    """The whole text of a CoNLL-U file (for converters that take a string), its byte-order
+    mark dropped.
+
+    Raises:
+        CoNLLUError: naming file and line of a byte that is not UTF-8.
+    """
+    with open_conllu(path) as f:
+        text = "".join(decode_line(raw, path, lineno) for lineno, raw in enumerate(f, 1))
+    return text[len(BOM):] if text.startswith(BOM) else text
+
+
+def read_conllu(f: Iterable, name: Optional[str] = None) -> Iterator[Sentence]:
+    """Yield the sentences of an open CoNLL-U file.
+
+    ``f`` yields lines as ``str`` (a text file) or ``bytes`` (a file opened by
+    :func:`open_conllu`, decoded here as UTF-8 line by line). A byte-order mark at the start of
+    the file is dropped (UTF-8 with BOM, as some Windows tools write it).
+
+    Raises:
+        CoNLLUError: on a word line without 10 tab-separated columns, a non-integer or
+            out-of-range head, or (binary input) a byte that is not UTF-8; the message names
+            file and line.
     """
     name = name or getattr(f, "name", "<conllu>")
     words, upos, xpos, heads, deps, spaces, comments = [], [], [], [], [], [], {}
     start = None
     for lineno, line in enumerate(f, 1):
+        if isinstance(line, bytes):
+            line = decode_line(line, name, lineno)
+        if lineno == 1 and line.startswith(BOM):
+            line = line[len(BOM):]
         line = line.rstrip("\r\n")
         if not line.strip():
             if words:
