@@ -200,3 +200,28 @@ def test_fresh_empty_lock_or_live_owner_is_reported(tmp_path, spacy_model, codes
     main(args + ["--merge-only"])
     assert len(read(str(tmp_path / "run/train.en"))) == 23
     assert "its process 999999999 on this host is dead" in caplog.text
+
+
+def test_rerun_with_the_same_inputs_at_other_paths_does_nothing(tmp_path, spacy_model, codes):  # noqa: F811
+    """Issue 23.5: identity is by content hash (README), but a byte-identical source, or the same BPE codes,
+    at another path were refused on rerun; so was resuming a killed run from them."""
+    args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
+    main(args)
+    ref = outputs(tmp_path / "run/train", NAMES)
+    stamps = {n: os.stat(f"{tmp_path}/run/train.{n}").st_mtime_ns for n in NAMES}
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for name in ("c.en", "c.de", "bpe.codes"):
+        (moved / name).write_bytes((tmp_path / name).read_bytes())
+    other = [str(moved / os.path.basename(a)) if a in (str(tmp_path / "c.en"), str(tmp_path / "c.de"), codes) else a
+             for a in args]
+    assert other != args
+    main(other)  # nothing to do
+    assert outputs(tmp_path / "run/train", NAMES) == ref
+    assert {n: os.stat(f"{tmp_path}/run/train.{n}").st_mtime_ns for n in NAMES} == stamps
+    # killed after a chunk, resumed from the moved copies: the same outputs
+    kill = corpus_args(tmp_path, "kill/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
+    with pytest.raises(Killed):
+        main(kill, on_chunk_done=lambda k: (_ for _ in ()).throw(Killed()))
+    main([a.replace("/run/", "/kill/") for a in other])
+    assert outputs(tmp_path / "kill/train", NAMES) == ref

@@ -159,3 +159,20 @@ def test_recipe_records_its_moses_settings():
                                           "escape": False}
     prepare_call = re.search(r'"\$HERE/prepare.py"[^\n]*(\n[^\n]*\\\n)*[^\n]*', script).group(0)
     assert "--workers" in prepare_call and "--escape" not in prepare_call
+
+
+def test_the_same_subword_model_at_another_path_is_compatible(tmp_path):
+    """Issue 23.5: the same BPE codes (same SHA-256) at another path were refused by syntax-nmt-binarize."""
+    moved = _settings(subword_model="/elsewhere/codes.bpe")
+    check_compatible(_settings(), moved, "a", "b")
+    with pytest.raises(ValueError, match=r"'subword_model' differs: '/x/bpe.codes' in a, '/y' in b"):
+        check_compatible(_settings(), _settings(subword_model="/y", subword_model_sha256="cd" * 32), "a", "b")
+    with pytest.raises(ValueError, match=r"'subword_model' differs"):  # no hash recorded: paths decide
+        check_compatible(_settings(subword_model_sha256=None), _settings(subword_model="/y", subword_model_sha256=None),
+                         "a", "b")
+    # the issue's input: train annotated with the codes at one path, valid with a copy at another
+    corpus = write_corpus(str(tmp_path / "text"), sizes={"train": 12, "valid": 4}, seed=5)
+    write_settings(settings_path(corpus["train"]), _settings())
+    write_settings(settings_path(corpus["valid"]), moved)
+    _binarize(corpus, str(tmp_path / "bin"))
+    assert read_settings(str(tmp_path / "bin/annotation.json")) == _settings()

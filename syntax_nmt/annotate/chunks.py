@@ -14,7 +14,8 @@ parsed when its parse file exists, and rendered when all its output files exist 
 ``done.json`` has the current render key, so a killed run resumes without redoing or
 corrupting finished chunks, and a changed subword model or stream option re-renders
 chunks from their parses instead of mixing outputs. ``manifest.json`` records the parse
-settings; resuming with different ones is an error, unless no chunk was parsed yet (a run
+settings (input files by size and SHA-256: a moved input is the same input); resuming with
+different ones is an error, unless no chunk was parsed yet (a run
 that failed before producing anything, e.g. on a misspelled spaCy model, does not block
 the corrected one). A run checks, before writing each parse file, that no other run has
 replaced the manifest meanwhile.
@@ -41,6 +42,17 @@ logger = logging.getLogger("syntax_nmt.annotate")
 
 #: An empty or unreadable finalize.lock older than this (seconds) is stale.
 LOCK_GRACE_S = 30.0
+
+
+#: Manifest keys holding an input file's identity ``[absolute path, size, sha256]``.
+FILE_ID_KEYS = ("source", "target", "conllu")
+
+
+def _content(key: str, value):
+    """A manifest value as compared: an input file by its size and SHA-256, not its path."""
+    if key in FILE_ID_KEYS and isinstance(value, list) and len(value) == 3:
+        return value[1:]
+    return value
 
 
 class ChunkStore:
@@ -94,7 +106,13 @@ class ChunkStore:
                     old = json.load(f)
                 except json.JSONDecodeError:
                     old = {"manifest": "unreadable"}
-            diff = {k: (old.get(k), settings.get(k)) for k in set(old) | set(settings) if old.get(k) != settings.get(k)}
+            diff = {k: (old.get(k), settings.get(k)) for k in set(old) | set(settings)
+                    if _content(k, old.get(k)) != _content(k, settings.get(k))}
+            if not diff and old != settings:  # the same input files at other paths: identity is by content
+                logger.info("%s: the input files moved (same size and SHA-256); resuming", self.dir)
+                with open(manifest, encoding="utf-8") as f:
+                    self._manifest_text = f.read()
+                return
             if diff:
                 desc = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(diff.items()))
                 if self.any_parsed():

@@ -33,7 +33,8 @@ Outputs and reruns: the settings that shaped the outputs go to ``P.annotation.js
 (:mod:`~syntax_nmt.annotate.settings`) and the identity of the inputs (path, size and
 SHA-256 of the source, target and CoNLL-U files) with the output names to
 ``P.annotation.inputs.json``. A rerun into a prefix whose outputs exist does nothing if
-both still match, and is refused otherwise (``--overwrite`` redoes the work).
+both still match (input files by content: size and SHA-256, wherever they are now), and is
+refused otherwise (``--overwrite`` redoes the work).
 """
 
 import hashlib
@@ -475,7 +476,7 @@ class Job:
             old = json.load(f)
         for name in ("source", "target", "conllu"):
             was, now = old.get("inputs", {}).get(name), self.inputs[name]
-            if was != now:
+            if (was[1:] if was else was) != (now[1:] if now else now):  # by content: [path, size, sha256]
                 what = (f"{now[0]} (size {now[1]}, sha256 {now[2][:12]}...)" if now else "none")
                 before = (f"{was[0]} (size {was[1]}, sha256 {was[2][:12]}...)" if was else "none")
                 raise ValueError(refuse % f"from another {name} file ({before}; this run: {what})")

@@ -177,7 +177,8 @@ def read_settings(path: str) -> Dict:
 
 
 def check_compatible(a: Dict, b: Dict, what_a: str, what_b: str) -> None:
-    """Raise unless ``a`` and ``b`` agree on every key.
+    """Raise unless ``a`` and ``b`` agree on every key (the subword model by its SHA-256: the same
+    codes at another path agree).
 
     Raises:
         ValueError: naming the first differing key (in :data:`KEYS` order, then other keys
@@ -185,8 +186,11 @@ def check_compatible(a: Dict, b: Dict, what_a: str, what_b: str) -> None:
     """
     extra = sorted((set(a) | set(b)) - set(KEYS))
     missing = object()
+    same_model = bool(a.get("subword_model_sha256")) and a.get("subword_model_sha256") == b.get("subword_model_sha256")
     for key in list(KEYS) + extra:
         va, vb = a.get(key, missing), b.get(key, missing)
+        if key == "subword_model" and same_model:
+            continue  # the same model (by SHA-256) at another path
         if va != vb:
             show_a = "missing" if va is missing else repr(va)
             show_b = "missing" if vb is missing else repr(vb)
