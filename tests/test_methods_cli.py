@@ -38,3 +38,19 @@ def test_train_and_generate(stream_bin, stream_corpus, tmp_path, name):
     n_test = sum(1 for _ in open(stream_corpus["test"] + ".en"))
     assert sorted(int(re.match(r"H-(\d+)", h).group(1)) for h in hyps) == list(range(n_test))
     assert "mismatched key_padding_mask" not in gen.stderr
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--syntax-attention", "sgnet,nope"], "unknown --syntax-attention method 'nope'; choose from none, sgnet, sla, "
+                                           "syntax_bert, seprem, lisa (comma-separated to combine)"),
+    (["--syntax-attention", "sla,syntax_bert"], "--syntax-attention sla and syntax_bert both replace the "
+                                                "self-attention of encoder layers [0, 1]; give them different layers "
+                                                "(--sla-layers, --syntax-bert-layers)"),
+], ids=["unknown-name", "clashing-layers"])
+def test_train_option_errors_are_one_line_with_status_2(stream_bin, tmp_path, extra, message):
+    """Issue 23.5: these ended in a traceback (from build_model) whose last line was the message."""
+    proc = run_cli("fairseq-train", stream_bin, *TRAIN, "--arch", "syntax_transformer_tiny", *extra,
+                   "--save-dir", tmp_path / "ckpt", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == f"fairseq-train: error: {message}"
+    assert not (tmp_path / "ckpt").exists()

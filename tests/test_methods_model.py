@@ -1,6 +1,7 @@
 """SLA, Syntax-BERT and the method registry inside the model: equivalences, the masks the
 layers apply, composition, one syntax context per forward, low precision, decoding."""
 
+import os
 from argparse import Namespace
 
 import pytest
@@ -188,9 +189,27 @@ def test_tree_is_built_once_per_forward_for_every_method(stream_bin, monkeypatch
     (["--syntax-attention", "syntax_bert", "--syntax-bert-max-distance", "0", "--no-syntax-bert-global"],
      "leaves no sub-network"),
 ])
-def test_method_option_errors_are_clear(stream_bin, extra, message):
+def test_method_option_errors_are_clear(stream_bin, extra, message, capsys, monkeypatch):
+    """On fairseq's command line (parse_args_and_arch) a usage error, one line with exit status 2 (issue 23.5);
+    a model built in Python (the parser's hook off) raises ValueError with the same message."""
+    assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
+
+
+def assert_option_error(data, extra, message, capsys, monkeypatch):
+    import re
+    import sys
+
+    from syntax_nmt.models import syntax_transformer
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        build_task_and_model(data, *extra)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"{os.path.basename(sys.argv[0])}: error: ") and re.search(message, err[0]), err
+    monkeypatch.setattr(syntax_transformer, "_applied_by_fairseq_parser", lambda frame: False)
     with pytest.raises(ValueError, match=message):
-        build_task_and_model(stream_bin, *extra)
+        build_task_and_model(data, *extra)
 
 
 def test_composition_places_each_method_where_asked(stream_bin):

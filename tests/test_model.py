@@ -76,9 +76,11 @@ def test_paper_architecture_dimensions(stream_bin):
     (["--encoder-attention-heads", "3"], "not divisible"),
     (["--source-features", "pos,head"], "cannot be embedded"),
 ])
-def test_conflicting_options_fail_clearly(stream_bin, extra, message):
-    with pytest.raises(ValueError, match=message):
-        build_task_and_model(stream_bin, *extra)
+def test_conflicting_options_fail_clearly(stream_bin, extra, message, capsys, monkeypatch):
+    """fairseq's command line: a one-line usage error (issue 23.5); in Python: ValueError."""
+    from test_methods_model import assert_option_error
+
+    assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
 
 
 def test_sgnet_alpha_one_gives_the_plain_encoder(stream_bin):

@@ -339,9 +339,10 @@ def test_lisa_layer_starts_as_the_standard_layer(stream_bin):
     (["--syntax-attention", "lisa", "--lisa-layer", "2"], "--lisa-layer: layer 2 does not exist"),
     (["--syntax-attention", "seprem", "--seprem-layers", "0,5"], "--seprem-layers: layer 5 does not exist"),
 ])
-def test_bad_options_fail_clearly(stream_bin, extra, message):
-    with pytest.raises(ValueError, match=message):
-        build_task_and_model(stream_bin, *extra)
+def test_bad_options_fail_clearly(stream_bin, extra, message, capsys, monkeypatch):
+    from test_methods_model import assert_option_error
+
+    assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
 
 
 def test_seprem_and_lisa_combine_with_every_method(stream_bin):

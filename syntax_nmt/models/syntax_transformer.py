@@ -16,7 +16,10 @@ With no features and no syntax attention the model is exactly fairseq's ``transf
 (same parameters, same state-dict keys, same output).
 """
 
+import functools
 import logging
+import os
+import sys
 from dataclasses import dataclass, field, fields
 from typing import List, Optional
 
@@ -33,7 +36,7 @@ from syntax_nmt.models.modules.source_feature_embedding import (
     resolve_feature_dims,
     word_embedding_dim,
 )
-from syntax_nmt.models.modules.methods import SYNTAX_METHODS, parse_methods
+from syntax_nmt.models.modules.methods import SYNTAX_METHODS, build_methods, parse_methods
 from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
 
 logger = logging.getLogger(__name__)
@@ -99,6 +102,67 @@ def _default_feature_dim(args, dim: int) -> None:
         args.feature_embed_dim = None if getattr(args, "feature_embed_dims", "") else dim
 
 
+def check_options(args) -> None:
+    """Every check of the model options that needs no data: features and their widths, the
+    syntax methods (unknown names, layers outside the encoder, two methods replacing the same
+    layer's self-attention, each method's own options). ``args`` has its architecture applied.
+
+    Raises:
+        ValueError: naming the option(s).
+    """
+    features = _features(args)
+    if args.feature_merge not in MERGES or args.feature_combine not in COMBINES:
+        raise ValueError(f"--feature-merge must be in {MERGES} and --feature-combine in {COMBINES}")
+    if args.encoder_embed_dim % args.encoder_attention_heads:
+        raise ValueError(
+            f"--encoder-embed-dim {args.encoder_embed_dim} is not divisible by "
+            f"--encoder-attention-heads {args.encoder_attention_heads}"
+        )
+    word_dim = word_embedding_dim(args.encoder_embed_dim, len(features), _feature_dims(args, features),
+                                  args.feature_merge, args.feature_combine)
+    if features and word_dim != args.encoder_embed_dim and getattr(args, "share_all_embeddings", False):
+        raise ValueError(
+            f"--share-all-embeddings cannot share the {word_dim}-dim source word embeddings "
+            f"(--feature-combine concat leaves {args.encoder_embed_dim} - {args.encoder_embed_dim - word_dim} "
+            f"for words) with the {args.decoder_embed_dim}-dim decoder embeddings; use "
+            "--share-decoder-input-output-embed, or --feature-combine add with --feature-embed-dim "
+            f"{args.encoder_embed_dim}"
+        )
+    build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
+
+
+def _applied_by_fairseq_parser(frame) -> bool:
+    """Whether ``frame`` is fairseq's command-line parsing (``options.parse_args_and_arch``)."""
+    from fairseq import options
+
+    return frame is not None and frame.f_code is options.parse_args_and_arch.__code__
+
+
+def _architecture(name: str):
+    """``register_model_architecture("syntax_transformer", name)``; when fairseq's command-line
+    parser applies the architecture (fairseq-train), options the model cannot be built with are
+    a usage error like argparse's own: one line ``PROG: error: ...``, exit status 2, before any
+    data is loaded. The decorated function itself (called by :meth:`build_model`, and by the
+    other architectures) stays as it is: a model built in Python raises ``ValueError``."""
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def arch(args):
+            fn(args)
+            if _applied_by_fairseq_parser(sys._getframe(1)):
+                try:
+                    check_options(args)
+                except ValueError as e:
+                    from syntax_nmt.cli_errors import fail
+
+                    fail(os.path.basename(sys.argv[0]) or "fairseq", e)
+
+        register_model_architecture("syntax_transformer", name)(arch)
+        return fn
+
+    return deco
+
+
 def required_streams(args) -> List[str]:
     """Streams the model reads: its features, plus heads and word boundaries for syntax attention."""
     needed = _features(args)
@@ -140,25 +204,8 @@ class SyntaxTransformerModel(TransformerModel):
     @classmethod
     def build_model(cls, args, task):
         syntax_base_architecture(args)
-        features = _features(args)
-        if args.feature_merge not in MERGES or args.feature_combine not in COMBINES:
-            raise ValueError(f"--feature-merge must be in {MERGES} and --feature-combine in {COMBINES}")
-        if args.encoder_embed_dim % args.encoder_attention_heads:
-            raise ValueError(
-                f"--encoder-embed-dim {args.encoder_embed_dim} is not divisible by "
-                f"--encoder-attention-heads {args.encoder_attention_heads}"
-            )
-        word_dim = word_embedding_dim(args.encoder_embed_dim, len(features), _feature_dims(args, features),
-                                      args.feature_merge, args.feature_combine)
-        if features and word_dim != args.encoder_embed_dim and args.share_all_embeddings:
-            raise ValueError(
-                f"--share-all-embeddings cannot share the {word_dim}-dim source word embeddings "
-                f"(--feature-combine concat leaves {args.encoder_embed_dim} - {args.encoder_embed_dim - word_dim} "
-                f"for words) with the {args.decoder_embed_dim}-dim decoder embeddings; use "
-                "--share-decoder-input-output-embed, or --feature-combine add with --feature-embed-dim "
-                f"{args.encoder_embed_dim}"
-            )
-        methods = parse_methods(args.syntax_attention)  # unknown names fail here, clearly
+        check_options(args)
+        methods = parse_methods(args.syntax_attention)
 
         needed = required_streams(args)
         provide = getattr(task, "provide_streams", None)
@@ -218,7 +265,7 @@ class SyntaxTransformerModel(TransformerModel):
         return decoder_out
 
 
-@register_model_architecture("syntax_transformer", "syntax_transformer")
+@_architecture("syntax_transformer")
 def syntax_base_architecture(args):
     args.source_features = getattr(args, "source_features", "")
     args.feature_merge = getattr(args, "feature_merge", "sum")
@@ -237,7 +284,7 @@ def syntax_base_architecture(args):
     base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "syntax_transformer_wmt_en_de")
+@_architecture("syntax_transformer_wmt_en_de")
 def syntax_transformer_wmt_en_de(args):
     """Sundararaman et al. (2019): Transformer base, POS+case+subword features summed in d=20,
     concatenated to 492-dim source word embeddings; the decoder keeps 512-dim embeddings."""
@@ -248,7 +295,7 @@ def syntax_transformer_wmt_en_de(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "syntax_transformer_sgnet_wmt_en_de")
+@_architecture("syntax_transformer_sgnet_wmt_en_de")
 def syntax_transformer_sgnet_wmt_en_de(args):
     """Zhang et al. (2020), sec. 5.2: Transformer base (6+6 layers, 512/2048, 8 heads) with the
     SG-Net layer on the encoder; add ``--source-features`` to combine with feature embeddings."""
@@ -256,7 +303,7 @@ def syntax_transformer_sgnet_wmt_en_de(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "syntax_transformer_tiny")
+@_architecture("syntax_transformer_tiny")
 def syntax_transformer_tiny(args):
     """A CPU-sized model for tests and the demo: fairseq's ``transformer_tiny`` dimensions
     (64-dim, FFN 64, 2+2 layers, 2 heads) with the paper's features in d=8."""
