@@ -20,7 +20,8 @@ checkpoint, through the task's :meth:`~syntax_nmt.tasks.syntax_translation.Synta
 
 import os
 import warnings
-from typing import List, Optional, Sequence, Union
+from collections.abc import Iterable, Mapping
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from fairseq import hub_utils
@@ -33,6 +34,30 @@ ANNOTATION_KWARGS = {"annotate_spacy_model": "spacy_model", "annotate_subword_mo
 POST_PROCESS = {"bpe": "subword_nmt", "spm": "sentencepiece"}
 
 
+def _bytes_hint(value) -> str:
+    return ": decode it first (e.g. data.decode('utf-8'))" if isinstance(value, (bytes, bytearray)) else ""
+
+
+def raw_sentences(sentences, method: str, what: str = "sentences") -> Tuple[List[str], bool]:
+    """``(list of str, whether one str was given)`` of a hub method's raw-text argument.
+
+    Raises:
+        TypeError: at the API boundary, naming what is accepted (a str or a list of str), for
+            ``None``, bytes, a number... or a list with such an item (named by its index).
+    """
+    if isinstance(sentences, str):
+        return [sentences], True
+    if sentences is None or isinstance(sentences, (bytes, bytearray, Mapping)) or not isinstance(sentences, Iterable):
+        raise TypeError(f"{method}() takes {what} as a str or a list of str, got {type(sentences).__name__}"
+                        f"{_bytes_hint(sentences)}")
+    items = list(sentences)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(f"{method}() takes {what} as a str or a list of str, but item {i} is "
+                            f"{type(item).__name__}{_bytes_hint(item)}")
+    return items, False
+
+
 class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
     """fairseq's hub interface for ``syntax_translation`` models; raw inputs are annotated on the fly.
 
@@ -42,19 +67,35 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
     options, if given, only post-process the output (the annotation settings decide the input).
     """
 
+    def _annotate(self, lines: Optional[List[str]], **kwargs) -> List[torch.LongTensor]:
+        """The task's ``annotate_lines``; its messages' "input line N" is the N-th sentence of this
+        call (fairseq-interactive counts on across its buffers, a hub call starts again)."""
+        self.task.annotator.lines_seen = 0
+        return self.task.annotate_lines(lines, **kwargs)
+
     def encode(self, sentence: str) -> torch.LongTensor:
         """Annotate and binarize one raw sentence (the tensor carries its streams)."""
-        return self.task.annotate_lines([sentence])[0]
+        if not isinstance(sentence, str):
+            raise TypeError(f"encode() takes one raw sentence as a str, got {type(sentence).__name__}"
+                            f"{_bytes_hint(sentence)}")
+        return self._annotate([sentence])[0]
 
     def encode_batch(self, sentences: Sequence[str]) -> List[torch.LongTensor]:
         """Annotate a batch of raw sentences with one ``nlp.pipe`` call."""
-        return self.task.annotate_lines(list(sentences))
+        return self._annotate(raw_sentences(sentences, "encode_batch")[0])
+
+    def translate(self, sentences: Union[str, List[str]], beam: int = 5, verbose: bool = False, **kwargs):
+        """Translate raw text: a str for a str, a list for a list (fairseq's, with its arguments checked)."""
+        return self._sample("translate", sentences, beam, verbose, **kwargs)
 
     def sample(self, sentences: Union[str, List[str]], beam: int = 1, verbose: bool = False, **kwargs):
-        if isinstance(sentences, str):
-            return self.sample([sentences], beam=beam, verbose=verbose, **kwargs)[0]
-        batched_hypos = self.generate(self.encode_batch(sentences), beam, verbose, **kwargs)
-        return [self.decode(hypos[0]["tokens"]) for hypos in batched_hypos]
+        return self._sample("sample", sentences, beam, verbose, **kwargs)
+
+    def _sample(self, method: str, sentences, beam: int, verbose: bool, **kwargs):
+        items, single = raw_sentences(sentences, method)
+        batched_hypos = self.generate(self._annotate(items), beam, verbose, **kwargs)
+        out = [self.decode(hypos[0]["tokens"]) for hypos in batched_hypos]
+        return out[0] if single else out
 
     def generate(self, tokenized_sentences, *args, **kwargs):
         """fairseq's; one annotated sentence (a 1-D tensor from :meth:`encode`) keeps its streams."""
@@ -83,8 +124,22 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
 
         from syntax_nmt.syntax.conllu import read_conllu
 
-        sentences = list(read_conllu(io.StringIO(conllu), "<conllu>")) if isinstance(conllu, str) else list(conllu)
-        tokens = self.task.annotate_lines(lines, conllu=iter(enumerate(sentences, 1)))
+        from syntax_nmt.syntax.conllu import Sentence
+
+        if isinstance(conllu, str):
+            sentences = list(read_conllu(io.StringIO(conllu), "<conllu>"))
+        elif isinstance(conllu, Iterable) and not isinstance(conllu, (bytes, bytearray, Mapping)):
+            sentences = list(conllu)
+            bad = next((i for i, x in enumerate(sentences) if not isinstance(x, Sentence)), None)
+            if bad is not None:
+                raise TypeError(f"translate_conllu() takes CoNLL-U text (a str) or a list of Sentence, but item {bad} "
+                                f"is {type(sentences[bad]).__name__}")
+        else:
+            raise TypeError(f"translate_conllu() takes CoNLL-U text (a str) or a list of Sentence, got "
+                            f"{type(conllu).__name__}{_bytes_hint(conllu)}")
+        if lines is not None:
+            lines = raw_sentences(lines, "translate_conllu", "lines")[0]
+        tokens = self._annotate(lines, conllu=iter(enumerate(sentences, 1)))
         return [self.decode(hypos[0]["tokens"]) for hypos in self.generate(tokens, beam, **kwargs)]
 
     def score(self, sentences: Union[str, List[str]], targets: Union[str, List[str]] = None, **kwargs):
@@ -100,11 +155,13 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
             fairseq's hypothesis dict per pair: ``tokens``, ``score`` (mean log-probability,
             natural log), ``positional_scores``...
         """
-        if isinstance(sentences, str):
-            return self.score([sentences], [targets], **kwargs)[0]
-        if targets is None or len(targets) != len(sentences):
+        sentences, single = raw_sentences(sentences, "score")
+        targets, _ = raw_sentences([targets] if single and isinstance(targets, str) else targets, "score", "targets")
+        if len(targets) != len(sentences):
             raise ValueError("score(sentences, targets) needs one target per source sentence")
-        tokens = self.task.annotate_lines(list(sentences), targets=list(targets))
+        if single:
+            return self.score(sentences, targets, **kwargs)[0]
+        tokens = self._annotate(sentences, targets=targets)
         return [hypos[0] for hypos in self.generate(tokens, score_reference=True, **kwargs)]
 
     def remove_bpe(self, sentence: str) -> str:

@@ -290,6 +290,54 @@ def test_interactive_with_input_conllu(pipeline, tmp_path):
     assert hub == [unbpe(got[i][0][0]) for i in range(N_TEST)]
 
 
+def _hub(pipeline, name="sgnet"):
+    from syntax_nmt import SyntaxTransformerModel
+
+    path = pipeline["ckpt"][name]
+    return SyntaxTransformerModel.from_pretrained(os.path.dirname(path), checkpoint_file=os.path.basename(path),
+                                                  data_name_or_path=pipeline["data"], max_len_b=30)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (None, "translate() takes sentences as a str or a list of str, got NoneType"),
+    ([None], "translate() takes sentences as a str or a list of str, but item 0 is NoneType"),
+    (b"A dog .", "translate() takes sentences as a str or a list of str, got bytes: decode it first "
+                 "(e.g. data.decode('utf-8'))"),
+    (["A dog .", b"x"], "translate() takes sentences as a str or a list of str, but item 1 is bytes: decode it "
+                        "first (e.g. data.decode('utf-8'))"),
+    (5, "translate() takes sentences as a str or a list of str, got int"),
+], ids=["None", "[None]", "bytes", "[str, bytes]", "int"])
+def test_hub_arguments_are_checked_at_the_api_boundary(pipeline, bad, message):
+    """Issue 23.5: these were a TypeError/AttributeError from inside the annotator."""
+    m = _hub(pipeline)
+    with pytest.raises(TypeError) as e:
+        m.translate(bad)
+    assert str(e.value) == message
+    with pytest.raises(TypeError) as e:
+        m.sample(bad)
+    assert str(e.value) == message.replace("translate()", "sample()")
+    with pytest.raises(TypeError, match=r"^score\(\) takes sentences as a str or a list of str"):
+        m.score(bad, "Ein Hund .")
+    if bad is not None:  # lines=None: the blocks' words
+        with pytest.raises(TypeError, match=r"^translate_conllu\(\) takes lines as a str or a list of str"):
+            m.translate_conllu([], bad)
+
+
+def test_translate_conllu_numbers_the_lines_of_each_call(pipeline):
+    """Issue 23.5: the second call's messages named input line 3 for its first line."""
+    from syntax_nmt.annotate.textio import InputError
+
+    m = _hub(pipeline)
+    lines = raw_test_lines(pipeline)
+    with open(pipeline["paths"]["test"]["en.conllu"], encoding="utf-8") as f:
+        blocks = f.read().split("\n\n")
+    first_two = "\n\n".join(blocks[:2]) + "\n\n"
+    assert len(m.translate_conllu(first_two, lines[:2], beam=2)) == 2
+    for _ in range(2):  # the block of line 1 against line 2: the message names line 1 of this call, every time
+        with pytest.raises(InputError, match=r"^<conllu> sentence block 1 .*does not match <input>:1: "):
+            m.translate_conllu(blocks[0] + "\n\n", [lines[1]], beam=2)
+
+
 def test_checkpoint_without_settings_fails_only_for_raw_text(pipeline, tmp_path):
     import torch
 
@@ -396,6 +444,54 @@ def test_dictionaries_only_directory_is_enough_for_raw_text(stream_bin, tmp_path
             shutil.copy(os.path.join(stream_bin, f), tmp_path / f)
     task, _, _ = build_task_and_model(str(tmp_path), "--syntax-attention", "sgnet", "-s", "en", "-t", "de")
     assert task.streams == ["pos", "case", "subword", "head"]
+
+
+def _settings_naming(src_lang):
+    from syntax_nmt.annotate.settings import KEYS, SETTINGS_VERSION
+
+    return {**dict.fromkeys(KEYS), "version": SETTINGS_VERSION, "src_lang": src_lang}
+
+
+def test_dictionaries_only_directory_names_its_language_pair(stream_bin, tmp_path):
+    """Issue 23.5: fairseq-interactive on dictionaries only needed ``-s en -t de`` ("Could not infer language
+    pair"); the pair is the two language dictionaries, the source the one annotation.json names."""
+    import shutil
+
+    from conftest import build_task_and_model
+
+    for f in os.listdir(stream_bin):
+        if f.startswith("dict."):
+            shutil.copy(os.path.join(stream_bin, f), tmp_path / f)
+    with pytest.raises(ValueError) as e:
+        build_task_and_model(str(tmp_path), "--syntax-attention", "sgnet")
+    assert str(e.value) == (f"cannot tell the language pair of {tmp_path}: it holds no binarized split and "
+                            f"dict.de.txt, dict.en.txt without an annotation.json naming the source language; "
+                            f"pass --source-lang and --target-lang (-s/-t)")
+    task, _, _ = build_task_and_model(str(tmp_path), "--syntax-attention", "sgnet", "-s", "de")
+    assert (task.cfg.source_lang, task.cfg.target_lang) == ("de", "en")
+    for src, pair in (("en", ("en", "de")), ("de", ("de", "en"))):
+        write_settings(str(tmp_path / "annotation.json"), _settings_naming(src))
+        task, _, _ = build_task_and_model(str(tmp_path), "--syntax-attention", "sgnet")
+        assert (task.cfg.source_lang, task.cfg.target_lang) == pair
+        assert task.streams == ["pos", "case", "subword", "head"]
+    # a directory with a binarized split: fairseq's own inference, whatever annotation.json says
+    task, _, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet")
+    assert (task.cfg.source_lang, task.cfg.target_lang) == ("en", "de")
+
+
+def test_interactive_on_dictionaries_only_needs_no_language_options(pipeline, tmp_path):
+    """The issue's input: fairseq-interactive DIR, DIR holding the dictionaries and annotation.json only."""
+    import shutil
+
+    for f in os.listdir(pipeline["data"]):
+        if f.startswith("dict.") or f == "annotation.json":
+            shutil.copy(os.path.join(pipeline["data"], f), tmp_path / f)
+    lines = tmp_path / "in.en"
+    lines.write_text("\n".join(raw_test_lines(pipeline)[:4]) + "\n", encoding="utf-8")
+    full = interactive(pipeline, "sgnet", lines)
+    only = run_cli("fairseq-interactive", tmp_path, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                   "--path", pipeline["ckpt"]["sgnet"], *DECODE, "--buffer-size", "8", "--input", lines)
+    assert hypotheses(only.stdout) == hypotheses(full.stdout) and len(hypotheses(full.stdout)[0]) == 4
 
 
 def test_analyze_attention_of_raw_text_equals_the_test_sentence(pipeline, tmp_path):

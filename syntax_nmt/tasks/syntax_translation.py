@@ -124,6 +124,18 @@ class SyntaxTranslationTask(TranslationTask):
 
     cfg: SyntaxTranslationConfig
 
+    @classmethod
+    def setup_task(cls, cfg: SyntaxTranslationConfig, **kwargs):
+        """fairseq's, which infers the language pair from binarized file names; a directory of
+        dictionaries only (raw-text inference) names it by its ``dict.{lang}.txt`` files and the
+        source language of its ``annotation.json`` (see :func:`language_pair_of_dictionaries`)."""
+        if cfg.source_lang is None or cfg.target_lang is None:
+            paths = utils.split_paths(cfg.data)
+            if paths and os.path.isdir(paths[0]) and not _has_binarized_split(paths[0]):
+                cfg.source_lang, cfg.target_lang = language_pair_of_dictionaries(paths[0], cfg.source_lang,
+                                                                                 cfg.target_lang)
+        return super().setup_task(cfg, **kwargs)
+
     def __init__(self, cfg: SyntaxTranslationConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         data_path = utils.split_paths(cfg.data)[0]
@@ -496,6 +508,37 @@ class SyntaxTranslationTask(TranslationTask):
         if for_inference:
             itr = raw_inference.InferenceBatchIterator(itr, self._remember_batch)
         return itr
+
+
+def _has_binarized_split(data_path: str) -> bool:
+    """Whether fairseq can infer a language pair from ``data_path`` (a ``SPLIT.SRC-TGT.*`` file)."""
+    from fairseq.data.data_utils import infer_language_pair
+
+    return infer_language_pair(data_path) != (None, None)
+
+
+def language_pair_of_dictionaries(data_path: str, src: Optional[str] = None, tgt: Optional[str] = None):
+    """``(source, target)`` of a data directory that holds dictionaries only: the two languages
+    of its ``dict.{lang}.txt`` files (stream dictionaries aside), ordered by ``src``/``tgt`` where
+    given, else by the ``src_lang`` of its ``annotation.json``.
+
+    Raises:
+        ValueError: naming the dictionaries found, when they do not tell the pair.
+    """
+    streams = set(TAG_STREAMS) | {HEAD_STREAM}
+    langs = sorted(f[len("dict."):-len(".txt")] for f in os.listdir(data_path)
+                   if f.startswith("dict.") and f.endswith(".txt") and f[len("dict."):-len(".txt")] not in streams)
+    if src is None and tgt is None:
+        settings = raw_inference.data_settings(data_path)
+        src = settings["src_lang"] if settings else None
+    if len(langs) == 2 and (src in langs or tgt in langs):
+        if src in langs:
+            return src, tgt or next(x for x in langs if x != src)
+        return next(x for x in langs if x != tgt), tgt
+    found = ", ".join(f"dict.{x}.txt" for x in langs) or "no language dictionary"
+    raise ValueError(f"cannot tell the language pair of {data_path}: it holds no binarized split and {found}"
+                     f"{'' if src or tgt else ' without an annotation.json naming the source language'}; "
+                     f"pass --source-lang and --target-lang (-s/-t)")
 
 
 def _has_binarized_source(data_path: str, src: Optional[str], tgt: Optional[str]) -> bool:
