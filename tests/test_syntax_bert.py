@@ -49,6 +49,21 @@ def _module(max_distance, global_subnet, mask_mode, sibling, seed):
     return mod, state
 
 
+def _spy_fused(monkeypatch):
+    """Record the calls of SyntaxBertAttention.fused_attention that compute (do not fall back)."""
+    calls = []
+    fused = SyntaxBertAttention.fused_attention
+
+    def spy(self, *a):
+        out = fused(self, *a)
+        if out is not None:
+            calls.append(1)
+        return out
+
+    monkeypatch.setattr(SyntaxBertAttention, "fused_attention", spy)
+    return calls
+
+
 def slow_syntax_bert(mod, x, rows, pad, max_distance, global_subnet, mask_mode, sibling):
     """Eq. 1-2 one token and one sub-network at a time, in float64.
 
@@ -99,11 +114,13 @@ def slow_syntax_bert(mod, x, rows, pad, max_distance, global_subnet, mask_mode, 
     return out
 
 
+@pytest.mark.parametrize("need_weights", [True, False])  # False: the fused path (exclude mode)
 @pytest.mark.parametrize("mask_mode,global_subnet,sibling", [
     ("exclude", True, "lca"), ("exclude", False, "lca"), ("exclude", False, "disjoint"),
-    ("product", True, "lca"), ("product", False, "disjoint"),
+    ("exclude", True, "disjoint"), ("product", True, "lca"), ("product", False, "disjoint"),
 ])
-def test_attention_is_eq_1_2_computed_the_slow_way(mask_mode, global_subnet, sibling):
+def test_attention_is_eq_1_2_computed_the_slow_way(mask_mode, global_subnet, sibling, need_weights, monkeypatch):
+    fused = _spy_fused(monkeypatch)
     rng = random.Random(40)
     for trial in range(4):
         rows, pad = _rows(rng)
@@ -113,13 +130,15 @@ def test_attention_is_eq_1_2_computed_the_slow_way(mask_mode, global_subnet, sib
         state.ctx = SyntaxContext(h, w, s, pad)
         x = torch.randn(T, B, C)
         with torch.no_grad():
-            got, _ = mod(x, x, x, key_padding_mask=pad)
+            got, _ = mod(x, x, x, key_padding_mask=pad, need_weights=need_weights)
+        assert len(fused) == (trial + 1) * (not need_weights and mask_mode == "exclude")
         exp = slow_syntax_bert(mod, x, rows, pad, 3, global_subnet, mask_mode, sibling)
         torch.testing.assert_close(got.double(), exp, atol=2e-5, rtol=1e-5)
         assert exp.abs().max() > 0.5  # the reference is not trivially zero
 
 
-def test_tokens_without_sub_network_get_exactly_zero_whatever_the_biases():
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_tokens_without_sub_network_get_exactly_zero_whatever_the_biases(need_weights):
     """README: with --no-syntax-bert-global, EOS, BOS, pad and the word of a one-word line get a zero
     attention output, also once the output bias ``b^O`` (and every other bias) is non-zero."""
     rng = random.Random(41)
@@ -132,7 +151,7 @@ def test_tokens_without_sub_network_get_exactly_zero_whatever_the_biases():
         state.ctx = SyntaxContext(h, w, s, pad)
         x = torch.randn(T, B, C)
         with torch.no_grad():
-            got, _ = mod(x, x, x, key_padding_mask=pad)
+            got, _ = mod(x, x, x, key_padding_mask=pad, need_weights=need_weights)
         # tokens with no allowed key in any mask, by the naive reference
         none = torch.tensor([[not any(any(M[i]) for M in NaiveRow(*row).syntax_bert(3)) for i in range(T)]
                              for row in rows])  # B T
@@ -198,3 +217,120 @@ def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatc
     with torch.no_grad():
         paper = model.encoder(**enc_in)["encoder_out"][0]
     assert (paper - now).abs().max() > 1e-4
+
+
+# -- the fused path (issue 21) against the implementation before it -------------------------------------------
+def _reference_probabilities(self, scores, x, ctx, key_padding_mask):
+    """``SyntaxBertAttention.probabilities`` + ``topical_weights`` before issue 21, kept verbatim as the
+    reference: one batched softmax over ``(B, M, H, T, T)``, the mixed distribution."""
+    from syntax_nmt.models.modules.syntax_attention import key_padding_additive
+
+    B, H, T, _ = scores.shape
+    pad = key_padding_additive(key_padding_mask, B, T, scores.device).unsqueeze(1)
+    s = scores.unsqueeze(1)
+    if self.num_masks > 0:
+        masks = self.subnet_masks(ctx)
+        if self.mask_mode == "exclude":
+            add = ctx.additive(self._key(), lambda: self.subnet_masks(ctx))
+            logits = s + add.unsqueeze(2)
+            valid = masks.any(-1)
+        else:
+            logits = s * masks.unsqueeze(2).to(s.dtype) + pad
+            valid = torch.ones(masks.shape[:3], dtype=torch.bool, device=masks.device)
+        if self.global_subnet:
+            logits = torch.cat([logits, (s + pad).expand(B, 1, H, T, T)], dim=1)
+            valid = torch.cat([valid, torch.ones(B, 1, T, dtype=torch.bool, device=valid.device)], dim=1)
+    else:
+        logits = s + pad
+        valid = torch.ones(B, 1, T, dtype=torch.bool, device=scores.device)
+    p = torch.softmax(logits, dim=-1)
+    # topical_weights
+    Cd, hd = self.embed_dim, self.head_dim
+    u = self.topic_key.weight.t().float() @ self.q_task.float()
+    r = (self.out_proj.weight.t().float() @ u).view(H, hd)
+    v = self.v_proj(x).float().view(T, B, H, hd)
+    e = torch.einsum("tbhd,hd->bht", v, r)
+    tl = torch.einsum("bmhik,bhk->bmi", p, e) / math.sqrt(Cd)
+    tl = tl.masked_fill(~valid, torch.finfo(torch.float32).min / 2)
+    weights = torch.softmax(tl, dim=1) * valid.any(dim=1, keepdim=True)
+    return torch.einsum("bmhik,bmi->bhik", p, weights)
+
+
+def _forward_backward(mod, state, h, w, s, pad, x0, probe):
+    """Train-mode forward (no dropout) and backward of ``(out * probe).sum()``: output and gradients."""
+    mod.train()
+    mod.zero_grad(set_to_none=True)
+    dev = x0.device
+    state.ctx = SyntaxContext(h.to(dev), w.to(dev), s.to(dev), pad.to(dev))
+    pad = pad.to(dev)
+    x = x0.clone().requires_grad_()
+    out, _ = mod(x, x, x, key_padding_mask=pad, need_weights=False)
+    (out.float() * probe).sum().backward()
+    grads = {n: p.grad.clone() for n, p in mod.named_parameters()}
+    grads["x"] = x.grad.clone()
+    return out.detach(), grads
+
+
+@pytest.mark.parametrize("global_subnet", [True, False])
+@pytest.mark.parametrize("sibling", ["lca", "disjoint"])
+@pytest.mark.parametrize("max_distance", [1, 3])
+def test_fused_equals_the_implementation_before_it_outputs_and_gradients(global_subnet, sibling, max_distance,
+                                                                          monkeypatch):
+    rng = random.Random(50)
+    fused = _spy_fused(monkeypatch)
+    for trial in range(3):
+        rows, pad = _rows(rng, n=5)
+        h, w, s = make_batch(rows)
+        B, T = h.shape
+        mod, state = _module(max_distance, global_subnet, "exclude", sibling, seed=20 + trial)
+        x0 = torch.randn(T, B, C)
+        probe = torch.randn(T, B, C)
+        got, g_got = _forward_backward(mod, state, h, w, s, pad, x0, probe)
+        assert len(fused) == trial + 1
+        with monkeypatch.context() as m:
+            m.setattr(SyntaxBertAttention, "fused_attention", lambda self, *a: None)
+            m.setattr(SyntaxBertAttention, "probabilities", _reference_probabilities)
+            exp, g_exp = _forward_backward(mod, state, h, w, s, pad, x0, probe)
+        assert len(fused) == trial + 1
+        assert exp.abs().max() > 0.5
+        torch.testing.assert_close(got, exp, atol=1e-5, rtol=1e-5)
+        assert g_got.keys() == g_exp.keys()
+        # the key bias adds q_i . b_k to every score of row i: no softmax sees it, its gradient is 0 up to the
+        # rounding of sums of terms as large as k_proj.weight's gradient
+        zero_scale = 1e-5 * g_exp["k_proj.weight"].abs().max().item()
+        assert g_exp.pop("k_proj.bias").abs().max() <= zero_scale and g_got.pop("k_proj.bias").abs().max() <= zero_scale
+        for n in g_exp:
+            assert g_exp[n].abs().max() > 0, n
+            # sums over tokens in another order: equal to 1e-5 of the gradient's scale (k_proj.weight, scale 39,
+            # differed by 4.4e-5 in one case; elementwise rtol would trip on its small entries)
+            scale = max(1.0, g_exp[n].abs().max().item())
+            assert (g_got[n] - g_exp[n]).abs().max().item() <= 1e-5 * scale, n
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("global_subnet", [True, False])
+def test_fused_is_finite_in_low_precision(dtype, global_subnet, device, monkeypatch):
+    """fp16/bf16: finite outputs and gradients, close to float32, exactly zero where no sub-network exists
+    (rows with no allowed key never turn into NaN; on CUDA the fused kernels differ from the CPU one)."""
+    rng = random.Random(51)
+    fused = _spy_fused(monkeypatch)
+    for trial in range(3):
+        rows, pad = _rows(rng)
+        h, w, s = make_batch(rows)
+        B, T = h.shape
+        mod, state = _module(3, global_subnet, "exclude", "lca", seed=30 + trial)
+        x0 = torch.randn(T, B, C)
+        probe = torch.randn(T, B, C)
+        ref, _ = _forward_backward(mod, state, h, w, s, pad, x0, probe)
+        mod.to(device, dtype)
+        got, grads = _forward_backward(mod, state, h, w, s, pad, x0.to(device, dtype), probe.to(device, dtype))
+        got, ref = got.cpu(), ref.cpu()
+        assert len(fused) == 2 * (trial + 1)
+        assert got.dtype == dtype and torch.isfinite(got).all()
+        assert all(torch.isfinite(g).all() for g in grads.values())
+        torch.testing.assert_close(got.float(), ref, atol=0.05 * ref.abs().max().item(), rtol=0.05)
+        if not global_subnet:
+            none = ~mod.has_subnetwork(state.ctx).t().cpu()  # T B
+            assert none.any() and (got[none] == 0).all()

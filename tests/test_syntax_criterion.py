@@ -249,3 +249,110 @@ def test_dp_and_hp_by_hand_on_three_words():
     # (chase,cats) d1: log2; (cats,chase) d1: l1e
     assert dp_n.item() == 6 and dp_ok.item() == 4
     assert dp_sum.item() == pytest.approx(4 * l1e - 2 + 2 * log2, rel=1e-6)
+
+
+# -- DP on the sampled pairs only (issue 21, item 4) -------------------------------------------------
+def _reference_sample_pairs(candidates, rate, generator=None):
+    """``aux_losses.sample_pairs`` before issue 21 (a double argsort over every pair), kept as the reference."""
+    B = candidates.shape[0]
+    flat = candidates.reshape(B, -1)
+    n = flat.sum(dim=1)
+    k = torch.floor(n.float() * rate + 0.5).long().clamp(min=1)
+    r = torch.rand(flat.shape, generator=generator, device=flat.device).masked_fill(~flat, 2.0)
+    rank = r.argsort(dim=1).argsort(dim=1)
+    return ((rank < k.unsqueeze(1)) & flat).view_as(candidates)
+
+
+def _reference_dp_terms(crit, ctx, x):
+    """``dp_terms`` before issue 21: a ``(B, T, T, classes)`` tensor over every pair, masked by the sample."""
+    from syntax_nmt.syntax.aux_losses import classification_terms, distance_classes
+    from syntax_nmt.syntax.tree import connected_word_pairs
+
+    tree = ctx.tree
+    pairs = connected_word_pairs(tree)
+    if crit.training:
+        pairs = _reference_sample_pairs(pairs, crit.dp_pair_rate)
+    C = crit.embed_dim
+    w, b = crit.dp_classifier.weight, crit.dp_classifier.bias
+    first = torch.nn.functional.linear(x, w[:, :C], b).float()
+    second = torch.nn.functional.linear(x, w[:, C:]).float()
+    logp = torch.log_softmax(first.unsqueeze(2) + second.unsqueeze(1), dim=-1)
+    return classification_terms(logp, distance_classes(tree.dist, crit.dp_max_distance), pairs)
+
+
+def _long_forest_batch(gen, B=5, T=48):
+    """Random multi-root forests with multi-piece words, left/right padding, EOS: ``SyntaxContext`` inputs."""
+    heads = torch.zeros(B, T, dtype=torch.long)
+    word_start = torch.ones(B, T, dtype=torch.bool)
+    special = torch.zeros(B, T, dtype=torch.bool)
+    for b in range(B):
+        n = int(torch.randint(2, T, (1,), generator=gen)) if b else T - 1  # one full row
+        off = 0 if b % 2 else T - 1 - n  # right / left padding
+        for i in range(n):
+            if i and torch.rand(1, generator=gen) < 0.8:  # some roots stay roots
+                heads[b, off + i] = int(torch.randint(0, i, (1,), generator=gen)) - i
+        word_start[b, off:off + n] = torch.rand(n, generator=gen) < 0.75
+        special[b, :off] = special[b, off + n:] = True  # pads and EOS
+    return heads, word_start, special, special.clone()
+
+
+@pytest.mark.parametrize("rate", [0.15, 0.5, 1.0])
+def test_sample_pairs_draws_what_it_drew_before(rate):
+    """The index form of the sample draws exactly the pairs of the double-argsort form, on the same generator."""
+    from syntax_nmt.syntax import aux_losses
+    from syntax_nmt.syntax.tree import connected_word_pairs, word_tree
+
+    gen = torch.Generator().manual_seed(3)
+    for trial in range(8):
+        if trial < 5:
+            h, w, s, _ = _long_forest_batch(gen, T=20 + 15 * trial)
+            cand = connected_word_pairs(word_tree(h, w, s))
+            cand[0] = False  # a sentence with no candidate pair
+        else:  # the most candidates a sentence can have: every pair but the diagonal
+            T = (7, 33, 101)[trial - 5]
+            cand = ~torch.eye(T, dtype=torch.bool).expand(2, T, T).clone()
+            cand[1, :, 0] = False
+        state = torch.Generator().manual_seed(trial).get_state()
+        got = aux_losses.sample_pairs(cand, rate, torch.Generator().set_state(state))
+        exp = _reference_sample_pairs(cand, rate, torch.Generator().set_state(state))
+        assert torch.equal(got, exp) and got.sum() > 0
+        index, keep = aux_losses.sample_pair_indices(cand, rate, torch.Generator().set_state(state))
+        assert index.shape[1] == aux_losses.pair_sample_capacity(cand.shape[1], rate) < cand[0].numel() or rate == 1
+        assert torch.equal(keep.sum(1), exp.flatten(1).sum(1))
+
+
+@pytest.mark.parametrize("rate", [0.15, 0.5, 1.0])
+def test_dp_on_sampled_pairs_equals_the_dense_loss_and_gradients(rate):
+    """Training DP scores only the sampled pairs: its loss, counts and gradients (encoder output and
+    classifier) equal the dense ``(B, T, T, classes)`` computation of before under the same draw."""
+    from types import SimpleNamespace
+
+    from syntax_nmt.models.modules.syntax_context import SyntaxContext
+
+    task = SimpleNamespace(target_dictionary=SimpleNamespace(pad=lambda: 1))
+    crit = LabelSmoothedCrossEntropyWithSyntaxCriterion(task, False, 0.0, dp_loss_weight=1, dp_max_distance=3,
+                                                        dp_pair_rate=rate, encoder_embed_dim=6)
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        crit.dp_classifier.weight.normal_(0, 1, generator=gen)
+        crit.dp_classifier.bias.normal_(0, 1, generator=gen)
+    for trial in range(4):
+        ctx = SyntaxContext(*_long_forest_batch(gen, T=30 + 10 * trial))
+        x0 = torch.randn(ctx.heads.shape[0], ctx.heads.shape[1], 6, generator=gen)
+        results = []
+        for fn in (crit.dp_terms, lambda c, x: _reference_dp_terms(crit, c, x)):
+            crit.train()
+            crit.zero_grad()
+            x = x0.clone().requires_grad_()
+            torch.manual_seed(10 + trial)
+            nll, count, correct = fn(ctx, x)
+            nll.backward()
+            results.append((nll.detach(), count, correct, x.grad, crit.dp_classifier.weight.grad.clone(),
+                            crit.dp_classifier.bias.grad.clone()))
+        (a, *ga), (b, *gb) = results
+        assert a > 1 and ga[0] > 1
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+        assert ga[0] == gb[0] and ga[1] == gb[1]
+        for u, v in zip(ga[2:], gb[2:]):
+            assert u.abs().max() > 0
+            torch.testing.assert_close(u, v, atol=1e-5, rtol=1e-5)

@@ -39,7 +39,8 @@ from omegaconf import II
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES
-from syntax_nmt.syntax.aux_losses import classification_terms, distance_classes, masked_log_softmax, sample_pairs
+from syntax_nmt.syntax.aux_losses import (classification_terms, distance_classes, masked_log_softmax,
+                                         sample_pair_indices)
 from syntax_nmt.syntax.tree import connected_word_pairs, real_word_starts, subword_parents_from_tree
 
 logger = logging.getLogger(__name__)
@@ -211,18 +212,29 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
         return classification_terms(logp, parents, ~ctx.special)
 
     def dp_terms(self, ctx, x: Tensor):
-        """DP: distance class of sampled connected word pairs from ``W [h_w; h_u] + b``."""
+        """DP: distance class of sampled connected word pairs from ``W [h_w; h_u] + b``.
+
+        In training only the sampled pairs are scored (a ``(B, K, classes)`` tensor with ``K`` about
+        ``--dp-pair-rate`` of ``T^2``, :func:`~syntax_nmt.syntax.aux_losses.sample_pair_indices`); in
+        evaluation every connected pair counts, scored as one ``(B, T, T, classes)`` tensor.
+        """
         tree = ctx.tree
         pairs = connected_word_pairs(tree)
-        if self.training:
-            pairs = sample_pairs(pairs, self.dp_pair_rate)
         C = self.embed_dim
         w, b = self.dp_classifier.weight, self.dp_classifier.bias
         # W [h_w; h_u] + b = (W_1 h_w + b) + W_2 h_u, so every pair costs O(classes), not O(C)
         first = nn.functional.linear(x, w[:, :C], b).float()  # B T K
         second = nn.functional.linear(x, w[:, C:]).float()
-        logp = torch.log_softmax(first.unsqueeze(2) + second.unsqueeze(1), dim=-1)  # B T T K
-        return classification_terms(logp, distance_classes(tree.dist, self.dp_max_distance), pairs)
+        classes = distance_classes(tree.dist, self.dp_max_distance)  # B T T
+        if not self.training:
+            logp = torch.log_softmax(first.unsqueeze(2) + second.unsqueeze(1), dim=-1)  # B T T K
+            return classification_terms(logp, classes, pairs)
+        B, T, K = first.shape
+        index, keep = sample_pair_indices(pairs, self.dp_pair_rate)  # B N: flat pair i * T + j
+        logits = (first.gather(1, (index // T).unsqueeze(-1).expand(-1, -1, K))
+                  + second.gather(1, (index % T).unsqueeze(-1).expand(-1, -1, K)))  # B N K
+        logp = torch.log_softmax(logits, dim=-1)
+        return classification_terms(logp, classes.reshape(B, T * T).gather(1, index), keep)
 
     def hp_terms(self, ctx, x: Tensor):
         """HP: pointer softmax of each real word over the sentence's words, target its head word."""

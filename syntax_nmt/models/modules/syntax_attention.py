@@ -58,18 +58,11 @@ class MixedSelfAttention(MultiheadAttention):
         q = q.view(T, B, H, hd).permute(1, 2, 0, 3)  # B H T hd
         k = k.view(T, B, H, hd).permute(1, 2, 0, 3)
         v = v.view(T, B, H, hd).permute(1, 2, 0, 3)
-        branches = None
+        out = None
         if not (self.record or need_weights or need_head_weights or attn_mask is not None
                 or (self.training and self.dropout_module.p > 0)):
-            branches = self.fused_branches(query, self.syntax_state.current(), key_padding_mask, B, T, q.dtype)
-        if branches is not None:
-            # sum_b w_b (softmax(S + M_b) V) = (sum_b w_b softmax(S + M_b)) V when each w_b is one value per
-            # query: torch's fused attention computes each branch without keeping a (B, H, T, T) matrix
-            out = None
-            for weight, mask in branches:
-                part = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
-                part = part if weight is None else weight * part.float()
-                out = part if out is None else out + part
+            out = self.fused_attention(q, k, v, query, self.syntax_state.current(), key_padding_mask)
+        if out is not None:
             out = self.out_proj(out.to(v.dtype).permute(2, 0, 1, 3).reshape(T, B, C))
             return self.transform_output(out), None
         scores = torch.matmul(q, k.transpose(-1, -2)).float()
@@ -87,6 +80,33 @@ class MixedSelfAttention(MultiheadAttention):
             if not need_head_weights:
                 weights = weights.mean(dim=0)
         return out, weights
+
+    def fused_attention(self, q: Tensor, k: Tensor, v: Tensor, x: Tensor, ctx,
+                        key_padding_mask: Optional[Tensor]) -> Optional[Tensor]:
+        """The attention output ``(B, H, T, hd)`` (before the output projection) computed without a
+        ``(B, H, T, T)`` probability matrix, or None for the explicit path through :meth:`probabilities`.
+
+        Called when no weights are asked for, nothing is recorded and no attention dropout is active
+        (dropout acts on the mixed distribution). This default runs :meth:`fused_branches` through
+        torch's fused attention: ``sum_b w_b (softmax(S + M_b) V) = (sum_b w_b softmax(S + M_b)) V``
+        when each ``w_b`` is one value per query.
+
+        Args:
+            q, k, v: ``(B, H, T, hd)``, ``q`` already scaled by ``1 / sqrt(hd)``.
+            x: the layer input ``(T, B, C)``.
+            ctx: the batch's :class:`SyntaxContext`.
+            key_padding_mask: bool ``(B, T)`` or None.
+        """
+        B, H, T, _ = q.shape
+        branches = self.fused_branches(x, ctx, key_padding_mask, B, T, q.dtype)
+        if branches is None:
+            return None
+        out = None
+        for weight, mask in branches:
+            part = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+            part = part if weight is None else weight * part.float()
+            out = part if out is None else out + part
+        return out
 
     def fused_branches(self, x: Tensor, ctx, key_padding_mask: Optional[Tensor], B: int, T: int,
                        dtype: torch.dtype) -> Optional[List[Tuple[Optional[Tensor], Optional[Tensor]]]]:

@@ -56,9 +56,12 @@ class SyntaxBertAttention(MixedSelfAttention):
 
     Computed without materialising the ``H_j``: since ``W^O``, ``W^K`` and ``W^V`` are linear,
     ``q_task . H_j W^K = A_j . (W^O^T W^K^T q_task) + const`` and, with weights ``w_j`` summing
-    to 1, ``sum_j w_j H_j = (sum_j w_j P_j) V W^O + b^O``, so all sub-networks run as one batched
-    softmax over a ``(B, M, H, T, T)`` score tensor and one ``P V`` product. ``W^V`` starts as the
-    identity (so that one all-allowed sub-network is exactly the standard layer).
+    to 1, ``sum_j w_j H_j = (sum_j w_j A_j) W^O + b^O`` with ``A_j = P_j V``. In ``exclude`` mode each
+    ``A_j`` is one call of torch's fused ``scaled_dot_product_attention`` with the sub-network's additive
+    mask (:meth:`fused_attention`): no ``(B, M, H, T, T)`` distribution is kept for backward. The explicit
+    path (one batched softmax over a ``(B, M, H, T, T)`` score tensor, :meth:`probabilities`) serves
+    ``product`` mode, attention dropout, recorded or returned weights. ``W^V`` starts as the identity (so
+    that one all-allowed sub-network is exactly the standard layer).
 
     A token with no allowed key in a sub-network (a leaf in the parent masks, every special
     token) leaves that sub-network out of its topical softmax; a token with no sub-network at
@@ -101,10 +104,46 @@ class SyntaxBertAttention(MixedSelfAttention):
         """Bool ``(B, M, T, T)``: the syntax masks (computed once per batch)."""
         return ctx.cached(self._key(), lambda: syntax_bert_masks_from_tree(ctx.tree, self.max_distance, self.sibling))
 
+    def subnet_valid(self, ctx) -> Tensor:
+        """Bool ``(B, M, T)``: the token has an allowed key in syntax mask ``j`` (computed once per batch)."""
+        return ctx.cached(("valid", self._key()), lambda: self.subnet_masks(ctx).any(-1))
+
     def has_subnetwork(self, ctx) -> Tensor:
         """Bool ``(B, T)``: the token takes part in at least one sub-network (always, with the global
         one or in ``product`` mode, where every sub-network is valid for every token)."""
-        return ctx.cached(("has", self._key()), lambda: self.subnet_masks(ctx).any(-1).any(1))
+        return ctx.cached(("has", self._key()), lambda: self.subnet_valid(ctx).any(1))
+
+    def fused_attention(self, q, k, v, x, ctx, key_padding_mask):
+        """Eq. 1-2 from the sub-networks' outputs ``A_j = softmax(Q K^T / sqrt(d_h) + M_j) V`` (before ``W^O``),
+        each through torch's fused attention, so no ``(B, M, H, T, T)`` distribution is kept for backward.
+
+        The topical logit of eq. 2 is linear in ``A_j`` (:meth:`topical_weights`:
+        ``q_task . H_j W^K = A_j . r + const``), and ``sum_j w_j P_j V = sum_j w_j A_j`` since each ``w_j`` is
+        one value per query. A row with no allowed key gets the finite additive mask of the explicit path
+        (a harmless distribution over every key, never NaN) and weight 0. ``product`` mode (eq. 1's literal
+        ``QK^T * M`` is no masked softmax) takes the explicit path.
+        """
+        if self.num_masks > 0 and self.mask_mode != "exclude":
+            return None
+        B, H, T, _ = q.shape
+        attend = torch.nn.functional.scaled_dot_product_attention
+        outs, valid = [], []
+        if self.num_masks > 0:
+            add = ctx.additive(self._key(), lambda: self.subnet_masks(ctx), q.dtype)  # B M T T
+            outs += [attend(q, k, v, attn_mask=add[:, j:j + 1], scale=1.0) for j in range(self.num_masks)]
+            valid.append(self.subnet_valid(ctx))
+        if self.global_subnet or self.num_masks == 0:
+            pad = None if key_padding_mask is None else key_padding_additive(key_padding_mask, B, T, q.device, q.dtype)
+            outs.append(attend(q, k, v, attn_mask=pad, scale=1.0))
+            valid.append(torch.ones(B, 1, T, dtype=torch.bool, device=q.device))
+        r = self.topic_direction()  # H hd
+        logits = torch.stack([torch.einsum("bhtd,hd->bt", a.float(), r) for a in outs], dim=1)  # B M T
+        weights = self.topical_softmax(logits, torch.cat(valid, dim=1))
+        out = None
+        for j, a in enumerate(outs):
+            part = weights[:, j].view(B, 1, T, 1) * a.float()
+            out = part if out is None else out + part
+        return out
 
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape
@@ -115,7 +154,7 @@ class SyntaxBertAttention(MixedSelfAttention):
             if self.mask_mode == "exclude":
                 add = ctx.additive(self._key(), lambda: self.subnet_masks(ctx))
                 logits = s + add.unsqueeze(2)  # B M H T T
-                valid = masks.any(-1)  # B M T
+                valid = self.subnet_valid(ctx)  # B M T
             else:  # the paper's literal element-wise product: masked scores become 0
                 logits = s * masks.unsqueeze(2).to(s.dtype) + pad
                 valid = torch.ones(masks.shape[:3], dtype=torch.bool, device=masks.device)
@@ -132,19 +171,27 @@ class SyntaxBertAttention(MixedSelfAttention):
             self.recorded = {"topical": weights.detach(), "valid": valid.detach()}
         return mixed
 
-    def topical_weights(self, p: Tensor, x: Tensor, valid: Tensor) -> Tensor:
-        """Topical attention weights ``(B, M, T)`` over the sub-networks (eq. 2)."""
-        B, M, H, T, _ = p.shape
-        C, hd = self.embed_dim, self.head_dim
-        # u = W^K^T q_task; r = W^O^T u, split per head; e_h[k] = v_h[k] . r_h
+    def topic_direction(self) -> Tensor:
+        """``(H, hd)`` float32 ``r = W^O^T W^K^T q_task / sqrt(d)``, split per head: eq. 2's topical logit of
+        sub-network ``j`` at token ``i`` is ``A_j[i] . r`` plus a term that does not depend on ``j``
+        (``q_task . b^O W^K``), where ``A_j = P_j V`` is the sub-network's output before ``W^O``."""
         u = self.topic_key.weight.t().float() @ self.q_task.float()  # C
-        r = (self.out_proj.weight.t().float() @ u).view(H, hd)
-        v = self.v_proj(x).float().view(T, B, H, hd)
-        e = torch.einsum("tbhd,hd->bht", v, r)  # B H T
-        logits = torch.einsum("bmhik,bhk->bmi", p, e) / math.sqrt(C)
+        return (self.out_proj.weight.t().float() @ u).view(self.num_heads, self.head_dim) / math.sqrt(self.embed_dim)
+
+    def topical_softmax(self, logits: Tensor, valid: Tensor) -> Tensor:
+        """Eq. 2's softmax over the sub-networks ``(B, M, T)`` in which the token has a key; a token with
+        none gets weight 0 everywhere."""
         logits = logits.masked_fill(~valid, torch.finfo(torch.float32).min / 2)
         w = torch.softmax(logits, dim=1)
-        return w * valid.any(dim=1, keepdim=True)  # no sub-network at all: weight 0 everywhere
+        return w * valid.any(dim=1, keepdim=True)
+
+    def topical_weights(self, p: Tensor, x: Tensor, valid: Tensor) -> Tensor:
+        """Topical attention weights ``(B, M, T)`` over the sub-networks (eq. 2) from their distributions
+        ``p`` ``(B, M, H, T, T)``."""
+        B, M, H, T, _ = p.shape
+        v = self.v_proj(x).float().view(T, B, H, self.head_dim)
+        e = torch.einsum("tbhd,hd->bht", v, self.topic_direction())  # e_h[k] = v_h[k] . r_h
+        return self.topical_softmax(torch.einsum("bmhik,bhk->bmi", p, e), valid)
 
     def transform_output(self, out):
         """``W^V`` of eq. 2; zero at tokens with no sub-network (``out`` holds ``b^O`` there)."""
