@@ -52,6 +52,7 @@ def _module(max_distance, global_subnet, mask_mode, sibling, seed):
 def _spy_fused(monkeypatch):
     """Record the calls of SyntaxBertAttention.fused_attention that compute (do not fall back)."""
     calls = []
+    monkeypatch.setattr(SyntaxBertAttention, "fused_cpu_min_length", 0)  # the fused path at every length
     fused = SyntaxBertAttention.fused_attention
 
     def spy(self, *a):
@@ -334,3 +335,14 @@ def test_fused_is_finite_in_low_precision(dtype, global_subnet, device, monkeypa
         if not global_subnet:
             none = ~mod.has_subnetwork(state.ctx).t().cpu()  # T B
             assert none.any() and (got[none] == 0).all()
+
+
+def test_cpu_takes_the_fused_path_from_fused_cpu_min_length_on(monkeypatch):
+    """On a CPU the explicit path is faster for short sentences: fused only from ``fused_cpu_min_length`` tokens."""
+    torch.manual_seed(0)
+    att = SyntaxBertAttention(16, 2, 0.0, None, max_distance=1)
+    q = k = v = torch.randn(1, 2, 8, 8)
+    assert att.fused_attention(q, k, v, None, None, None) is None  # T = 8 < 256: explicit, before any mask is read
+    monkeypatch.setattr(SyntaxBertAttention, "fused_cpu_min_length", 8)
+    with pytest.raises(AttributeError):  # T = 8 >= 8: the fused path starts (and reads the context: None here)
+        att.fused_attention(q, k, v, None, None, None)
