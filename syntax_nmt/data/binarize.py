@@ -196,11 +196,6 @@ def annotation_settings(splits: List[tuple]) -> Optional[dict]:
     return found[first]
 
 
-def _count_lines(path: str) -> int:
-    with open(path, "rb") as f:
-        return sum(1 for _ in f)
-
-
 def check_text(splits: List[tuple], src: str, tgt: Optional[str], streams: List[str]) -> None:
     """Check the text files before anything is written: the source (and target) files exist and
     are not empty, and every stream line has as many fields as its source line (heads also

@@ -233,9 +233,6 @@ class Adjective:
     def key(self) -> str:
         return self.en
 
-    def fits(self, noun: Noun) -> bool:
-        return self.classes == "*" or (self.classes == "A") == noun.animate
-
 
 @dataclass(frozen=True)
 class Adverb:

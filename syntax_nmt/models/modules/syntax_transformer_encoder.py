@@ -9,7 +9,7 @@ selected by ``--syntax-attention`` (a comma-separated list, see
 :class:`~syntax_nmt.models.modules.syntax_context.SyntaxContext` per forward pass.
 """
 
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import torch
 import torch.utils.checkpoint
@@ -18,13 +18,9 @@ from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules import transformer_layer
 from torch import Tensor, nn
 
-from syntax_nmt.models.modules.methods import SYNTAX_METHODS, build_methods
+from syntax_nmt.models.modules.methods import build_methods
 from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
 from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
-
-
-def syntax_attention_choices() -> List[str]:
-    return ["none", *SYNTAX_METHODS]
 
 
 class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):

@@ -18,7 +18,6 @@ them (so also when ``--checkpoint-activations`` recomputes the layer in the back
 declares its options as a dataclass (``config``), which the model adds to its arguments.
 """
 
-from dataclasses import fields
 from typing import Any, Dict, List, Optional, Sequence, Type
 
 from torch import nn
@@ -129,14 +128,6 @@ class SyntaxMethod:
     def build_encoder_module(self, encoder, state) -> Optional[nn.Module]:
         """A module ``m(x, ctx) -> x`` applied to the final encoder states, or None."""
         return None
-
-
-def config_defaults(config_cls) -> Dict[str, object]:
-    """Field name -> default of a method's config dataclass."""
-    out = {}
-    for f in fields(config_cls):
-        out[f.name] = f.default
-    return out
 
 
 def build_methods(cfg, num_layers: int) -> List[SyntaxMethod]:
