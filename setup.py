@@ -6,8 +6,8 @@ with open("README.md", encoding="utf-8") as f:
 setup(
     name="syntax-nmt",
     version="0.1.0",
-    description="fairseq plugin for syntax-infused neural machine translation "
-    "(source feature embeddings, SG-Net, syntax-aware local attention, Syntax-BERT)",
+    description="fairseq plugin for syntax-infused neural machine translation: source feature embeddings, "
+    "SG-Net, syntax-aware local attention, Syntax-BERT, SEPREM and LISA's parent head in one Transformer encoder",
     long_description=long_description,
     long_description_content_type="text/markdown",
     packages=find_packages(include=["syntax_nmt", "syntax_nmt.*"]),
