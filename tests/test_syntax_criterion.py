@@ -136,7 +136,7 @@ def test_dp_samples_fifteen_percent_of_the_pairs_in_training(stream_bin):
 @pytest.mark.parametrize("extra,message", [
     (["--syntax-attention", "seprem", "--lisa-loss-weight", 1], r"--lisa-loss-weight 1.0 needs LISA's parse attention"),
     (["--dp-loss-weight", 1], r"--dp-loss-weight need the source syntax of the model"),
-    (["--hp-loss-weight", 1, "--lisa-loss-weight", 2], r"--lisa-loss-weight, --hp-loss-weight need the source syntax"),
+    (["--hp-loss-weight", 1, "--lisa-loss-weight", 2], r"--hp-loss-weight, --lisa-loss-weight need the source syntax"),
 ])
 def test_refuses_when_the_model_lacks_what_a_loss_needs(stream_bin, extra, message):
     task, model, crit = _setup(stream_bin, *extra)
@@ -237,13 +237,13 @@ def test_dp_and_hp_by_hand_on_three_words():
     x = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
     e, a = math.e, math.exp(1 / math.sqrt(2))
     # HP: scores x_i . x_j / sqrt(2) over the three words (not EOS); every target is chase
-    hp_sum, hp_n, hp_ok = crit.hp_terms(ctx, x)
+    hp_sum, hp_n, hp_ok = crit.losses["hp"].terms(ctx, x, crit.training)
     expected_hp = math.log(2 * a + 1) + (math.log(1 + 2 * a) - math.log(a)) + (math.log(2 * a + a * a) - math.log(a))
     assert hp_n.item() == 3 and hp_ok.item() == 1  # arg-max: dogs -> dogs (tie, first), chase -> chase, cats -> cats
     assert hp_sum.item() == pytest.approx(expected_hp, rel=1e-6)
     # DP on all 6 ordered pairs (eval): classes [d = 1, farther]; logits [0, x_first[0]]
     crit.eval()
-    dp_sum, dp_n, dp_ok = crit.dp_terms(ctx, x)
+    dp_sum, dp_n, dp_ok = crit.losses["dp"].terms(ctx, x, crit.training)
     log2, l1e = math.log(2), math.log(1 + e)
     # (dogs,chase) d1: l1e; (chase,dogs) d1: log2; (dogs,cats) d2: l1e - 1; (cats,dogs) d2: l1e - 1;
     # (chase,cats) d1: log2; (cats,chase) d1: l1e
@@ -271,13 +271,13 @@ def _reference_dp_terms(crit, ctx, x):
     tree = ctx.tree
     pairs = connected_word_pairs(tree)
     if crit.training:
-        pairs = _reference_sample_pairs(pairs, crit.dp_pair_rate)
+        pairs = _reference_sample_pairs(pairs, crit.losses["dp"].pair_rate)
     C = crit.embed_dim
     w, b = crit.dp_classifier.weight, crit.dp_classifier.bias
     first = torch.nn.functional.linear(x, w[:, :C], b).float()
     second = torch.nn.functional.linear(x, w[:, C:]).float()
     logp = torch.log_softmax(first.unsqueeze(2) + second.unsqueeze(1), dim=-1)
-    return classification_terms(logp, distance_classes(tree.dist, crit.dp_max_distance), pairs)
+    return classification_terms(logp, distance_classes(tree.dist, crit.losses["dp"].max_distance), pairs)
 
 
 def _long_forest_batch(gen, B=5, T=48):
@@ -340,7 +340,8 @@ def test_dp_on_sampled_pairs_equals_the_dense_loss_and_gradients(rate):
         ctx = SyntaxContext(*_long_forest_batch(gen, T=30 + 10 * trial))
         x0 = torch.randn(ctx.heads.shape[0], ctx.heads.shape[1], 6, generator=gen)
         results = []
-        for fn in (crit.dp_terms, lambda c, x: _reference_dp_terms(crit, c, x)):
+        for fn in (lambda c, x: crit.losses["dp"].terms(c, x, crit.training),
+                   lambda c, x: _reference_dp_terms(crit, c, x)):
             crit.train()
             crit.zero_grad()
             x = x0.clone().requires_grad_()

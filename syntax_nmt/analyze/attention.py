@@ -61,7 +61,7 @@ def encoder_maps(loaded: models.Loaded, smp: Dict) -> List[Dict]:
             rec = m.recorded
             if not rec:
                 continue
-            kind = models.kind_of(rec)
+            kind = models.kind_of(m)
             entry = {"module": name, "layer": models.layer_of(name), "kind": kind}
             if kind == "sgnet":
                 entry.update(attn=rec["attn"][0].float().mean(0).numpy(), heads=rec["attn"][0].float().numpy(),

@@ -27,7 +27,7 @@ def collect(loaded: models.Loaded, split: str = "test", max_tokens: int = 4000) 
             keep = ~models.special_mask(loaded, net_input["src_tokens"])
             sentences += int(net_input["src_tokens"].size(0))
             for name, m in mods:
-                if not m.recorded or models.kind_of(m.recorded) != "sla":
+                if not m.recorded or models.kind_of(m) != "sla":
                     continue
                 g = m.recorded["gate"].float()
                 sums[name] = sums.get(name, 0.0) + float(g[keep].sum())

@@ -156,14 +156,10 @@ def layer_of(name: str) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
-def kind_of(recorded: Dict) -> str:
-    """``"sla"`` / ``"sgnet"`` / ``"other"`` from the keys a module recorded."""
-    keys = set(recorded or {})
-    if {"gate", "local", "global"} <= keys:
-        return "sla"
-    if {"attn", "mask"} <= keys:
-        return "sgnet"
-    return "other"
+def kind_of(module: torch.nn.Module) -> str:
+    """What a recording module records, as it declares it (its ``record_kind``: ``"sgnet"``, ``"sla"``,
+    ``"syntax_bert"``, ...; ``"other"`` for a module that declares none)."""
+    return getattr(module, "record_kind", "") or "other"
 
 
 def alphas(model: torch.nn.Module) -> List[Tuple[str, float, bool, str]]:

@@ -92,6 +92,9 @@ class SGNetLayer(nn.Module):
             ``aggregate``: they are aggregated like words (checkpoints before this option).
     """
 
+    #: ``recorded``: ``attn`` (B, H, T, T) probabilities and the SDOI ``mask`` (B, T, T)
+    record_kind = "sgnet"
+
     def __init__(self, layer: nn.Module, num_heads: int, alpha: float = 0.5, learn_alpha: bool = False,
                  convention: str = "shared", specials: str = "encoder", checkpoint: bool = False):
         super().__init__()

@@ -25,10 +25,14 @@ class MixedSelfAttention(MultiheadAttention):
         state (SyntaxState): where the batch's syntax context is found.
     """
 
+    #: the kind of what :attr:`recorded` holds, for ``syntax-nmt-analyze`` (``""``: records nothing)
+    record_kind = ""
+
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, state, **kwargs):
         super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True, **kwargs)
         self.syntax_state = state
-        #: when True, forward stores analysis tensors (detached) in ``recorded``
+        #: when True, forward stores analysis tensors (detached) in ``recorded``, a dict whose keys
+        #: ``record_kind`` (a class attribute) names for ``syntax-nmt-analyze``
         self.record = False
         self.recorded = None
 

@@ -16,11 +16,15 @@ modules, which fairseq's layer calls without it, read it from the shared
 :class:`~syntax_nmt.models.modules.syntax_context.SyntaxState`, bound by the layer call that runs
 them (so also when ``--checkpoint-activations`` recomputes the layer in the backward pass). Each method
 declares its options as a dataclass (``config``), which the model adds to its arguments.
+
+A method's auxiliary losses are :class:`AuxLoss` classes listed in its ``losses``, with their options
+in ``loss_config``: the criterion ``label_smoothed_cross_entropy_with_syntax`` takes those options from
+every registered method and adds each active loss, without knowing any method by name.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Type
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
-from torch import nn
+from torch import Tensor, nn
 
 #: name -> method class, filled by :func:`register_syntax_method`.
 SYNTAX_METHODS: Dict[str, Type["SyntaxMethod"]] = {}
@@ -109,6 +113,11 @@ class SyntaxMethod:
     #: reproduces how such a checkpoint was trained, given when its saved args lack the option (the
     #: model's parser gives these options their config default, so the args of a new training have them)
     legacy_args: Dict[str, Any] = {}
+    #: the criterion options of its auxiliary losses (a dataclass, fields of
+    #: ``label_smoothed_cross_entropy_with_syntax``), or None ...
+    loss_config: Optional[type] = None
+    #: ... and the losses (:class:`AuxLoss` subclasses), in the order they are logged
+    losses: Sequence[Type["AuxLoss"]] = ()
 
     def __init__(self, cfg, num_layers: int):
         self.cfg = cfg
@@ -150,3 +159,70 @@ def build_methods(cfg, num_layers: int) -> List[SyntaxMethod]:
         for k in m.attention_layers():
             owner[k] = m.name
     return methods
+
+
+class AuxLoss:
+    """An auxiliary syntax loss of a method, computed by the criterion ``label_smoothed_cross_entropy_with_syntax``.
+
+    Built from the criterion's options (the fields of its method's ``loss_config``) and the encoder dimension;
+    its parameters (e.g. a classifier) are parameters of the criterion, which fairseq optimizes and checkpoints
+    under ``"criterion"`` with the attribute names of :meth:`parameter_modules`. :meth:`terms` returns the summed
+    negative log-likelihood over the items it covers, their number and how many were predicted right; the
+    criterion adds ``weight * nll_sum / count * sample_size`` to the loss and logs ``NAME_loss`` and ``NAME_acc``.
+
+    Args:
+        options: the criterion config (or any object with the ``loss_config`` fields as attributes).
+        embed_dim (int): dimension of the encoder output.
+    """
+
+    #: logged as ``NAME_loss`` / ``NAME_acc``; unique over all methods
+    name: str = ""
+
+    def __init__(self, options, embed_dim: int):
+        self.embed_dim = int(embed_dim)
+
+    @property
+    def requested(self) -> bool:
+        """Whether the options ask for this loss explicitly (then a model without source syntax is an error)."""
+        raise NotImplementedError
+
+    def weight(self, ctx) -> float:
+        """The weight of the loss for a batch whose syntax context is ``ctx`` (0: not computed).
+
+        Raises:
+            ValueError: the loss is requested but the model does not provide what it needs.
+        """
+        raise NotImplementedError
+
+    def parameter_modules(self) -> Dict[str, nn.Module]:
+        """Attribute name on the criterion -> module with the loss's parameters (names kept stable for checkpoints)."""
+        return {}
+
+    def terms(self, ctx, x: Tensor, training: bool) -> Tuple[Tensor, Tensor, Tensor]:
+        """``(nll_sum, count, n_correct)`` for the batch: ``ctx`` its syntax context, ``x`` the encoder output
+        ``(B, T, C)``, ``training`` the criterion's mode."""
+        raise NotImplementedError
+
+    def check_dim(self, x: Tensor) -> None:
+        """Raises ValueError if the encoder output ``x`` is not as wide as the loss's parameters were built for."""
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"the encoder output has dimension {x.shape[-1]} but the criterion's {self.name} loss "
+                             f"was built for {self.embed_dim}")
+
+
+def check_weight(option: str, value) -> None:
+    """Raises ValueError unless ``value`` (a loss weight) is None or a finite number >= 0."""
+    import math
+
+    if value is not None and (value < 0 or not math.isfinite(value)):
+        raise ValueError(f"{option} must be a finite value >= 0, got {value}")
+
+
+def aux_losses() -> List[Type[AuxLoss]]:
+    """Every registered method's loss classes, in registration order."""
+    return [loss for m in SYNTAX_METHODS.values() for loss in m.losses]
+
+
+def loss_configs() -> List[type]:
+    """Every registered method's ``loss_config``, in registration order."""
+    return [m.loss_config for m in SYNTAX_METHODS.values() if m.loss_config is not None]

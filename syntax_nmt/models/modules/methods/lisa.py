@@ -1,13 +1,16 @@
 """``--syntax-attention lisa``: LISA's syntactically-informed self-attention head (Strubell et al., 2018)."""
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 from fairseq.dataclass import FairseqDataclass
 from torch import Tensor, nn
 
-from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
+from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
+                                                    register_syntax_method)
 from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.syntax.aux_losses import classification_terms
 from syntax_nmt.syntax.tree import subword_parents_from_tree
 
 #: key of the context output holding the parse head's masked scores (read by the criterion)
@@ -26,6 +29,47 @@ class LisaConfig(FairseqDataclass):
                   "at inference (Strubell et al.'s injected parse); the head's scores are still trained by "
                   "--lisa-loss-weight"},
     )
+
+
+@dataclass
+class LisaLossConfig(FairseqDataclass):
+    lisa_loss_weight: Optional[float] = field(
+        default=None,
+        metadata={"help": "weight of LISA's parse attention loss (default: 1.0 when the model has "
+                  "--syntax-attention lisa, else 0; a value > 0 requires lisa)"},
+    )
+
+
+class LisaLoss(AuxLoss):
+    """LISA (Strubell et al., 2018, sec. 2.2): cross-entropy of the parse head's distribution against each real
+    token's parent position (the first subword of its head word; roots on themselves), over every real source
+    token (``--lisa-loss-weight``; unset: 1.0 when the model has the head)."""
+
+    name = "lisa"
+
+    def __init__(self, options, embed_dim):
+        super().__init__(options, embed_dim)
+        self.loss_weight = getattr(options, "lisa_loss_weight", None)
+        check_weight("--lisa-loss-weight", self.loss_weight)
+
+    @property
+    def requested(self):
+        return self.loss_weight is not None and self.loss_weight > 0
+
+    def weight(self, ctx):
+        if self.loss_weight == 0:
+            return 0.0
+        if LISA_SCORES in ctx.outputs:
+            return 1.0 if self.loss_weight is None else float(self.loss_weight)
+        if self.loss_weight is not None:
+            raise ValueError(f"--lisa-loss-weight {self.loss_weight} needs LISA's parse attention head: "
+                             "add lisa to --syntax-attention (or set --lisa-loss-weight 0)")
+        return 0.0
+
+    def terms(self, ctx, x, training):
+        logp = torch.log_softmax(ctx.outputs[LISA_SCORES].float(), dim=-1)
+        parents = ctx.cached("lisa_parents", lambda: subword_parents_from_tree(ctx.tree))
+        return classification_terms(logp, parents, ~ctx.special)
 
 
 class LisaAttention(MixedSelfAttention):
@@ -99,6 +143,8 @@ class Lisa(SyntaxMethod):
     replaces_attention = True
     # the demo's budget (400 updates; transformer 21.9 BLEU): weight 1 gave 16.9, 0.1 gave 27.5 (seed 1)
     system_losses = ("--lisa-loss-weight", "0.1")
+    loss_config = LisaLossConfig
+    losses = (LisaLoss,)
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)

@@ -1,13 +1,17 @@
 """``--syntax-attention seprem``: SEPREM's syntax-aware layer inputs (Xu et al., 2021)."""
 
+import math
 from dataclasses import dataclass, field
 
 import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
-from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
-from syntax_nmt.syntax.tree import seprem_strength_from_tree
+from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
+                                                    register_syntax_method)
+from syntax_nmt.syntax.aux_losses import (classification_terms, distance_classes, masked_log_softmax,
+                                         sample_pair_indices)
+from syntax_nmt.syntax.tree import (connected_word_pairs, real_word_starts, seprem_strength_from_tree)
 
 ACTIVATIONS = {
     "gelu": nn.functional.gelu,
@@ -73,6 +77,112 @@ class SepremInput(nn.Module):
         return (1 - alpha) * x + alpha * h_hat
 
 
+@dataclass
+class SepremLossConfig(FairseqDataclass):
+    dp_loss_weight: float = field(
+        default=0.0, metadata={"help": "weight of SEPREM's dependency distance prediction loss (0: off)"}
+    )
+    dp_max_distance: int = field(
+        default=8, metadata={"help": "DP classes: tree distances 1..N, plus one class for farther pairs"}
+    )
+    dp_pair_rate: float = field(
+        default=0.15, metadata={"help": "fraction of the connected word pairs of each sentence DP trains on "
+                                "(the paper's 15%%; validation uses every pair)"}
+    )
+    hp_loss_weight: float = field(default=0.0, metadata={"help": "weight of the head prediction loss (0: off)"})
+
+
+class DistanceLoss(AuxLoss):
+    """DP, SEPREM's dependency distance prediction (Xu et al., 2021, sec. 4.4): for a sample of 15 % of the
+    connected word pairs of each sentence, a linear classifier over the concatenated encoder outputs of the two
+    words (their first subwords) predicts the tree distance ``1 .. --dp-max-distance`` or "farther"
+    (``--dp-loss-weight``). The classifier is the criterion's ``dp_classifier``."""
+
+    name = "dp"
+
+    def __init__(self, options, embed_dim):
+        super().__init__(options, embed_dim)
+        self.loss_weight = float(getattr(options, "dp_loss_weight", 0.0))
+        self.max_distance = int(getattr(options, "dp_max_distance", 8))
+        self.pair_rate = float(getattr(options, "dp_pair_rate", 0.15))
+        check_weight("--dp-loss-weight", self.loss_weight)
+        if self.max_distance < 1:
+            raise ValueError(f"--dp-max-distance must be >= 1, got {self.max_distance}")
+        if not 0.0 < self.pair_rate <= 1.0:
+            raise ValueError(f"--dp-pair-rate must lie in (0, 1], got {self.pair_rate}")
+        if self.loss_weight > 0:
+            # linear classifier over [h_w; h_u] (SEPREM sec. 4.4), classes: distance 1..N, farther
+            self.classifier = nn.Linear(2 * self.embed_dim, self.max_distance + 1)
+
+    @property
+    def requested(self):
+        return self.loss_weight > 0
+
+    def weight(self, ctx):
+        return self.loss_weight
+
+    def parameter_modules(self):
+        return {"dp_classifier": self.classifier} if self.loss_weight > 0 else {}
+
+    def terms(self, ctx, x, training):
+        """In training only the sampled pairs are scored (a ``(B, K, classes)`` tensor with ``K`` about
+        ``--dp-pair-rate`` of ``T^2``, :func:`~syntax_nmt.syntax.aux_losses.sample_pair_indices`); in evaluation
+        every connected pair counts, scored as one ``(B, T, T, classes)`` tensor."""
+        self.check_dim(x)
+        tree = ctx.tree
+        pairs = connected_word_pairs(tree)
+        C = self.embed_dim
+        w, b = self.classifier.weight, self.classifier.bias
+        # W [h_w; h_u] + b = (W_1 h_w + b) + W_2 h_u, so every pair costs O(classes), not O(C)
+        first = nn.functional.linear(x, w[:, :C], b).float()  # B T K
+        second = nn.functional.linear(x, w[:, C:]).float()
+        classes = distance_classes(tree.dist, self.max_distance)  # B T T
+        if not training:
+            logp = torch.log_softmax(first.unsqueeze(2) + second.unsqueeze(1), dim=-1)  # B T T K
+            return classification_terms(logp, classes, pairs)
+        B, T, K = first.shape
+        index, keep = sample_pair_indices(pairs, self.pair_rate)  # B N: flat pair i * T + j
+        logits = (first.gather(1, (index // T).unsqueeze(-1).expand(-1, -1, K))
+                  + second.gather(1, (index % T).unsqueeze(-1).expand(-1, -1, K)))  # B N K
+        logp = torch.log_softmax(logits, dim=-1)
+        return classification_terms(logp, classes.reshape(B, T * T).gather(1, index), keep)
+
+
+class HeadLoss(AuxLoss):
+    """HP, head prediction (used by SEPREM after Wang et al., 2020): each word's first subword points, with a
+    pointer softmax over the first subwords of the sentence's words, at its head word; roots point to themselves
+    (``--hp-loss-weight``). Its projections are the criterion's ``hp_query`` and ``hp_key``."""
+
+    name = "hp"
+
+    def __init__(self, options, embed_dim):
+        super().__init__(options, embed_dim)
+        self.loss_weight = float(getattr(options, "hp_loss_weight", 0.0))
+        check_weight("--hp-loss-weight", self.loss_weight)
+        if self.loss_weight > 0:
+            self.query = nn.Linear(self.embed_dim, self.embed_dim)
+            self.key = nn.Linear(self.embed_dim, self.embed_dim)
+
+    @property
+    def requested(self):
+        return self.loss_weight > 0
+
+    def weight(self, ctx):
+        return self.loss_weight
+
+    def parameter_modules(self):
+        return {"hp_query": self.query, "hp_key": self.key} if self.loss_weight > 0 else {}
+
+    def terms(self, ctx, x, training):
+        self.check_dim(x)
+        tree = ctx.tree
+        words = real_word_starts(tree)
+        q, k = self.query(x).float(), self.key(x).float()
+        scores = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(self.embed_dim)
+        logp = masked_log_softmax(scores, words.unsqueeze(1))
+        return classification_terms(logp, tree.parents, words)
+
+
 @register_syntax_method("seprem")
 class Seprem(SyntaxMethod):
     """SEPREM's syntax-aware transformer (Xu et al., 2021, eq. 1-5): before each encoder layer of
@@ -84,6 +194,8 @@ class Seprem(SyntaxMethod):
     # the demo's budget (400 updates; transformer 21.9 BLEU): DP+HP at 1 (the paper's plain sum) gave 10.0,
     # at 0.1 19.6, at 0.01 24.0 (seed 1): early in training the syntax losses take most of the clipped gradient
     system_losses = ("--dp-loss-weight", "0.01", "--hp-loss-weight", "0.01")
+    loss_config = SepremLossConfig
+    losses = (DistanceLoss, HeadLoss)
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)

@@ -53,6 +53,9 @@ class SyntaxLocalAttention(MixedSelfAttention):
     the raw residual stream grows with depth.
     """
 
+    #: ``recorded``: ``gate`` (B, T), ``local`` and ``global`` (B, H, T, T) probabilities
+    record_kind = "sla"
+
     def __init__(self, embed_dim, num_heads, dropout, state, threshold: int = 3, window: int = 0,
                  window_unit: str = "word", **kwargs):
         super().__init__(embed_dim, num_heads, dropout, state, **kwargs)

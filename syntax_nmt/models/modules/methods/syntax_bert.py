@@ -79,6 +79,9 @@ class SyntaxBertAttention(MixedSelfAttention):
             (see :func:`~syntax_nmt.syntax.tree.syntax_bert_masks`).
     """
 
+    #: ``recorded``: ``topical`` weights and ``valid`` sub-networks
+    record_kind = "syntax_bert"
+
     def __init__(self, embed_dim, num_heads, dropout, state, max_distance: int = 3, global_subnet: bool = True,
                  mask_mode: str = "exclude", sibling: str = "lca", **kwargs):
         super().__init__(embed_dim, num_heads, dropout, state, **kwargs)

@@ -1,0 +1,140 @@
+"""A syntax method is one module: a method defined here, in the test, joins the model's options, the table of
+systems, the syntax criterion's losses and ``syntax-nmt-analyze``'s recordings, with no other file changing."""
+
+import argparse
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+from fairseq.dataclass import FairseqDataclass
+from torch import nn
+
+from conftest import build_task_and_model
+from syntax_nmt import systems as S
+from syntax_nmt.analyze import models as analyze_models
+from syntax_nmt.criterions.label_smoothed_cross_entropy_with_syntax import (
+    LabelSmoothedCrossEntropyWithSyntaxCriterion as Criterion,
+)
+from syntax_nmt.models.modules.methods import base
+
+
+@dataclass
+class ToyConfig(FairseqDataclass):
+    toy_layers: str = field(default="all", metadata={"help": "encoder layers whose input the toy scales"})
+    toy_scale: float = field(default=1.0, metadata={"help": "factor of the toy's layer inputs"})
+
+
+@dataclass
+class ToyLossConfig(FairseqDataclass):
+    toy_loss_weight: float = field(default=0.0, metadata={"help": "weight of the toy loss"})
+
+
+class ToyInput(nn.Module):
+    """Scales a layer input by a fixed factor and records the first sentence's word index."""
+
+    record_kind = "toy"
+
+    def __init__(self, scale):
+        super().__init__()
+        self.scale, self.record, self.recorded = scale, False, None
+
+    def forward(self, x, ctx):
+        if self.record:
+            self.recorded = {"word_index": ctx.tree.word_index.detach()}
+        return x * self.scale
+
+
+class ToyLoss(base.AuxLoss):
+    """nll = sum over real tokens of (w . x)^2; every token "correct" when w . x < 1."""
+
+    name = "toy"
+
+    def __init__(self, options, embed_dim):
+        super().__init__(options, embed_dim)
+        self.loss_weight = float(options.toy_loss_weight)
+        if self.loss_weight > 0:
+            self.proj = nn.Linear(self.embed_dim, 1, bias=False)
+
+    @property
+    def requested(self):
+        return self.loss_weight > 0
+
+    def weight(self, ctx):
+        return self.loss_weight
+
+    def parameter_modules(self):
+        return {"toy_proj": self.proj} if self.loss_weight > 0 else {}
+
+    def terms(self, ctx, x, training):
+        v = self.proj(x).squeeze(-1).float()[~ctx.special]
+        return (v ** 2).sum(), torch.tensor(v.numel()), (v < 1).sum()
+
+
+class Toy(base.SyntaxMethod):
+    """A toy method: scales the inputs of its layers, trains ToyLoss."""
+
+    config = ToyConfig
+    layers_option = "--toy-layers"
+    system_args = ("--toy-scale", "0.5")
+    loss_config = ToyLossConfig
+    system_losses = ("--toy-loss-weight", "0.25")
+    losses = (ToyLoss,)
+
+    def __init__(self, cfg, num_layers):
+        super().__init__(cfg, num_layers)
+        self.layers = base.parse_layers(cfg.toy_layers, num_layers, "--toy-layers")
+
+    def build_layer_input(self, layer, embed_dim, cfg, state):
+        return ToyInput(self.cfg.toy_scale) if layer in self.layers else None
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    monkeypatch.setattr(Toy, "name", "toy", raising=False)
+    monkeypatch.setitem(base.SYNTAX_METHODS, "toy", Toy)
+    yield Toy
+    monkeypatch.undo()
+    Criterion.add_args(argparse.ArgumentParser())  # fairseq's registered criterion config without the toy again
+
+
+def test_a_method_defined_in_a_test_joins_options_table_criterion_and_analyses(stream_bin, toy):
+    table = S.systems()
+    args = table["toy"].args()
+    assert args == ["--source-features", "", "--syntax-attention", "toy", "--toy-scale", "0.5",
+                    "--criterion", "label_smoothed_cross_entropy_with_syntax", "--toy-loss-weight", "0.25"]
+    task, model, cfg = build_task_and_model(stream_bin, *args)
+    assert cfg.model.toy_scale == 0.5 and cfg.criterion.toy_loss_weight == 0.25
+    inputs = [m for m in model.encoder.modules() if isinstance(m, ToyInput)]
+    assert len(inputs) == len(model.encoder.layers) and all(m.scale == 0.5 for m in inputs)
+
+    crit = task.build_criterion(cfg.criterion)
+    assert [n for n in crit.losses] == [c.name for c in base.aux_losses()] and "toy" in crit.losses
+    assert [n for n, _ in crit.named_parameters()] == ["toy_proj.weight"]
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    batch = ds.collater([ds[i] for i in range(6)])
+    model.eval()  # no dropout: the model's outputs below are the criterion's
+    loss, sample_size, log = crit(model, batch)
+    # the toy term: weight * mean * sample_size on top of the translation loss, logged as toy_*
+    net_out = model(**batch["net_input"])
+    x = net_out[1]["encoder_out"]["encoder_out"][0].transpose(0, 1)
+    special = net_out[1]["encoder_out"]["syntax"].special
+    v = crit.toy_proj(x).squeeze(-1)[~special]
+    assert log["toy_count"].item() == int((~special).sum()) > 0
+    torch.testing.assert_close(log["toy_loss"], (v ** 2).sum().detach(), rtol=1e-5, atol=1e-6)
+    plain, _, _ = crit.__class__(task, cfg.criterion.sentence_avg, cfg.criterion.label_smoothing)(model, batch)
+    torch.testing.assert_close(loss, plain + 0.25 * sample_size * (v ** 2).mean(), rtol=1e-5, atol=1e-5)
+    loss.backward()
+    assert crit.toy_proj.weight.grad is not None and crit.toy_proj.weight.grad.abs().sum() > 0
+
+    with analyze_models.recording(model) as mods:
+        model.encoder(batch["net_input"]["src_tokens"], src_lengths=batch["net_input"]["src_lengths"],
+                      src_streams=batch["net_input"]["src_streams"])
+        kinds = {analyze_models.kind_of(m) for _, m in mods if m.recorded}
+    assert kinds == {"toy"}
+
+
+def test_without_the_toy_its_options_are_gone(stream_bin):
+    _, _, cfg = build_task_and_model(stream_bin, "--criterion", "label_smoothed_cross_entropy_with_syntax")
+    assert "toy_loss_weight" not in cfg.criterion and "dp_loss_weight" in cfg.criterion
+    assert "toy" not in S.systems()
