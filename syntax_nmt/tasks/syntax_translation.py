@@ -169,6 +169,7 @@ class SyntaxTranslationTask(TranslationTask):
         self._annotator = None
         self._conllu_blocks = None
         self._last_inference_batch = None
+        self._trained_methods: Optional[str] = None  # --syntax-attention of the model being trained
 
     # -- the contract between data and model -------------------------------------------------
     def stream_signature(self, names: List[str]) -> str:
@@ -359,7 +360,29 @@ class SyntaxTranslationTask(TranslationTask):
             self.model_annotation = recorded
         model = super().build_model(cfg, from_checkpoint)
         self._apply_source_truncation(cfg, model, from_checkpoint)
+        if not from_checkpoint:
+            self._trained_methods = _get(cfg, "syntax_attention")
         return model
+
+    def build_criterion(self, cfg, from_checkpoint=False):
+        """fairseq's; warns when the model being trained has syntax methods whose auxiliary losses
+        (LISA's parse loss, SEPREM's DP and HP) the criterion does not compute, so that they
+        would silently not be trained (``label_smoothed_cross_entropy_with_syntax`` computes them)."""
+        from syntax_nmt.criterions.label_smoothed_cross_entropy_with_syntax import (
+            LabelSmoothedCrossEntropyWithSyntaxCriterion,
+        )
+        from syntax_nmt.models.modules.methods import SYNTAX_METHODS, parse_methods
+
+        criterion = super().build_criterion(cfg, from_checkpoint=from_checkpoint)
+        methods = [m for m in parse_methods(self._trained_methods)
+                   if SYNTAX_METHODS[m].system_losses]
+        if methods and not isinstance(criterion, LabelSmoothedCrossEntropyWithSyntaxCriterion):
+            options = [o for m in methods for o in SYNTAX_METHODS[m].system_losses if o.startswith("--")]
+            logger.warning("--syntax-attention %s has auxiliary losses (%s) that the criterion %s does not compute: "
+                           "the model trains without them; use --criterion label_smoothed_cross_entropy_with_syntax",
+                           ",".join(methods), ", ".join(options),
+                           _get(cfg, "_name") or _get(cfg, "criterion") or type(criterion).__name__)
+        return criterion
 
     def set_annotation_options(self, spacy_model=None, subword_model=None, settings_file=None) -> None:
         """Override the annotation options of raw-text inference (the hub's keyword arguments)."""
