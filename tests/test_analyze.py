@@ -317,7 +317,7 @@ def test_fractions_table_from_scored_runs(tmp_path):
             for seed, v in enumerate(values, 1):
                 suffix = f".seed{seed}" if len(values) > 1 else ""
                 (results / f"p{p}" / f"{name}{suffix}.json").write_text(json.dumps({"sacrebleu": v}))
-    (results / "p10" / "notes.json").write_text("[1, 2]")  # not a score: ignored
+    (results / "p10" / "notes.json").write_text("[1, 2]")  # not a score: skipped (with a warning)
     (results / "sit-paper-p5").mkdir()
     (results / "sit-paper-p5" / "baseline.json").write_text(json.dumps({"sacrebleu": 8.5}))
     with pytest.raises(ValueError, match="pick one with --preset"):
@@ -337,6 +337,33 @@ def test_fractions_table_from_scored_runs(tmp_path):
     md = (tmp_path / "fractions.md").read_text()
     assert "| 1 | 1.50 ± 0.71 (n=2) | 3.00 ± 1.41 (n=2) | +1.50 |" in md
     assert (tmp_path / "fractions.png").stat().st_size > 0
+
+
+def test_fractions_warns_about_each_malformed_results_file(tmp_path, caplog):
+    """Issue 23.4: a malformed score file was shown as '-' without a word; each is named in a warning."""
+    results = tmp_path / "eval"
+    for p in (1, 10):
+        (results / f"p{p}").mkdir(parents=True)
+        (results / f"p{p}" / "transformer.json").write_text(json.dumps({"sacrebleu": 10.0 + p}))
+    (results / "p10" / "syntax.json").write_text(json.dumps({"sacrebleu": 21.0}))
+    bad = {"p1/syntax.json": ('{"sacrebleu": 1', "is not a JSON file (Expecting ',' delimiter: line 1 column 16"),
+           "p1/other.seed1.json": ("", "is not a JSON file (Expecting value: line 1 column 1"),
+           "p1/other.seed2.json": ('{"bleu": 3.0}', "has no 'sacrebleu' score"),
+           "p10/other.json": ('{"sacrebleu": "n/a"}', "has 'sacrebleu': 'n/a', not a number"),
+           "p10/notes.json": ("[1, 2]", "is not a JSON object of scores")}
+    for name, (text, _) in bad.items():
+        (results / name).write_text(text)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="syntax_nmt.analyze.fractions"):
+        analyze("fractions", "--results", results, "--out", tmp_path / "out")
+    warnings = sorted(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert len(warnings) == len(bad)
+    for w, (name, (_, problem)) in zip(warnings, sorted(bad.items())):
+        assert w.startswith(f"{results / name} {problem}") and w.endswith(
+            ": skipped (its system shows '-' for this share of the data)"), w
+    md = (tmp_path / "out" / "fractions.md").read_text()
+    assert "| 1 | 11.00 | - | - |" in md
+    assert "| 10 | 20.00 | 21.00 | +1.00 |" in md
 
 
 # ---------------------------------------------------------------------------------- errors

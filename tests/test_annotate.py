@@ -379,8 +379,10 @@ def _cli_error(capsys, argv):
 
 
 @pytest.mark.parametrize("case", ["no model", "shard", "spacy model", "conllu mismatch", "empty file",
-                                  "bad codes"])
+                                  "bad codes", "empty codes", "truncated spm"])
 def test_cli_errors_are_one_line_messages(tmp_path, capsys, case):
+    """(Issue 23.4: an empty BPE codes file and a sentencepiece model cut between two of its pieces were
+    taken, and segmented almost character by character.)"""
     src = write(tmp_path / "in.en", ["a b"])
     base = ["--source", src, "--src-lang", "en", "-o", str(tmp_path / "o"), "--quiet"]
     argv, expected = {
@@ -396,6 +398,11 @@ def test_cli_errors_are_one_line_messages(tmp_path, capsys, case):
                         str(tmp_path / "o"), "--subword", "none"], "empty.en is empty: nothing to annotate"),
         "bad codes": (base + ["--subword", "bpe", "--subword-model", _spm_model(tmp_path)],
                       "is not a subword-nmt BPE codes file (not UTF-8 text at byte"),
+        "empty codes": (base + ["--subword", "bpe", "--subword-model", write(tmp_path / "empty.codes", [])],
+                        f"{tmp_path / 'empty.codes'} is an empty BPE codes file"),
+        "truncated spm": (base + ["--subword", "spm", "--subword-model", _truncated_spm_model(tmp_path)],
+                          f"{tmp_path / 'cut.model'} is a truncated sentencepiece model (8 pieces, no trainer_spec "
+                          f"nor normalizer_spec)"),
     }[case]
     code, err = _cli_error(capsys, argv)
     assert code == 2
@@ -414,6 +421,30 @@ def _spm_model(tmp_path):
     from syntax_nmt.annotate.subwords import learn_model
 
     return learn_model("spm", iter(["the cat sat on the mat ."] * 20), 30, str(tmp_path / "m.model"))
+
+
+def _truncated_spm_model(tmp_path, pieces=8):
+    """A sentencepiece model cut after its first ``pieces`` pieces (top-level protobuf field 1, each
+    ``0x0a``, a varint length, the bytes), which sentencepiece still loads."""
+    with open(_spm_model(tmp_path), "rb") as f:
+        data = f.read()
+    i = 0
+    for _ in range(pieces):
+        assert data[i] == 0x0A
+        i, n, shift = i + 1, 0, 0
+        while True:
+            n |= (data[i] & 0x7F) << shift
+            shift += 7
+            i += 1
+            if not data[i - 1] & 0x80:
+                break
+        i += n
+    path = tmp_path / "cut.model"
+    path.write_bytes(data[:i])
+    import sentencepiece
+
+    assert sentencepiece.SentencePieceProcessor(model_file=str(path)).get_piece_size() == pieces
+    return str(path)
 
 
 def test_wrong_kind_of_subword_model(tmp_path, spacy_model, codes):

@@ -90,3 +90,37 @@ def test_pretokenized_keeps_the_gold_tokens(tmp_path, synth):
     check_aligned(prefix, scheme="none")
     roots = [hl.split().count("0") for hl in read(f"{prefix}.head")]
     assert roots == [1] * 300  # --multi-root attach: one tree per line
+
+
+@pytest.mark.parametrize("tagset", ["upos", "xpos"])
+def test_a_pipeline_that_tags_nothing_is_warned_about(tmp_path, synth, caplog, tagset):
+    """Issue 23.4: a pipeline without a tagger gave an all-``_`` pos stream without a word, at annotation
+    and at inference (the online annotator of fairseq-interactive and the hub). Without the morphologizer
+    the tagger still gives XPOS, but nothing gives UPOS."""
+    from syntax_nmt.annotate.online import OnlineAnnotator, read_settings
+
+    paths, model = synth
+    pipelines = {"full": (model, [])}
+    for name, exclude in (("no-tagger", ["tagger", "morphologizer"]), ("no-morphologizer", ["morphologizer"])):
+        pipelines[name] = (str(tmp_path / name), exclude)
+        spacy.load(model, exclude=exclude).to_disk(pipelines[name][0])
+    lines = read(paths["valid"]["en"])[:5]
+    for name, (path, exclude) in pipelines.items():
+        untagged = "tagger" in exclude or (tagset == "upos" and exclude)
+        names = [n for n in ("tok2vec", "tagger", "morphologizer", "parser") if n not in exclude]
+        expected = [f"spaCy pipeline {names} assigns no {tagset} tags"] if untagged else []
+        prefix = tmp_path / name / "valid"
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="syntax_nmt.annotate.spacy_backend"):
+            main(["--source", paths["valid"]["en"], "--src-lang", "en", "-o", str(prefix), "--spacy-model", path,
+                  "--subword", "none", "--pos-tagset", tagset, "--quiet"])
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == len(expected) and all(w.startswith(e) for w, e in zip(warnings, expected)), name
+        assert all(w.endswith(": every POS tag will be '_'") for w in warnings)
+        pos = read(f"{prefix}.pos")
+        assert all(set(line.split()) == {"_"} for line in pos) == bool(untagged), name
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="syntax_nmt.annotate.spacy_backend"):
+            annotated = OnlineAnnotator(read_settings(f"{prefix}.annotation.json")).annotate(lines)
+        assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == warnings, name
+        assert [a.streams["pos"] for a in annotated] == pos[:5]

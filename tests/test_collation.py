@@ -206,3 +206,38 @@ def test_source_prepend_bos_is_recorded_and_applied(tmp_path):
     task_bos, _, _ = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-prepend-bos")
     with pytest.raises(StreamConfigError, match="trained without it"):
         task_bos.build_model(cfg_plain.model, from_checkpoint=True)
+
+
+def test_truncate_source_is_applied_from_the_checkpoint(tmp_path):
+    """Issue 23.3: loading a checkpoint trained with ``--truncate-source --max-source-positions N`` cuts
+    the sources (and streams) as training did, with the command line's defaults (no truncation, 1024
+    positions); ``--truncate-source`` alone cuts to the model's positions, not to 1024."""
+    from fairseq import tasks
+
+    data = _binarized(tmp_path, ["a b c d e f g h", "a b"])
+    _, _, cfg_cut = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos",
+                                         "--truncate-source", "--source-prepend-bos", "--max-source-positions", "5")
+    assert cfg_cut.model.truncate_source is True
+    _, _, cfg_plain = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos")
+    assert cfg_plain.model.truncate_source is False
+    gen = tasks.setup_task(cfg_plain.task)
+    gen.build_model(cfg_cut.model, from_checkpoint=True)
+    assert gen.cfg.truncate_source and gen.cfg.max_source_positions == 5
+    assert gen.max_positions()[0] == 5
+    rows, _ = _batch_rows(gen)
+    assert rows[0][0] == ["<s>", "a", "b", "c", "</s>"]
+    assert rows[0][1]["pos"] == ["<s>", "P0_0", "P0_1", "P0_2", "</s>"] and rows[0][1]["head"] == ["0", "0", "-1",
+                                                                                                  "-2", "0"]
+    # a model trained on 4 positions without truncation: --truncate-source at inference cuts to 4
+    _, _, cfg_short = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos",
+                                           "--max-source-positions", "4")
+    _, _, cfg_ask = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos",
+                                         "--truncate-source")
+    gen = tasks.setup_task(cfg_ask.task)
+    gen.build_model(cfg_short.model, from_checkpoint=True)
+    assert _batch_rows(gen)[0][0][0] == ["a", "b", "c", "</s>"]
+    # neither: nothing is cut
+    gen = tasks.setup_task(cfg_plain.task)
+    gen.build_model(cfg_plain.model, from_checkpoint=True)
+    assert not gen.cfg.truncate_source and gen.cfg.max_source_positions == 1024
+    assert _batch_rows(gen)[0][0][0] == ["a", "b", "c", "d", "e", "f", "g", "h", "</s>"]

@@ -250,6 +250,36 @@ def test_an_invalid_byte_ends_no_session(pipeline):
     assert m.translate(["A dog .", "x \udcff ."], beam=4)[0] == m.translate("A dog .", beam=4)
 
 
+def test_truncation_the_checkpoint_was_trained_with_is_applied(pipeline):
+    """Issue 23.3: a model trained with ``--truncate-source --max-source-positions 20``. fairseq-generate
+    without options failed (sample too long, "--skip-invalid-size-inputs-valid-test"), fairseq-interactive
+    translated every long line as an empty one, and with ``--truncate-source`` alone it crashed (it cut at
+    the command line's 1024). Each now cuts the source to its first 19 tokens and EOS, as in training, and
+    gives the hub's hypotheses (the hub sets its task up from the checkpoint's options)."""
+    from syntax_nmt import SyntaxTransformerModel
+
+    save = pipeline["root"] / "ckpt-truncate"
+    run_cli("fairseq-train", pipeline["data"], *TRAIN, "--truncate-source", "--max-source-positions", "20",
+            "--max-update", "40", "--save-dir", save)
+    m = SyntaxTransformerModel.from_pretrained(str(save), checkpoint_file="checkpoint_last.pt",
+                                               data_name_or_path=pipeline["data"], max_len_b=30)
+    lines = raw_test_lines(pipeline)
+    cut = {i: m.src_dict.string(m.encode(line)[:19]) for i, line in enumerate(lines)}
+    assert sum(len(m.encode(line)) > 20 for line in lines) > N_TEST // 2  # most sources are longer
+    expected = {i: [(m.string(h["tokens"]), h["score"] / 0.6931471805599453) for h in hs[:2]]
+                for i, hs in enumerate(m.generate(m.encode_batch(lines), beam=4))}
+    common = ["--user-dir", USER_DIR, "--task", "syntax_translation", "--path", save / "checkpoint_last.pt", *DECODE]
+    got, got_src = hypotheses(run_cli("fairseq-generate", pipeline["data"], *common).stdout)
+    assert got_src == cut
+    assert_same(got, expected)
+    for extra in ([], ["--truncate-source"]):
+        proc = run_cli("fairseq-interactive", pipeline["data"], *common, "--buffer-size", "8",
+                       "--input", pipeline["paths"]["test"]["en"], *extra)
+        got, got_src = hypotheses(proc.stdout)
+        assert got_src == cut, extra
+        assert_same(got, expected)
+
+
 def test_hub_moves_to_gpu(pipeline):
     import torch
 

@@ -154,6 +154,28 @@ def test_bad_criterion_options(stream_bin, extra, message):
         _setup(stream_bin, *extra)
 
 
+@pytest.mark.parametrize("methods,criterion,warned", [
+    ("lisa", "label_smoothed_cross_entropy", "lisa has auxiliary losses (--lisa-loss-weight)"),
+    ("seprem", "cross_entropy", "seprem has auxiliary losses (--dp-loss-weight, --hp-loss-weight)"),
+    ("sgnet,lisa,seprem", "label_smoothed_cross_entropy",
+     "lisa,seprem has auxiliary losses (--lisa-loss-weight, --dp-loss-weight, --hp-loss-weight)"),
+    ("sgnet,sla", "label_smoothed_cross_entropy", None),
+    ("lisa,seprem", "label_smoothed_cross_entropy_with_syntax", None),
+])
+def test_auxiliary_losses_a_criterion_ignores_are_warned_about(stream_bin, caplog, methods, criterion, warned):
+    """Issue 23.4: ``--syntax-attention lisa`` with the README's ``label_smoothed_cross_entropy`` trained the
+    LISA head without its parse loss, silently (as fairseq-train does: build_model, then build_criterion)."""
+    extra = ["--label-smoothing", "0.1"] if criterion.startswith("label_smoothed") else []
+    task, _, cfg = build_task_and_model(stream_bin, "--syntax-attention", methods, "--sla-layers", "0",
+                                        "--criterion", criterion, *extra)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="syntax_nmt.tasks.syntax_translation"):
+        task.build_criterion(cfg.criterion)
+    got = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert got == ([f"--syntax-attention {warned} that the criterion {criterion} does not compute: the model trains "
+                    f"without them; use --criterion label_smoothed_cross_entropy_with_syntax"] if warned else [])
+
+
 def test_classifier_dimension_comes_from_the_model(stream_bin):
     _, _, crit = _setup(stream_bin, "--syntax-attention", "seprem", "--encoder-embed-dim", 32,
                         "--decoder-embed-dim", 32, "--feature-embed-dim", 4, "--dp-loss-weight", 1,

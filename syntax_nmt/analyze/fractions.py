@@ -10,6 +10,8 @@ The training subsets of one seed are nested (1 % within 5 % within ...), as the 
 """
 
 import json
+import logging
+import math
 import os
 import re
 from typing import Dict, List, Optional
@@ -18,6 +20,27 @@ from syntax_nmt.analyze import common
 from syntax_nmt.analyze.common import AnalyzeError
 
 _PERCENT = re.compile(r"^(?:(.+)-)?p(\d+(?:\.\d+)?)$")
+
+logger = logging.getLogger(__name__)
+
+
+def read_score(path: str, metric: str) -> Optional[float]:
+    """``metric`` of a score JSON (``syntax-nmt-evaluate score``), or None, with a warning naming
+    the file, if the file is malformed (not JSON, not an object, without a finite number for
+    ``metric``): its system is shown as ``-`` for that share of the data."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            scored = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        problem = f"is not a JSON file ({e})"
+    else:
+        value = scored.get(metric) if isinstance(scored, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        problem = ("is not a JSON object of scores" if not isinstance(scored, dict) else
+                   f"has no {metric!r} score" if metric not in scored else f"has {metric!r}: {value!r}, not a number")
+    logger.warning("%s %s: skipped (its system shows '-' for this share of the data)", path, problem)
+    return None
 
 
 def collect(results: str, metric: str = "sacrebleu", preset: Optional[str] = None) -> Dict:
@@ -41,15 +64,11 @@ def collect(results: str, metric: str = "sacrebleu", preset: Optional[str] = Non
         for fname in sorted(os.listdir(os.path.join(results, entry))):
             if not fname.endswith(".json"):
                 continue
-            with open(os.path.join(results, entry, fname)) as f:
-                try:
-                    scored = json.load(f)
-                except json.JSONDecodeError:
-                    continue
-            if not isinstance(scored, dict) or metric not in scored:
+            score = read_score(os.path.join(results, entry, fname), metric)
+            if score is None:
                 continue
             name, _ = common.split_seed(fname[: -len(".json")])
-            systems.setdefault(name, {}).setdefault(percent, []).append(float(scored[metric]))
+            systems.setdefault(name, {}).setdefault(percent, []).append(score)
             scored_any = True
         if scored_any:
             percents.append(percent)

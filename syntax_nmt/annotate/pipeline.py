@@ -204,7 +204,8 @@ def build_backend(args):
 
         return SpacyBackend(args.spacy_model, pretokenized=args.pretokenized, batch_size=args.batch_size,
                             n_process=args.n_process, gpu_id=args.gpu_id, multi_root=args.multi_root,
-                            source_name=args.source, parser_unescape=args.parser_unescape)
+                            source_name=args.source, parser_unescape=args.parser_unescape,
+                            pos_tagset=args.pos_tagset)
     from .conllu_backend import ConlluBackend
 
     return ConlluBackend(args.conllu, args.source, pretokenized=args.pretokenized, multi_root=args.multi_root)

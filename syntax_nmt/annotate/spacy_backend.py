@@ -111,10 +111,13 @@ class SpacyBackend:
         source_name: file name used in error messages.
         parser_unescape: with ``pretokenized``, show the parser the plain form of each token
             (see :mod:`~syntax_nmt.annotate.unescape`); the sentence keeps the tokens.
+        pos_tagset: the tags the ``pos`` stream is made of (``upos`` or ``xpos``): a pipeline
+            that gives none of them to the first non-empty line (no tagger, morphologizer or
+            tag-to-UPOS mapping) is warned about, as one without a parser is.
     """
 
     def __init__(self, model, pretokenized=False, batch_size=256, n_process=1, gpu_id=-1,
-                 multi_root="forest", source_name="<source>", parser_unescape=False):
+                 multi_root="forest", source_name="<source>", parser_unescape=False, pos_tagset="upos"):
         if parser_unescape and not pretokenized:
             raise ValueError("parser_unescape needs pretokenized input")
         if gpu_id >= 0 and n_process != 1:
@@ -131,6 +134,20 @@ class SpacyBackend:
         self.multi_root = multi_root
         self.source_name = source_name
         self.max_chars = nlp.max_length
+        self.pos_tagset = pos_tagset
+        self._tags_checked = False
+
+    def _check_tags(self, sentence: Sentence) -> None:
+        """Warn (once) if the first non-empty sentence has no tag of ``pos_tagset`` at all: the
+        pipeline tags nothing, and the ``pos`` stream would be ``_`` everywhere."""
+        if self._tags_checked or not sentence.words:
+            return
+        self._tags_checked = True
+        tags = sentence.upos if self.pos_tagset == "upos" else sentence.xpos
+        if not any(t and t != "_" for t in tags):
+            logger.warning("spaCy pipeline %s assigns no %s tags (%s): every POS tag will be '_'", self.nlp.pipe_names,
+                           self.pos_tagset, "no tagger" if self.pos_tagset == "xpos" else
+                           "no morphologizer, nor a tagger with an attribute_ruler mapping its tags to UPOS")
 
     def parse(self, lines: Iterable[Tuple[int, str, object]]) -> Iterator[Tuple[int, Sentence, object]]:
         """Parse ``(lineno, text, context)`` items, in order.
@@ -172,6 +189,7 @@ class SpacyBackend:
                     raise InputError(f"{self.source_name}:{lineno}: the spaCy pipeline changed the number of "
                                      f"pre-tokenized words ({len(tokens)} -> {len(sentence.words)})")
                 sentence.words = list(tokens)
+            self._check_tags(sentence)
             try:
                 check_tree(sentence)
             except ValueError as e:

@@ -130,6 +130,9 @@ class BpeSegmenter(Segmenter):
             hint = "; a sentencepiece model? use --subword spm" if data[:1] == b"\n" else ""
             raise ValueError(f"{codes_path} is not a subword-nmt BPE codes file (not UTF-8 text at byte "
                              f"{e.start}{hint})") from None
+        if not text.strip():  # subword-nmt would take it as a model without merges: every word in characters
+            raise ValueError(f"{codes_path} is an empty BPE codes file (codes learned without any merge still have "
+                             f"their '#version:' line): learn the codes again")
         lines = text.rstrip("\n").split("\n")
         offset = 2 if lines[0].startswith("#version:") else 1
         merges = lines[offset - 1:]
@@ -177,6 +180,12 @@ class SpmSegmenter(Segmenter):
         except (RuntimeError, OSError) as e:
             raise ValueError(f"{model_path} is not a sentencepiece model ({str(e).strip()}; BPE codes? use "
                              f"--subword bpe)") from None
+        with open(model_path, "rb") as f:
+            fields = _protobuf_fields(f.read())
+        missing = [name for number, name in ((2, "trainer_spec"), (3, "normalizer_spec")) if number not in fields]
+        if missing:  # a file cut between two pieces still parses: its first pieces, no normalizer
+            raise ValueError(f"{model_path} is a truncated sentencepiece model ({self.sp.get_piece_size()} pieces, "
+                             f"no {' nor '.join(missing)}): copy or train it again")
 
     def _one_word(self, word: str) -> List[str]:
         joined = self.sp.normalize(word).replace(SPM_SPACE, "").replace(" ", "")
@@ -192,6 +201,47 @@ class SpmSegmenter(Segmenter):
             return []
         pieces = self.sp.encode(list(words), out_type=str)
         return [p if _one_start(p) else self._one_word(w) for w, p in zip(words, pieces)]
+
+
+def _protobuf_fields(data: bytes) -> set:
+    """The field numbers at the top level of a serialized protobuf message (a sentencepiece
+    ``ModelProto``: 1 pieces, 2 trainer_spec, 3 normalizer_spec...); stops at the first
+    malformed field."""
+    fields, i = set(), 0
+
+    def varint():
+        nonlocal i
+        value = shift = 0
+        while i < len(data):
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+        return None
+
+    while i < len(data):
+        key = varint()
+        if key is None:
+            break
+        wire = key & 7
+        if wire == 0:
+            if varint() is None:
+                break
+        elif wire == 2:
+            n = varint()
+            if n is None or i + n > len(data):
+                break
+            i += n
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            break
+        if i > len(data):
+            break
+        fields.add(key >> 3)
+    return fields
 
 
 def _one_start(pieces: List[str]) -> bool:

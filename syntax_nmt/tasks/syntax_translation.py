@@ -98,6 +98,11 @@ def _set(cfg, key, value) -> None:
     setattr(cfg, key, value)
 
 
+def _get(cfg, key):
+    """``cfg.key`` of an ``argparse.Namespace`` or an omegaconf ``DictConfig``; ``None`` if absent."""
+    return cfg.get(key, None) if hasattr(cfg, "get") else getattr(cfg, key, None)
+
+
 def dictionary_signature(name: str, d: Dictionary) -> str:
     """``name:size:hash`` of a stream dictionary, recorded in checkpoints."""
     digest = hashlib.md5("\n".join(d.symbols).encode("utf-8")).hexdigest()[:10]
@@ -164,6 +169,7 @@ class SyntaxTranslationTask(TranslationTask):
         self._annotator = None
         self._conllu_blocks = None
         self._last_inference_batch = None
+        self._trained_methods: Optional[str] = None  # --syntax-attention of the model being trained
 
     # -- the contract between data and model -------------------------------------------------
     def stream_signature(self, names: List[str]) -> str:
@@ -210,8 +216,7 @@ class SyntaxTranslationTask(TranslationTask):
         Raises:
             StreamConfigError: if BOS is asked for but the checkpoint was trained without it.
         """
-        recorded = cfg.get("source_prepend_bos", None) if hasattr(cfg, "get") else getattr(cfg, "source_prepend_bos",
-                                                                                            None)
+        recorded = _get(cfg, "source_prepend_bos")
         if from_checkpoint and recorded is not None and bool(recorded) != bool(self.cfg.source_prepend_bos):
             if not recorded:
                 raise StreamConfigError("--source-prepend-bos is given, but the checkpoint was trained without it "
@@ -220,6 +225,25 @@ class SyntaxTranslationTask(TranslationTask):
             self.cfg.source_prepend_bos = True
         else:
             _set(cfg, "source_prepend_bos", bool(self.cfg.source_prepend_bos))
+
+    def _apply_source_truncation(self, cfg, model, from_checkpoint: bool) -> None:
+        """Record ``--truncate-source`` in the model's configuration (fairseq's arguments already
+        carry it) and, when a checkpoint is loaded, truncate sources exactly as in training: a
+        recorded ``--truncate-source`` is applied to this task, and with truncation (recorded or
+        asked for) sources are cut to the model's source positions (the ``--max-source-positions``
+        it was trained with) rather than this command line's default of 1024."""
+        if not from_checkpoint:
+            _set(cfg, "truncate_source", bool(self.cfg.truncate_source))
+            return
+        if _get(cfg, "truncate_source") and not self.cfg.truncate_source:
+            logger.info("the checkpoint was trained with --truncate-source: sources longer than its %s source "
+                        "positions are truncated as in training", _get(cfg, "max_source_positions"))
+            self.cfg.truncate_source = True
+        model_positions = utils.resolve_max_positions(
+            model.max_positions(), (self.cfg.max_source_positions, self.cfg.max_target_positions))[0]
+        self.max_source_tokens = min(self.max_source_tokens, model_positions)  # without truncation: blanked
+        if self.cfg.truncate_source and model_positions < self.cfg.max_source_positions:
+            self.cfg.max_source_positions = model_positions
 
     # -- data ------------------------------------------------------------------------------
     def _pad_value(self, name: str) -> int:
@@ -311,9 +335,9 @@ class SyntaxTranslationTask(TranslationTask):
 
     # -- annotation settings and raw-text inference ---------------------------------------------
     def build_model(self, cfg, from_checkpoint=False):
-        """fairseq's, plus what the data was made with: ``--source-prepend-bos`` and the annotation
-        settings are recorded in the model arguments when training (so checkpoints carry them),
-        and applied or checked against the data and the ensemble when loading.
+        """fairseq's, plus what the data was made with: ``--source-prepend-bos``, ``--truncate-source``
+        and the annotation settings are recorded in the model arguments when training (so checkpoints
+        carry them), and applied or checked against the data and the ensemble when loading.
 
         Raises:
             StreamConfigError: if BOS is asked for but the checkpoint was trained without it.
@@ -335,10 +359,30 @@ class SyntaxTranslationTask(TranslationTask):
                 raw_inference.check_agree(recorded, self.data_annotation, "the checkpoint", data_file)
             self.model_annotation = recorded
         model = super().build_model(cfg, from_checkpoint)
-        if from_checkpoint:  # longer raw inputs are blanked (fairseq-interactive would stop on them)
-            self.max_source_tokens = min(self.max_source_tokens, utils.resolve_max_positions(
-                model.max_positions(), (self.cfg.max_source_positions, self.cfg.max_target_positions))[0])
+        self._apply_source_truncation(cfg, model, from_checkpoint)
+        if not from_checkpoint:
+            self._trained_methods = _get(cfg, "syntax_attention")
         return model
+
+    def build_criterion(self, cfg, from_checkpoint=False):
+        """fairseq's; warns when the model being trained has syntax methods whose auxiliary losses
+        (LISA's parse loss, SEPREM's DP and HP) the criterion does not compute, so that they
+        would silently not be trained (``label_smoothed_cross_entropy_with_syntax`` computes them)."""
+        from syntax_nmt.criterions.label_smoothed_cross_entropy_with_syntax import (
+            LabelSmoothedCrossEntropyWithSyntaxCriterion,
+        )
+        from syntax_nmt.models.modules.methods import SYNTAX_METHODS, parse_methods
+
+        criterion = super().build_criterion(cfg, from_checkpoint=from_checkpoint)
+        methods = [m for m in parse_methods(self._trained_methods)
+                   if SYNTAX_METHODS[m].system_losses]
+        if methods and not isinstance(criterion, LabelSmoothedCrossEntropyWithSyntaxCriterion):
+            options = [o for m in methods for o in SYNTAX_METHODS[m].system_losses if o.startswith("--")]
+            logger.warning("--syntax-attention %s has auxiliary losses (%s) that the criterion %s does not compute: "
+                           "the model trains without them; use --criterion label_smoothed_cross_entropy_with_syntax",
+                           ",".join(methods), ", ".join(options),
+                           _get(cfg, "_name") or _get(cfg, "criterion") or type(criterion).__name__)
+        return criterion
 
     def set_annotation_options(self, spacy_model=None, subword_model=None, settings_file=None) -> None:
         """Override the annotation options of raw-text inference (the hub's keyword arguments)."""
