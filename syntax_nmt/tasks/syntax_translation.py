@@ -375,7 +375,7 @@ class SyntaxTranslationTask(TranslationTask):
 
         criterion = super().build_criterion(cfg, from_checkpoint=from_checkpoint)
         methods = [m for m in parse_methods(self._trained_methods)
-                   if SYNTAX_METHODS[m].system_losses]
+                   if SYNTAX_METHODS[m].losses]
         if methods and not isinstance(criterion, LabelSmoothedCrossEntropyWithSyntaxCriterion):
             options = [o for m in methods for o in SYNTAX_METHODS[m].system_losses if o.startswith("--")]
             logger.warning("--syntax-attention %s has auxiliary losses (%s) that the criterion %s does not compute: "
