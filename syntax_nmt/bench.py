@@ -18,7 +18,7 @@ with ``fairseq-generate``. It reports, per system and as ratios to the stock
   the CPU allocator's caches (see the README);
 * parameter counts.
 
-Targets (issues 4, 8, 14): in TARGETS (ratio >= value) and MAX_TARGETS (ratio <= value).
+Targets: in TARGETS (ratio >= value) and MAX_TARGETS (ratio <= value).
 Results are also written to ``BENCH_DIR/bench.json`` and plotted to ``bench.png``.
 """
 
@@ -209,7 +209,7 @@ class Bench(Demo):
 
 
 def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
-    """Raw-text translation speed (issue 9), in the same run as the other measurements.
+    """Raw-text translation speed, in the same run as the other measurements.
 
     fairseq-interactive parses the raw test source on the fly (the tiny spaCy pipeline, batches
     of ``--buffer-size`` lines through one ``nlp.pipe`` call each), segments and aligns it, and

@@ -277,7 +277,7 @@ def _summary(steps: List[Dict[str, float]]) -> Dict[str, float]:
 
 
 # -- targets, table, plot -------------------------------------------------------------------------
-#: issue 21's targets at T = 256 (time ratio >= value) and T = 512 (backward memory ratio <= value)
+#: the targets at T = 256 (time ratio >= value) and T = 512 (backward memory ratio <= value)
 TIME_TARGETS = {"sgnet": 0.8, "sla": 0.85, "syntax_bert": 0.5, "seprem": 0.85, "lisa": 0.9}
 MEMORY_TARGETS = {"sgnet": 2.0, "sla": 2.0, "syntax_bert": 4.0, "seprem": 2.0, "lisa": 2.0}
 

@@ -1,4 +1,4 @@
-"""One-line user errors for the plugin's console scripts (issue 10.9).
+"""One-line user errors for the plugin's console scripts.
 
 A user error (bad input, a missing or wrong file, an inconsistent command line) is printed
 as ONE line ``PROG: error: MESSAGE`` on stderr, like argparse does, with exit status 2 and

@@ -1,4 +1,4 @@
-"""The demo's time budget (``python -m syntax_nmt.demo --time-budget``, issue 24): what fits, from measured seconds.
+"""The demo's time budget (``python -m syntax_nmt.demo --time-budget``): what fits, from measured seconds.
 
 A *job* is one system trained with one seed and its test set translated. The demo measures the machine on its
 first jobs (``--jobs`` of them run at once, so the first wave is the calibration), then :func:`plan_budget`
@@ -33,7 +33,7 @@ MIN_SEEDS, MAX_SEEDS = 2, 5
 #: on the reference machine, in seconds; scaled by the measured slowdown (:func:`reserve_seconds`)
 RESERVE_SECONDS = 90.0
 #: seconds of one demo training (400 updates of 1536 tokens, two at a time with one thread each) on the machine
-#: the README's figures come from, a 2-core CPU (issue 24: "about 100 s")
+#: the README's figures come from, a 2-core CPU (about 100 s per training)
 REFERENCE_TRAIN_SECONDS = 100.0
 
 Job = Tuple[str, int]

@@ -1,4 +1,4 @@
-"""``syntax-nmt-analyze corrupt`` never destroys data (issue 23.1).
+"""``syntax-nmt-analyze corrupt`` never destroys data.
 
 A destination that is the data directory (also through a link or ``..``), lies inside it,
 holds it, or backs it is refused, with or without ``--overwrite``; an existing one is refused

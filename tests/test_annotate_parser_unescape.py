@@ -1,4 +1,4 @@
-"""``--parser-unescape`` (issue 13): the parser sees plain forms of Moses tokens, nothing else changes.
+"""``--parser-unescape``: the parser sees plain forms of Moses tokens, nothing else changes.
 
 Real Moses output comes from sacremoses itself (punctuation normalization, aggressive dash
 splitting, XML escaping, as ``tokenizer.perl -a`` does by default); the parser is the

@@ -1,4 +1,4 @@
-"""Reruns, resumes and locks of syntax-nmt-annotate (issues 10.3, 10.4 and 15).
+"""Reruns, resumes and locks of syntax-nmt-annotate.
 
 * a rerun into an existing prefix with other input or settings is refused, never silently kept;
 * a run that failed before parsing anything does not block the corrected rerun;

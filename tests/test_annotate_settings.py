@@ -1,4 +1,4 @@
-"""The annotation settings file (issue 9.1): written by syntax-nmt-annotate, checked and copied by binarize."""
+"""The annotation settings file: written by syntax-nmt-annotate, checked and copied by binarize."""
 
 import json
 import os

@@ -68,7 +68,7 @@ def test_stream_dtypes_and_shapes(stream_bin):
         assert t.dtype == torch.long and t.shape == batch["net_input"]["src_tokens"].shape, name
 
 
-# -- literal fairseq symbols, --truncate-source and --source-prepend-bos (issue 10.2, 10.10, 10.11) -----------
+# -- literal fairseq symbols, --truncate-source and --source-prepend-bos -----------
 def _stream_text(tokens, k):
     """Distinct, position-revealing values for every stream of a line of ``tokens`` (line ``k``)."""
     n = len(tokens)

@@ -132,7 +132,7 @@ def test_name_defaults_to_the_file_name(tmp_path):
         list(read_conllu(iter(["1\ta\t_\tX\t_\t_\t5\troot\t_\t_\n"])))
 
 
-# -- issue 23.5: encoding ------------------------------------------------------------------------------
+# -- encoding errors ------------------------------------------------------------------------------
 BLOCKS = "# sent_id = 1\n1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n1\tYo\tyo\tINTJ\t_\t_\t0\troot\t_\t_\n"
 
 

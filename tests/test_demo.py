@@ -111,7 +111,7 @@ def test_tiny_demo_end_to_end(tmp_path):
 def test_auto_seeds_resumed_jobs_count_with_their_recorded_time(job_seconds, expected, tmp_path):
     """Jobs resumed from an earlier run (here every job: they end at once) count with their recorded seconds, so a
     resumed demo chooses the seeds the interrupted one would have. 2000 s a job: the first wave alone is over the
-    20 min budget, so one seed, said plainly (before issue 24 it still trained a second round)."""
+    20 min budget, so one seed, said plainly (the budget rule once still trained a second round)."""
     args = demo.get_parser().parse_args(["--out", str(tmp_path), "--systems", "transformer,sgnet"])
     args.systems, args.jobs, args.threads, args.systems_given = ["transformer", "sgnet"], 2, 1, True
     d = demo.Demo(args)

@@ -1,4 +1,4 @@
-"""The demo's time budget (issue 24): the rule that chooses seeds and systems, on simulated timings (no training)."""
+"""The demo's time budget: the rule that chooses seeds and systems, on simulated timings (no training)."""
 
 import itertools
 import random

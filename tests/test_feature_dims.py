@@ -185,7 +185,7 @@ def test_uniform_shortcut_equals_the_explicit_list(stream_bin):
     (["--source-features", "", "--feature-embed-dims", "8,4,8"], "for 0 --source-features"),
 ])
 def test_model_refuses_bad_widths(stream_bin, extra, message, capsys, monkeypatch):
-    """fairseq's command line: a one-line usage error (issue 23.5); in Python: ValueError."""
+    """fairseq's command line: a one-line usage error; in Python: ValueError."""
     from test_methods_model import assert_option_error
 
     assert_option_error(stream_bin, extra, message, capsys, monkeypatch)

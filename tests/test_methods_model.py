@@ -190,7 +190,7 @@ def test_tree_is_built_once_per_forward_for_every_method(stream_bin, monkeypatch
      "leaves no sub-network"),
 ])
 def test_method_option_errors_are_clear(stream_bin, extra, message, capsys, monkeypatch):
-    """On fairseq's command line (parse_args_and_arch) a usage error, one line with exit status 2 (issue 23.5);
+    """On fairseq's command line (parse_args_and_arch) a usage error, one line with exit status 2;
     a model built in Python (the parser's hook off) raises ValueError with the same message."""
     assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
 

@@ -77,7 +77,7 @@ def test_paper_architecture_dimensions(stream_bin):
     (["--source-features", "pos,head"], "cannot be embedded"),
 ])
 def test_conflicting_options_fail_clearly(stream_bin, extra, message, capsys, monkeypatch):
-    """fairseq's command line: a one-line usage error (issue 23.5); in Python: ValueError."""
+    """fairseq's command line: a one-line usage error; in Python: ValueError."""
     from test_methods_model import assert_option_error
 
     assert_option_error(stream_bin, extra, message, capsys, monkeypatch)

@@ -226,7 +226,7 @@ def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes
         shutil.move(moved, spacy_model)
 
 
-# -- invalid bytes (issue 23.2): fairseq-interactive reads stdin with surrogateescape -----------------
+# -- invalid bytes: fairseq-interactive reads stdin with surrogateescape -----------------
 @pytest.mark.parametrize("line, expected, count", [
     ("A dog .", "A dog .", 0),
     ("Bad \udcff .", "Bad \ufffd .", 1),  # b"Bad \xff ." read with surrogateescape

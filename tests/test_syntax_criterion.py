@@ -273,9 +273,9 @@ def test_dp_and_hp_by_hand_on_three_words():
     assert dp_sum.item() == pytest.approx(4 * l1e - 2 + 2 * log2, rel=1e-6)
 
 
-# -- DP on the sampled pairs only (issue 21, item 4) -------------------------------------------------
+# -- DP on the sampled pairs only -------------------------------------------------
 def _reference_sample_pairs(candidates, rate, generator=None):
-    """``aux_losses.sample_pairs`` before issue 21 (a double argsort over every pair), kept as the reference."""
+    """``aux_losses.sample_pairs`` before the sampled-pairs path (a double argsort over every pair), kept as the reference."""
     B = candidates.shape[0]
     flat = candidates.reshape(B, -1)
     n = flat.sum(dim=1)
@@ -286,7 +286,7 @@ def _reference_sample_pairs(candidates, rate, generator=None):
 
 
 def _reference_dp_terms(crit, ctx, x):
-    """``dp_terms`` before issue 21: a ``(B, T, T, classes)`` tensor over every pair, masked by the sample."""
+    """the DP terms before the sampled-pairs path: a ``(B, T, T, classes)`` tensor over every pair, masked by the sample."""
     from syntax_nmt.syntax.aux_losses import classification_terms, distance_classes
     from syntax_nmt.syntax.tree import connected_word_pairs
 

@@ -6,7 +6,7 @@ index of sizes. Noise never changes a length, so a noisy copy keeps the index fi
 rewrites only the ``.bin`` of the corrupted stream; every other file of the directory is a
 symbolic link to the original.
 
-A noisy copy never destroys data (issue 23): it is built in a temporary directory next to
+A noisy copy never destroys data: it is built in a temporary directory next to
 its destination and renamed into place at the end, with its record (``noise-STREAM.json``),
 so a destination exists whole or not at all; an existing destination is only replaced when
 asked (``overwrite``), and never when it is (or holds, or backs) the source directory.

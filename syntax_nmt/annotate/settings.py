@@ -12,7 +12,7 @@ object (format version :data:`SETTINGS_VERSION`) with the keys of :data:`KEYS`:
 ``backend``                 ``spacy`` or ``conllu``
 ``spacy_model``             pipeline name, or the ABSOLUTE path of a pipeline directory (null for conllu)
 ``pretokenized``            the source was tokenized before annotation (``--pretokenized``)
-``parser_unescape``         the parser saw Moses placeholders/escapes in plain form (issue 13)
+``parser_unescape``         the parser saw Moses placeholders/escapes in plain form
 ``pos_tagset``              ``upos`` or ``xpos``
 ``case``                    ``binary`` or ``rich``
 ``multi_root``              ``forest`` or ``attach``
