@@ -166,7 +166,8 @@ def test_mask_is_built_once_per_batch_and_given_to_the_layer(stream_bin, monkeyp
     sg.layer.register_forward_pre_hook(lambda m, a, kw: given.append(kw["attn_mask"]), with_kwargs=True)
     ctx_seen = []
     forward = sgmod.SGNetModule.forward
-    monkeypatch.setattr(sgmod.SGNetModule, "forward", lambda self, x, ctx: ctx_seen.append(ctx) or forward(self, x, ctx))
+    monkeypatch.setattr(sgmod.SGNetModule, "forward",
+                        lambda self, x, ctx: ctx_seen.append(ctx) or forward(self, x, ctx))
     model.eval()
     enc_in = _batch(task)
     with torch.no_grad():

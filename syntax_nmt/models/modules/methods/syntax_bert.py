@@ -133,7 +133,8 @@ class SyntaxBertAttention(MixedSelfAttention):
             keys = self.subnet_keys(ctx)
             dense = [j for j, plan in enumerate(keys) if plan is None]
             if dense:  # the additive masks of the sub-networks computed densely, for this batch
-                add = ctx.additive((self._key(), "dense", tuple(dense)), lambda: self.subnet_masks(ctx)[:, dense], q.dtype)
+                add = ctx.additive((self._key(), "dense", tuple(dense)), lambda: self.subnet_masks(ctx)[:, dense],
+                                   q.dtype)
             for j, plan in enumerate(keys):
                 if plan is None:
                     i = dense.index(j)
@@ -311,7 +312,8 @@ class _EdgeSoftmax(torch.autograd.Function):
         e = torch.exp(scores - top.index_select(0, rows))
         z = torch.zeros(N, H, device=q.device).index_add_(0, rows, e)
         w = e / z.index_select(0, rows)
-        out = torch.zeros(N, H, hd, device=q.device).index_add_(0, rows, w.unsqueeze(-1) * v.index_select(0, keys).float())
+        values = v.index_select(0, keys).float()
+        out = torch.zeros(N, H, hd, device=q.device).index_add_(0, rows, w.unsqueeze(-1) * values)
         ctx.save_for_backward(q, k, v, rows, keys, w)
         return out
 
@@ -326,8 +328,9 @@ class _EdgeSoftmax(torch.autograd.Function):
         dw = (g * v.index_select(0, keys).float()).sum(-1)  # E H
         del g
         ds = w * (dw - torch.zeros(N, H, device=q.device).index_add_(0, rows, w * dw).index_select(0, rows))
-        dq = torch.zeros(N, H, hd, device=q.device).index_add_(0, rows, ds.unsqueeze(-1) * k.index_select(0, keys).float())
-        dk = torch.zeros(N, H, hd, device=q.device).index_add_(0, keys, ds.unsqueeze(-1) * q.index_select(0, rows).float())
+        ds = ds.unsqueeze(-1)
+        dq = torch.zeros(N, H, hd, device=q.device).index_add_(0, rows, ds * k.index_select(0, keys).float())
+        dk = torch.zeros(N, H, hd, device=q.device).index_add_(0, keys, ds * q.index_select(0, rows).float())
         return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None
 
 
