@@ -40,9 +40,9 @@ def _run(model, enc_in, monkeypatch):
     seen = {}
     orig = SGNetLayer.forward
 
-    def capture(self, x, allowed, special):
+    def capture(self, x, allowed, special, **kw):
         seen.update(x=x, allowed=allowed, special=special)
-        return orig(self, x, allowed, special)
+        return orig(self, x, allowed, special, **kw)
 
     monkeypatch.setattr(SGNetLayer, "forward", capture)
     with torch.no_grad():

@@ -37,6 +37,7 @@ Deviations and readings (also in the README's table of methods):
 
 import copy
 import math
+from typing import Optional
 
 import torch
 import torch.utils.checkpoint
@@ -113,35 +114,40 @@ class SGNetLayer(nn.Module):
         self.record = False
         self.recorded = None
 
-    def forward(self, x: Tensor, allowed: Tensor, special: Tensor) -> Tensor:
+    def forward(self, x: Tensor, allowed: Tensor, special: Tensor, attn_mask: Optional[Tensor] = None) -> Tensor:
         """
         Args:
             x (Tensor): encoder output ``H`` of shape ``(src_len, batch, dim)``.
             allowed (Tensor): bool ``(batch, src_len, src_len)`` SDOI mask (query x key),
                 e.g. from :func:`~syntax_nmt.syntax.tree.sdoi_mask`.
             special (Tensor): bool ``(batch, src_len)``, pad/EOS/BOS positions.
+            attn_mask (Tensor, optional): ``allowed`` as :func:`sdoi_attention_mask` gives it for
+                ``x.dtype`` and this layer's heads (e.g. cached once per batch); built here if None.
 
         Returns:
             ``H_bar`` of shape ``(src_len, batch, dim)``.
         """
-        B, T, _ = allowed.shape
-        blocked = (~allowed).unsqueeze(1).expand(B, self.num_heads, T, T).reshape(B * self.num_heads, T, T)
         if self.record:
+            B, T, _ = allowed.shape
+            blocked = (~allowed).unsqueeze(1).expand(B, self.num_heads, T, T).reshape(B * self.num_heads, T, T)
             self._record(x, blocked, allowed)
+        if attn_mask is None:
+            attn_mask = sdoi_attention_mask(allowed, self.num_heads, x.dtype)
         # The SDOI already excludes pads from every row (pad rows see only themselves), so no
-        # key padding mask is passed: one float mask keeps attention on its fast path and
-        # avoids torch's "mismatched key_padding_mask and attn_mask" deprecation warning.
+        # key padding mask is passed: with one float mask and need_weights=False, fairseq's layer
+        # reaches torch's fused scaled_dot_product_attention (through F.multi_head_attention_forward)
+        # and avoids torch's "mismatched key_padding_mask and attn_mask" deprecation warning.
         if self.checkpoint and self.training and torch.is_grad_enabled():
             # same RNG state in the recomputation (dropout), so results are identical
-            h_syntax = torch.utils.checkpoint.checkpoint(self._syntax_states, x, blocked, use_reentrant=False)
+            h_syntax = torch.utils.checkpoint.checkpoint(self._syntax_states, x, attn_mask, use_reentrant=False)
         else:
-            h_syntax = self._syntax_states(x, blocked)
+            h_syntax = self._syntax_states(x, attn_mask)
         out = self.aggregate(x, h_syntax)
         keep = (special.transpose(0, 1) & self.keep_specials).unsqueeze(-1)  # T x B x 1
         return torch.where(keep, x, out)
 
-    def _syntax_states(self, x: Tensor, blocked: Tensor) -> Tensor:
-        h = self.layer(x, encoder_padding_mask=None, attn_mask=blocked.to(x.dtype))
+    def _syntax_states(self, x: Tensor, attn_mask: Tensor) -> Tensor:
+        h = self.layer(x, encoder_padding_mask=None, attn_mask=attn_mask)
         return h[0] if isinstance(h, tuple) else h
 
     @torch.no_grad()
@@ -162,6 +168,19 @@ class SGNetLayer(nn.Module):
         fill = -1e8 if x.dtype == torch.float32 else -1e4  # what fairseq's layer adds at blocked keys
         probs = torch.softmax(scores.masked_fill(~allowed.unsqueeze(1), fill), dim=-1)
         self.recorded = {"attn": probs.detach(), "mask": allowed.detach()}
+
+
+def sdoi_attention_mask(allowed: Tensor, num_heads: int, dtype: torch.dtype) -> Tensor:
+    """The float ``(batch * num_heads, T, T)`` attention mask of the SG layer for a bool SDOI mask ``allowed``
+    ``(batch, T, T)``: 0 at allowed keys and, at blocked ones, the value fairseq's encoder layer puts there
+    (-1e8 in float32, -1e4 otherwise, :meth:`TransformerEncoderLayerBase.forward`). The layer rewrites every
+    non-zero entry of its ``attn_mask`` with that value, so this mask reaches the attention unchanged, the
+    same values as the 0/1 mask the layer was once given; built once it can be shared (it is cached in the
+    batch's syntax context by :class:`~syntax_nmt.models.modules.methods.sgnet.SGNetModule`)."""
+    B, T, _ = allowed.shape
+    fill = -1e8 if dtype == torch.float32 else -1e4
+    add = torch.zeros(B, T, T, dtype=dtype, device=allowed.device).masked_fill(~allowed, fill)
+    return add.unsqueeze(1).expand(B, num_heads, T, T).reshape(B * num_heads, T, T)
 
 
 def sgnet_layer_config(cfg, layer_norm: str = "post"):

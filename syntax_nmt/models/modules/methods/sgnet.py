@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, register_syntax_method
-from syntax_nmt.models.modules.sgnet_layer import LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer, sgnet_layer_config
+from syntax_nmt.models.modules.sgnet_layer import (LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer, sdoi_attention_mask,
+                                                   sgnet_layer_config)
 from syntax_nmt.syntax.tree import sdoi_mask
 
 
@@ -52,7 +53,9 @@ class SGNetModule(SGNetLayer):
             allowed = ctx.cached(key, lambda: expand_word_matrix(ctx.tree.ancestor, ctx.tree.word_index))
         else:
             allowed = ctx.cached(key, lambda: sdoi_mask(ctx.heads, ctx.word_start, ctx.special, "first"))
-        return super().forward(x, allowed, ctx.special)
+        mask = ctx.cached(("sdoi_attn_mask", self.convention, self.num_heads, x.dtype),
+                          lambda: sdoi_attention_mask(allowed, self.num_heads, x.dtype))
+        return super().forward(x, allowed, ctx.special, attn_mask=mask)
 
 
 @register_syntax_method("sgnet")
