@@ -1,4 +1,4 @@
-"""SG-Net's extra layer goes through torch's fused attention, with its mask built once per batch (issue 21).
+"""SG-Net's extra layer goes through torch's fused attention, with its mask built once per batch.
 
 fairseq's ``TransformerEncoderLayerBase`` calls its ``MultiheadAttention`` with ``need_weights=False``; with
 no incremental state that forwards to ``torch.nn.functional.multi_head_attention_forward``, which (without

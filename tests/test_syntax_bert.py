@@ -53,7 +53,6 @@ def _module(max_distance, global_subnet, mask_mode, sibling, seed):
 def _spy_fused(monkeypatch):
     """Record the calls of SyntaxBertAttention.fused_attention that compute (do not fall back)."""
     calls = []
-    monkeypatch.setattr(SyntaxBertAttention, "fused_cpu_min_length", 0)  # the fused path at every length
     fused = SyntaxBertAttention.fused_attention
 
     def spy(self, *a):
@@ -221,9 +220,9 @@ def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatc
     assert (paper - now).abs().max() > 1e-4
 
 
-# -- the fused path (issue 21) against the implementation before it -------------------------------------------
+# -- the fused path against the implementation before it -------------------------------------------
 def _reference_probabilities(self, scores, x, ctx, key_padding_mask):
-    """``SyntaxBertAttention.probabilities`` + ``topical_weights`` before issue 21, kept verbatim as the
+    """``SyntaxBertAttention.probabilities`` + ``topical_weights`` before the fused path, kept verbatim as the
     reference: one batched softmax over ``(B, M, H, T, T)``, the mixed distribution."""
     from syntax_nmt.models.modules.syntax_attention import key_padding_additive
 
@@ -344,17 +343,6 @@ def test_fused_is_finite_in_low_precision(dtype, global_subnet, device, every_ma
             assert none.any() and (got[none] == 0).all()
 
 
-def test_cpu_takes_the_fused_path_from_fused_cpu_min_length_on(monkeypatch):
-    """On a CPU the explicit path is faster for short sentences: fused only from ``fused_cpu_min_length`` tokens."""
-    torch.manual_seed(0)
-    att = SyntaxBertAttention(16, 2, 0.0, None, max_distance=1)
-    q = k = v = torch.randn(1, 2, 8, 8)
-    assert att.fused_attention(q, k, v, None, None, None) is None  # T = 8 < 256: explicit, before any mask is read
-    monkeypatch.setattr(SyntaxBertAttention, "fused_cpu_min_length", 8)
-    with pytest.raises(AttributeError):  # T = 8 >= 8: the fused path starts (and reads the context: None here)
-        att.fused_attention(q, k, v, None, None, None)
-
-
 # -- the sparse path: sub-networks whose rows hold few keys, from those keys alone ------------------
 
 
@@ -423,7 +411,7 @@ def _assert_same(got, g_got, exp, g_exp):
 def test_sparse_equals_the_dense_fused_path_and_the_implementation_before_it(global_subnet, sibling, max_distance,
                                                                              every_mask, monkeypatch):
     """fp32 outputs to 1e-5 and gradients to 1e-5 of their scale, against the fused path before the sparse one
-    (every mask through scaled_dot_product_attention) and the explicit implementation before issue 21; on random
+    (every mask through scaled_dot_product_attention) and the explicit implementation before the fused path; on random
     forests with several roots, multi-piece words, left and right padding, BOS; empty masks, gathers (at most
     one key per row) and edge lists (rows with several keys, e.g. the pieces of a multi-piece ancestor)."""
     if every_mask:
@@ -458,7 +446,6 @@ def test_sparse_equals_the_dense_fused_path_and_the_implementation_before_it(glo
 
 @pytest.mark.parametrize("global_subnet", [True, False])
 def test_sparse_is_eq_1_2_computed_the_slow_way(global_subnet, monkeypatch):
-    monkeypatch.setattr(SyntaxBertAttention, "fused_cpu_min_length", 0)  # the fused path at every length
     monkeypatch.setattr(sbmod, "sparse_edges_limit", lambda T: float("inf"))
     widths = _spy_sparse(monkeypatch)
     rng = random.Random(61)
