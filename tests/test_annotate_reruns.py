@@ -203,7 +203,7 @@ def test_fresh_empty_lock_or_live_owner_is_reported(tmp_path, spacy_model, codes
 
 
 def test_rerun_with_the_same_inputs_at_other_paths_does_nothing(tmp_path, spacy_model, codes):  # noqa: F811
-    """Issue 23.5: identity is by content hash (README), but a byte-identical source, or the same BPE codes,
+    """Identity is by content hash (README), but a byte-identical source, or the same BPE codes,
     at another path were refused on rerun; so was resuming a killed run from them."""
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
     main(args)

@@ -163,7 +163,7 @@ def test_bad_criterion_options(stream_bin, extra, message):
     ("lisa,seprem", "label_smoothed_cross_entropy_with_syntax", None),
 ])
 def test_auxiliary_losses_a_criterion_ignores_are_warned_about(stream_bin, caplog, methods, criterion, warned):
-    """Issue 23.4: ``--syntax-attention lisa`` with the README's ``label_smoothed_cross_entropy`` trained the
+    """``--syntax-attention lisa`` with the README's ``label_smoothed_cross_entropy`` trained the
     LISA head without its parse loss, silently (as fairseq-train does: build_model, then build_criterion)."""
     extra = ["--label-smoothing", "0.1"] if criterion.startswith("label_smoothed") else []
     task, _, cfg = build_task_and_model(stream_bin, "--syntax-attention", methods, "--sla-layers", "0",

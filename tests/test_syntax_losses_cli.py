@@ -104,7 +104,7 @@ def test_training_resumes_with_the_criterion_state(trained, stream_bin):
 
 
 def test_lisa_with_the_readme_criterion_is_warned_about(stream_bin, tmp_path):
-    """Issue 23.4: the README's training step (``--criterion label_smoothed_cross_entropy``) with
+    """The README's training step (``--criterion label_smoothed_cross_entropy``) with
     ``--syntax-attention lisa`` trains the LISA head without its parse loss: fairseq-train says so, once."""
     train = [a if a != "label_smoothed_cross_entropy_with_syntax" else "label_smoothed_cross_entropy" for a in TRAIN]
     proc = run_cli("fairseq-train", stream_bin, *train, "--syntax-attention", "lisa", "--max-update", "1",
