@@ -55,13 +55,6 @@ class ToyLoss(base.AuxLoss):
         if self.loss_weight > 0:
             self.proj = nn.Linear(self.embed_dim, 1, bias=False)
 
-    @property
-    def requested(self):
-        return self.loss_weight > 0
-
-    def weight(self, ctx):
-        return self.loss_weight
-
     def parameter_modules(self):
         return {"toy_proj": self.proj} if self.loss_weight > 0 else {}
 

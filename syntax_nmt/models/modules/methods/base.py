@@ -180,11 +180,13 @@ class AuxLoss:
 
     def __init__(self, options, embed_dim: int):
         self.embed_dim = int(embed_dim)
+        #: the weight from the options (subclasses set it; 0: off)
+        self.loss_weight = 0.0
 
     @property
     def requested(self) -> bool:
         """Whether the options ask for this loss explicitly (then a model without source syntax is an error)."""
-        raise NotImplementedError
+        return self.loss_weight > 0
 
     def weight(self, ctx) -> float:
         """The weight of the loss for a batch whose syntax context is ``ctx`` (0: not computed).
@@ -192,7 +194,7 @@ class AuxLoss:
         Raises:
             ValueError: the loss is requested but the model does not provide what it needs.
         """
-        raise NotImplementedError
+        return self.loss_weight
 
     def parameter_modules(self) -> Dict[str, nn.Module]:
         """Attribute name on the criterion -> module with the loss's parameters (names kept stable for checkpoints)."""

@@ -114,13 +114,6 @@ class DistanceLoss(AuxLoss):
             # linear classifier over [h_w; h_u] (SEPREM sec. 4.4), classes: distance 1..N, farther
             self.classifier = nn.Linear(2 * self.embed_dim, self.max_distance + 1)
 
-    @property
-    def requested(self):
-        return self.loss_weight > 0
-
-    def weight(self, ctx):
-        return self.loss_weight
-
     def parameter_modules(self):
         return {"dp_classifier": self.classifier} if self.loss_weight > 0 else {}
 
@@ -162,13 +155,6 @@ class HeadLoss(AuxLoss):
         if self.loss_weight > 0:
             self.query = nn.Linear(self.embed_dim, self.embed_dim)
             self.key = nn.Linear(self.embed_dim, self.embed_dim)
-
-    @property
-    def requested(self):
-        return self.loss_weight > 0
-
-    def weight(self, ctx):
-        return self.loss_weight
 
     def parameter_modules(self):
         return {"hp_query": self.query, "hp_key": self.key} if self.loss_weight > 0 else {}
