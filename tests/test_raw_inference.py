@@ -215,10 +215,13 @@ def test_hub_equals_generate(pipeline):
         assert m.sample(lines[:2], beam=4) == best[:2]  # sample(): greedy or beam, as fairseq's
 
 
-def test_an_invalid_byte_ends_no_session(pipeline):
-    """``printf 'A dog .\\nBad \\xff .\\n' | fairseq-interactive``: stdin is read with surrogateescape, the
-    byte reaches the task as a lone surrogate and is parsed as U+FFFD, with a warning naming its line;
-    every line is translated. The hub takes the same path."""
+@pytest.mark.parametrize("stdin_env", [{"LC_ALL": "C.UTF-8"}, {"PYTHONIOENCODING": "utf-8:strict"}],
+                         ids=["c-utf8", "strict"])
+def test_an_invalid_byte_ends_no_session(pipeline, stdin_env):
+    """``printf 'A dog .\\nBad \\xff .\\n' | fairseq-interactive``: stdin is read with surrogateescape (the
+    task sets it up so where Python decodes stdin strictly, as under en_US.UTF-8, emulated here by
+    PYTHONIOENCODING), the byte reaches the task as a lone surrogate and is parsed as U+FFFD, with a
+    warning naming its line; every line is translated. The hub takes the same path."""
     import torch
 
     from syntax_nmt import SyntaxTransformerModel
@@ -230,7 +233,7 @@ def test_an_invalid_byte_ends_no_session(pipeline):
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "fairseq-interactive"), pipeline["data"],
                            "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", pipeline["ckpt"]["sgnet"],
                            *DECODE, "--buffer-size", "8"], input=stdin, capture_output=True,
-                          env={**{k: v for k, v in os.environ.items() if k != "PYTHONIOENCODING"}, "LC_ALL": "C.UTF-8"})
+                          env={**{k: v for k, v in os.environ.items() if k != "PYTHONIOENCODING"}, **stdin_env})
     log = (proc.stdout + proc.stderr).decode("utf-8", "backslashreplace")
     assert proc.returncode == 0, log[-3000:]
     got, got_src = hypotheses(proc.stdout.decode("utf-8"))

@@ -20,9 +20,11 @@ The task's fairseq hooks (``get_interactive_tokens_and_lengths``,
   tokens are the same).
 """
 
+import io
 import json
 import logging
 import os
+import sys
 from typing import Dict, List, Optional
 
 import torch
@@ -41,6 +43,21 @@ STREAMS_ATTR = "syntax_streams"
 TARGET_ATTR = "syntax_target"
 #: Settings that are paths: they may differ between machines (the model's hash is compared instead).
 PATH_SETTINGS = ("spacy_model", "subword_model")
+
+
+def lenient_stdin() -> None:
+    """Read standard input with ``surrogateescape`` instead of ``strict``.
+
+    Python decodes stdin strictly under most UTF-8 locales (``en_US.UTF-8``; only the C, POSIX and
+    C.UTF-8 locales and UTF-8 mode escape), so one invalid byte piped into fairseq-interactive ended
+    the session inside fairseq's reader before any line was translated. Escaped, the byte reaches the
+    annotator as a lone surrogate, which it replaces by U+FFFD with a warning naming the line
+    (:meth:`~syntax_nmt.annotate.online.OnlineAnnotator.annotate`). Nothing has been read from stdin
+    when the task is set up, and nothing else in a fairseq command reads it.
+    """
+    stdin = sys.stdin
+    if isinstance(stdin, io.TextIOWrapper) and stdin.errors == "strict":
+        stdin.reconfigure(errors="surrogateescape")
 
 
 def data_settings(data_path: str) -> Optional[Dict]:
