@@ -177,6 +177,7 @@ class Seprem(SyntaxMethod):
 
     config = SepremConfig
     layers_option = "--seprem-layers"
+    identity_args = ("--seprem-alpha-init", "0")  # (1 - alpha) H + alpha H^ = H
     # the demo's budget (400 updates; transformer 21.9 BLEU): DP+HP at 1 (the paper's plain sum) gave 10.0,
     # at 0.1 19.6, at 0.01 24.0 (seed 1): early in training the syntax losses take most of the clipped gradient
     system_losses = ("--dp-loss-weight", "0.01", "--hp-loss-weight", "0.01")
