@@ -56,7 +56,8 @@ CKPT = "--checkpoint-activations"
 # -- data and models ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def contract(tmp_path_factory):
-    """The corpus (train 64, valid 24, test 15 lines: not a multiple of the batch size) binarized: ``.data`` its directory, ``.corpus`` the text."""
+    """The corpus binarized (train 64, valid 24, test 15 lines: generation's last batch is not full): ``.data``
+    its directory, ``.corpus`` the text."""
     from syntax_nmt.data import binarize
 
     root = tmp_path_factory.mktemp("contract")
