@@ -188,6 +188,9 @@ class AuxLoss:
 
     #: logged as ``NAME_loss`` / ``NAME_acc``; unique over all methods
     name: str = ""
+    #: criterion options under which the loss draws nothing at random in training (tests compare runs whose
+    #: batches draw from differently seeded generators, e.g. two DDP ranks against one process)
+    deterministic_args: Sequence[str] = ()
 
     def __init__(self, options, embed_dim: int):
         self.embed_dim = int(embed_dim)

@@ -99,6 +99,7 @@ class DistanceLoss(AuxLoss):
     (``--dp-loss-weight``). The classifier is the criterion's ``dp_classifier``."""
 
     name = "dp"
+    deterministic_args = ("--dp-pair-rate", "1")  # every pair, none sampled
 
     def __init__(self, options, embed_dim):
         super().__init__(options, embed_dim)
