@@ -14,16 +14,17 @@ POS = ["NOUN", "VERB", "ADJ", "DET", "ADP"]
 DEPS = ["nsubj", "obj", "amod", "det", "case", "obl"]
 
 
-def random_sentence(rng: random.Random, vocab: List[str]) -> Dict[str, List[str]]:
+def random_sentence(rng: random.Random, vocab: List[str], max_roots: int = 1) -> Dict[str, List[str]]:
+    """One sentence; with ``max_roots > 1`` its parse is a forest of 1 to ``max_roots`` trees."""
     n = rng.randint(1, 9)
     words = [rng.choice(vocab) for _ in range(n)]
     words[0] = words[0].capitalize()
-    root = rng.randrange(n)
-    heads = []  # absolute word index of the head, -1 for the root (a random tree: attach to an earlier node)
-    order = [root] + [i for i in range(n) if i != root]
-    placed = [root]
-    head_of = {root: -1}
-    for i in order[1:]:
+    roots = rng.sample(range(n), rng.randint(1, min(max_roots, n))) if max_roots > 1 else [rng.randrange(n)]
+    # absolute word index of the head, -1 for a root (a random forest: attach to an earlier node)
+    order = roots + [i for i in range(n) if i not in roots]
+    placed = list(roots)
+    head_of = {r: -1 for r in roots}
+    for i in order[len(roots):]:
         head_of[i] = rng.choice(placed)
         placed.append(i)
     heads = [head_of[i] for i in range(n)]
@@ -52,8 +53,10 @@ def random_sentence(rng: random.Random, vocab: List[str]) -> Dict[str, List[str]
     return out
 
 
-def write_corpus(out_dir: str, sizes=None, seed: int = 0, src: str = "en", tgt: str = "de") -> Dict[str, str]:
-    """Write ``{split}.{en,de,pos,case,subword,head,dep}``; returns split -> prefix."""
+def write_corpus(out_dir: str, sizes=None, seed: int = 0, src: str = "en", tgt: str = "de",
+                 max_roots: int = 1) -> Dict[str, str]:
+    """Write ``{split}.{en,de,pos,case,subword,head,dep}``; returns split -> prefix. ``max_roots > 1``: lines
+    whose parse has several trees (see :func:`random_sentence`)."""
     sizes = sizes or {"train": 200, "valid": 20, "test": 20}
     rng = random.Random(seed)
     vocab = ["haus", "baum", "katze", "hund", "garten", "sonne", "mond", "stern", "wasser", "feuer",
@@ -66,7 +69,7 @@ def write_corpus(out_dir: str, sizes=None, seed: int = 0, src: str = "en", tgt: 
                  for k, ext in (("src", src), ("tgt", tgt), ("pos", "pos"), ("case", "case"),
                                 ("subword", "subword"), ("head", "head"), ("dep", "dep"))}
         for _ in range(n):
-            s = random_sentence(rng, vocab)
+            s = random_sentence(rng, vocab, max_roots)
             for k, f in files.items():
                 f.write(" ".join(s[k]) + "\n")
         for f in files.values():

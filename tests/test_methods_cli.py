@@ -11,7 +11,7 @@ from test_fairseq_cli import TRAIN
 pytestmark = pytest.mark.e2e
 
 # each run costs ~20 s of fairseq start-up on 2 cores: two runs cover every method and option path
-# (the methods one by one are tested in-process in test_methods_model.py)
+# (each method alone and all of them, with the options of the table of systems: test_method_contract.py)
 SETUPS = {
     "combined": ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--sla-threshold", "4",
                  "--syntax-bert-layers", "1", "--syntax-bert-max-distance", "2", "--sgnet-learn-alpha",

@@ -250,14 +250,6 @@ def test_seprem_layer_computes_eq_1_and_5(stream_bin):
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_seprem_alpha_gets_gradients_per_layer(stream_bin):
-    task, sep, _ = build_task_and_model(stream_bin, "--syntax-attention", "seprem")
-    sep(**_batch(task)["net_input"])[0].sum().backward()
-    for layer in sep.encoder.layers:
-        assert layer.syntax_inputs["seprem"].alpha.grad is not None
-        assert layer.syntax_inputs["seprem"].alpha.grad.item() != 0
-
-
 # -- LISA ---------------------------------------------------------------------------------------
 def _three_words(inject=False):
     """'dogs chase cats' + EOS, one head of dimension 2 with identity projections.

@@ -109,6 +109,12 @@ class SyntaxMethod:
     #: ... and the criterion options it trains with (weights of its auxiliary losses, read by
     #: ``label_smoothed_cross_entropy_with_syntax``); empty: the translation loss alone
     system_losses: Sequence[str] = ()
+    #: the method's identity setting: model options under which the model, as built and after
+    #: :meth:`set_identity`, computes what the stock Transformer computes with the same weights (up to float
+    #: rounding; ``tests/test_method_contract.py`` checks it). ``None``: the method has none, and
+    #: :attr:`no_identity` says why
+    identity_args: Optional[Sequence[str]] = None
+    no_identity: str = ""
     #: options added after checkpoints were trained with the method: option dest -> the value that
     #: reproduces how such a checkpoint was trained, given when its saved args lack the option (the
     #: model's parser gives these options their config default, so the args of a new training have them)
@@ -122,6 +128,11 @@ class SyntaxMethod:
     def __init__(self, cfg, num_layers: int):
         self.cfg = cfg
         self.num_layers = num_layers
+
+    @classmethod
+    def set_identity(cls, model: nn.Module) -> None:
+        """Put this method's modules in ``model`` (built with :attr:`identity_args`) in the identity setting where
+        options cannot, in place. Default: the options suffice."""
 
     def attention_layers(self) -> List[int]:
         """Encoder layers whose self-attention this method replaces."""
@@ -177,6 +188,9 @@ class AuxLoss:
 
     #: logged as ``NAME_loss`` / ``NAME_acc``; unique over all methods
     name: str = ""
+    #: criterion options under which the loss draws nothing at random in training (tests compare runs whose
+    #: batches draw from differently seeded generators, e.g. two DDP ranks against one process)
+    deterministic_args: Sequence[str] = ()
 
     def __init__(self, options, embed_dim: int):
         self.embed_dim = int(embed_dim)

@@ -141,6 +141,8 @@ class Lisa(SyntaxMethod):
     config = LisaConfig
     layers_option = "--lisa-layer"
     replaces_attention = True
+    # as initialised (U = I / sqrt(d_head), u = 0) the parse head is the scaled dot-product head
+    identity_args = ()
     # the demo's budget (400 updates; transformer 21.9 BLEU): weight 1 gave 16.9, 0.1 gave 27.5 (seed 1)
     system_losses = ("--lisa-loss-weight", "0.1")
     loss_config = LisaLossConfig

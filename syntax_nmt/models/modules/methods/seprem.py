@@ -99,6 +99,7 @@ class DistanceLoss(AuxLoss):
     (``--dp-loss-weight``). The classifier is the criterion's ``dp_classifier``."""
 
     name = "dp"
+    deterministic_args = ("--dp-pair-rate", "1")  # every pair, none sampled
 
     def __init__(self, options, embed_dim):
         super().__init__(options, embed_dim)
@@ -177,6 +178,7 @@ class Seprem(SyntaxMethod):
 
     config = SepremConfig
     layers_option = "--seprem-layers"
+    identity_args = ("--seprem-alpha-init", "0")  # (1 - alpha) H + alpha H^ = H
     # the demo's budget (400 updates; transformer 21.9 BLEU): DP+HP at 1 (the paper's plain sum) gave 10.0,
     # at 0.1 19.6, at 0.01 24.0 (seed 1): early in training the syntax losses take most of the clipped gradient
     system_losses = ("--dp-loss-weight", "0.01", "--hp-loss-weight", "0.01")

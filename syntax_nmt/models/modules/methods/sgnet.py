@@ -66,6 +66,7 @@ class SGNet(SyntaxMethod):
 
     config = SGNetConfig
     legacy_args = {"sgnet_layer_norm": "encoder"}
+    identity_args = ("--sgnet-alpha", "1")  # alpha H + (1 - alpha) H' = H
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)

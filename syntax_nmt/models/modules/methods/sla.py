@@ -106,6 +106,17 @@ class SLA(SyntaxMethod):
     config = SLAConfig
     layers_option = "--sla-layers"
     replaces_attention = True
+    identity_args = ()
+
+    @classmethod
+    def set_identity(cls, model):
+        """Gate ``g = 0``, so eq. 6 is the global attention alone. No option closes the gate (``sigmoid`` is never
+        0): ``W_g = 0`` and a bias far below where ``sigmoid`` underflows to 0, in every float format."""
+        for module in model.modules():
+            if isinstance(module, SyntaxLocalAttention):
+                with torch.no_grad():
+                    module.gate.weight.zero_()
+                    module.gate.bias.fill_(-1e4)
 
     def __init__(self, cfg, num_layers):
         super().__init__(cfg, num_layers)

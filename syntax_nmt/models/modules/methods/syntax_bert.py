@@ -351,6 +351,8 @@ class SyntaxBert(SyntaxMethod):
     layers_option = "--syntax-bert-layers"
     replaces_attention = True
     system_args = ("--syntax-bert-max-distance", "3")
+    # no syntax mask: the global sub-network alone, mixed by topical attention with W^V as initialised (I)
+    identity_args = ("--syntax-bert-max-distance", "0")
     legacy_args = {"syntax_bert_sibling": LEGACY_SIBLING}
 
     def __init__(self, cfg, num_layers):
