@@ -36,7 +36,7 @@ from syntax_nmt.models.modules.source_feature_embedding import (
     resolve_feature_dims,
     word_embedding_dim,
 )
-from syntax_nmt.models.modules.methods import SYNTAX_METHODS, build_methods, parse_methods
+from syntax_nmt.models.modules.methods import build_methods, parse_methods, registered_methods
 from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class SyntaxModelConfig(FairseqDataclass):
 
 def method_configs():
     """The option dataclasses of every registered syntax method."""
-    return [cls.config for cls in SYNTAX_METHODS.values() if cls.config is not None]
+    return [cls.config for cls in registered_methods().values() if cls.config is not None]
 
 
 def _features(args) -> List[str]:
@@ -167,7 +167,7 @@ def required_streams(args) -> List[str]:
     """Streams the model reads: its features, plus heads and word boundaries for syntax attention."""
     needed = _features(args)
     for name in parse_methods(getattr(args, "syntax_attention", "none")):
-        for s in SYNTAX_METHODS[name].streams:
+        for s in registered_methods()[name].streams:
             if s not in needed:
                 needed.append(s)
     return needed
@@ -196,7 +196,7 @@ class SyntaxTransformerModel(TransformerModel):
             gen_parser_from_dataclass(parser, config(), delete_default=True)
         # an option with a legacy value: a new training records the default in its args, so that only
         # the saved args of a checkpoint trained before the option lack it (syntax_base_architecture)
-        for method in SYNTAX_METHODS.values():
+        for method in registered_methods().values():
             if method.legacy_args:
                 defaults = {f.name: f.default for f in fields(method.config) if f.name in method.legacy_args}
                 parser.set_defaults(**defaults)
@@ -273,7 +273,7 @@ def syntax_base_architecture(args):
     args.feature_embed_dims = getattr(args, "feature_embed_dims", "")
     args.feature_combine = getattr(args, "feature_combine", "concat")
     args.syntax_attention = getattr(args, "syntax_attention", "none")
-    for method in SYNTAX_METHODS.values():
+    for method in registered_methods().values():
         for name, value in method.legacy_args.items():
             if not hasattr(args, name):  # the saved args of a checkpoint trained before the option
                 setattr(args, name, value)

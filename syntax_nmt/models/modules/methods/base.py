@@ -22,12 +22,46 @@ in ``loss_config``: the criterion ``label_smoothed_cross_entropy_with_syntax`` t
 every registered method and adds each active loss, without knowing any method by name.
 """
 
+import importlib
+import os
+import pkgutil
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from torch import Tensor, nn
 
-#: name -> method class, filled by :func:`register_syntax_method`.
+#: name -> method class, filled by :func:`register_syntax_method`; read it through :func:`registered_methods`,
+#: which first imports every module of this package
 SYNTAX_METHODS: Dict[str, Type["SyntaxMethod"]] = {}
+#: the published methods, in this order (the order of the table of systems and of the layers the ``all``
+#: system gives them); the package's other modules follow in alphabetical order
+BUILTIN = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
+_discovered = False
+
+
+def registered_methods() -> Dict[str, Type["SyntaxMethod"]]:
+    """Every registered method, name -> class (:data:`SYNTAX_METHODS`).
+
+    The first call imports every module of this package (except ``base`` and names starting with ``_``), so
+    every method defined in a module here registers itself; a module with only tensor math (``*_masks``)
+    registers nothing and needs no fairseq, which is why the package imports its modules here and not when
+    it is itself imported. Order: the modules of :data:`BUILTIN`, the package's other modules alphabetically,
+    then methods registered from elsewhere (a test's), in registration order.
+    """
+    global _discovered
+    if not _discovered:
+        package = __name__.rsplit(".", 1)[0]
+        found = sorted(m.name for m in pkgutil.iter_modules([os.path.dirname(__file__)])
+                       if m.name != "base" and not m.name.startswith("_"))
+        order = [f"{package}.{n}" for n in (*BUILTIN, *(n for n in found if n not in BUILTIN))]
+        for module in order:
+            importlib.import_module(module)
+        rank = {module: i for i, module in enumerate(order)}
+        # a method module imported directly before this call registered early: put it back in place
+        items = sorted(SYNTAX_METHODS.items(), key=lambda item: rank.get(item[1].__module__, len(rank)))
+        SYNTAX_METHODS.clear()
+        SYNTAX_METHODS.update(items)
+        _discovered = True
+    return SYNTAX_METHODS
 
 
 def register_syntax_method(name: str):
@@ -46,13 +80,14 @@ def register_syntax_method(name: str):
 def parse_methods(value) -> List[str]:
     """``"sgnet,sla"`` -> ``["sgnet", "sla"]``; ``"none"``/empty -> ``[]``; unknown names raise."""
     names = []
+    methods = registered_methods()
     for item in (value or "").split(","):
         item = item.strip()
         if not item or item == "none":
             continue
-        if item not in SYNTAX_METHODS:
+        if item not in methods:
             raise ValueError(f"unknown --syntax-attention method {item!r}; choose from none, "
-                             f"{', '.join(SYNTAX_METHODS)} (comma-separated to combine)")
+                             f"{', '.join(methods)} (comma-separated to combine)")
         if item not in names:
             names.append(item)
     return names
@@ -145,7 +180,7 @@ def build_methods(cfg, num_layers: int) -> List[SyntaxMethod]:
     Raises:
         ValueError: unknown method, or two methods replacing the self-attention of the same layers.
     """
-    methods = [SYNTAX_METHODS[n](cfg, num_layers) for n in parse_methods(getattr(cfg, "syntax_attention", "none"))]
+    methods = [registered_methods()[n](cfg, num_layers) for n in parse_methods(getattr(cfg, "syntax_attention", "none"))]
     owner: Dict[int, str] = {}
     for m in methods:
         clash = sorted(k for k in m.attention_layers() if k in owner)
@@ -222,9 +257,9 @@ def check_weight(option: str, value) -> None:
 
 def aux_losses() -> List[Type[AuxLoss]]:
     """Every registered method's loss classes, in registration order."""
-    return [loss for m in SYNTAX_METHODS.values() for loss in m.losses]
+    return [loss for m in registered_methods().values() for loss in m.losses]
 
 
 def loss_configs() -> List[type]:
     """Every registered method's ``loss_config``, in registration order."""
-    return [m.loss_config for m in SYNTAX_METHODS.values() if m.loss_config is not None]
+    return [m.loss_config for m in registered_methods().values() if m.loss_config is not None]

@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, register_syntax_method
-from syntax_nmt.models.modules.sgnet_layer import (LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer, sdoi_attention_mask,
-                                                   sgnet_layer_config)
-from syntax_nmt.syntax.tree import sdoi_mask
+from syntax_nmt.models.modules.methods.sgnet_masks import sdoi_attention_mask, sdoi_mask
+from syntax_nmt.models.modules.sgnet_layer import LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer, sgnet_layer_config
+from syntax_nmt.syntax.tree import expand_word_matrix
 
 
 @dataclass
@@ -47,9 +47,7 @@ class SGNetModule(SGNetLayer):
 
     def forward(self, x, ctx):
         key = ("sdoi", self.convention)
-        if self.convention == "shared":
-            from syntax_nmt.syntax.tree import expand_word_matrix
-
+        if self.convention == "shared":  # sdoi_mask from the batch's word tree
             allowed = ctx.cached(key, lambda: expand_word_matrix(ctx.tree.ancestor, ctx.tree.word_index))
         else:
             allowed = ctx.cached(key, lambda: sdoi_mask(ctx.heads, ctx.word_start, ctx.special, "first"))
