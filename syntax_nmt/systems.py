@@ -90,9 +90,11 @@ class System:
 
 
 def _method_system(name: str, cls) -> System:
-    doc = " ".join((cls.__doc__ or "").split())
+    from syntax_nmt.models.modules.methods.base import method_title
+
+    title = method_title(cls)
     return System(name, methods=(name,), model_args=tuple(cls.system_args),
-                  criterion_args=tuple(cls.system_losses), note=doc if len(doc) <= 90 else doc[:89] + "…")
+                  criterion_args=tuple(cls.system_losses), note=title if len(title) <= 90 else title[:89] + "…")
 
 
 def _all_system(methods: Dict[str, type]) -> System:

@@ -11,7 +11,7 @@ from conftest import build_task_and_model
 from syntax_nmt.models.modules import syntax_context
 from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
 from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
-from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
 from syntax_nmt.models.modules.methods.sla_masks import sla_mask
 from syntax_nmt.models.modules.methods.syntax_bert_masks import syntax_bert_masks
 from syntax_nmt.syntax import tree as T_

@@ -224,7 +224,7 @@ def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatc
 def _reference_probabilities(self, scores, x, ctx, key_padding_mask):
     """``SyntaxBertAttention.probabilities`` + ``topical_weights`` before the fused path, kept verbatim as the
     reference: one batched softmax over ``(B, M, H, T, T)``, the mixed distribution."""
-    from syntax_nmt.models.modules.syntax_attention import key_padding_additive
+    from syntax_nmt.models.modules.methods.mixed_attention import key_padding_additive
 
     B, H, T, _ = scores.shape
     pad = key_padding_additive(key_padding_mask, B, T, scores.device).unsqueeze(1)

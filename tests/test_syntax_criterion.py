@@ -275,7 +275,8 @@ def test_dp_and_hp_by_hand_on_three_words():
 
 # -- DP on the sampled pairs only -------------------------------------------------
 def _reference_sample_pairs(candidates, rate, generator=None):
-    """The sample of ``sample_pair_indices`` before the sampled-pairs path (a double argsort over every pair), kept as the reference."""
+    """The sample of ``sample_pair_indices`` before the sampled-pairs path (a double argsort over every pair), kept as
+    the reference."""
     B = candidates.shape[0]
     flat = candidates.reshape(B, -1)
     n = flat.sum(dim=1)

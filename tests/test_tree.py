@@ -33,7 +33,7 @@ def syntax_distances(heads, word_start, special, convention="shared"):
     ``"shared"``, between the two subwords' WORDS (pieces of one word at distance 0); ``"first"``, in the
     subword tree where non-first pieces hang below their first piece. ``(dist, connected)`` as
     :func:`~syntax_nmt.syntax.tree.tree_distances` gives them, ``(B, T, T)`` each."""
-    tree = T_.syntax_tree(heads, word_start, special, convention)
+    tree = T_.subword_tree(heads, word_start, special, convention)
     dist, connected = T_.tree_distances(tree.tree_ancestor)
     if convention == "shared":
         dist = T_.expand_word_matrix(dist, tree.word_index)
@@ -109,7 +109,7 @@ def test_masks_depths_distances_against_reference(rows):
     heads, ws, sp = make_batch(rows)
     parents = T_.absolute_parents(heads, sp)
     for conv in T_.CONVENTIONS:
-        tree = T_.syntax_tree(heads, ws, sp, conv)
+        tree = T_.subword_tree(heads, ws, sp, conv)
         mask = sdoi_mask(heads, ws, sp, conv)
         dist, conn = syntax_distances(heads, ws, sp, conv)
         assert torch.equal(mask, tree.ancestor)
@@ -171,9 +171,9 @@ def test_building_blocks_against_reference(rows):
         if _is_forest(ref, "first"):
             assert dist_first[b].tolist() == ref.distances("first")
             assert conn_first[b].tolist() == [[d >= 0 for d in r] for r in ref.distances("first")]
-    # syntax_tree's tree_ancestor is the closure of the tree the distances are measured on
-    assert torch.equal(T_.syntax_tree(heads, ws, sp, "shared").tree_ancestor, anc_word)
-    assert torch.equal(T_.syntax_tree(heads, ws, sp, "first").tree_ancestor, anc_first)
+    # subword_tree's tree_ancestor is the closure of the tree the distances are measured on
+    assert torch.equal(T_.subword_tree(heads, ws, sp, "shared").tree_ancestor, anc_word)
+    assert torch.equal(T_.subword_tree(heads, ws, sp, "first").tree_ancestor, anc_first)
     # expand_word_matrix: out[i, j] = M[w(i), w(j)]
     M = torch.arange(heads.numel() * heads.shape[1]).view(heads.shape[0], heads.shape[1], heads.shape[1])
     out = T_.expand_word_matrix(M, wsi)
@@ -242,7 +242,7 @@ def test_cycles_terminate_with_finite_values(conv):
     m = sdoi_mask(heads, ws, sp, conv)
     # the cycle sees itself (and nothing below it); 3 sees the cycle and itself
     assert m[0].int().tolist() == [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
-    assert T_.syntax_tree(heads, ws, sp, conv).depth[0].tolist() == [2, 2, 2, 3]
+    assert T_.subword_tree(heads, ws, sp, conv).depth[0].tolist() == [2, 2, 2, 3]
     dist, conn = syntax_distances(heads, ws, sp, conv)
     # depth(i) + depth(j) - 2 (common - 1): nodes of the cycle coincide, 3 is one edge below it
     assert dist[0].tolist() == [[0, 0, 0, 1], [0, 0, 0, 1], [0, 0, 0, 1], [1, 1, 1, 0]]
@@ -256,7 +256,7 @@ def test_long_cycle_terminates(T):
     heads[0, -1] = -(T - 1)
     ws = torch.ones(1, T, dtype=torch.bool)
     sp = torch.zeros(1, T, dtype=torch.bool)
-    tree = T_.syntax_tree(heads, ws, sp)
+    tree = T_.subword_tree(heads, ws, sp)
     assert tree.ancestor.all()
     assert tree.depth[0].tolist() == [T - 1] * T
     dist, conn = syntax_distances(heads, ws, sp)
@@ -307,7 +307,7 @@ def test_sgnet_example_credit_row(left_pad):
     the = off + SGNET_WORDS.index("The")
     assert {SGNET_WORDS[j - off] for j in m[the].nonzero().flatten().tolist()} == {"The", "increase", "reflects"}
     # depths and distances of the word tree
-    tree = T_.syntax_tree(heads, wsb, sp)
+    tree = T_.subword_tree(heads, wsb, sp)
     assert tree.depth[0, off : off + 7].tolist() == [2, 1, 0, 2, 2, 1, 1]
     dist, conn = syntax_distances(heads, wsb, sp)
     assert dist[0, credit, the].item() == 4  # credit-losses-reflects-increase-The
@@ -366,8 +366,8 @@ def test_conventions_hand_built():
     assert sdoi_mask(heads, ws, sp, "first")[0].int().tolist() == first
     assert T_.subword_parents(heads, ws, sp, "first")[0].tolist() == [0, 0, 1, 1, 3, 3, 6, 7]
     assert T_.subword_parents(heads, ws, sp, "shared")[0].tolist() == [0, 0, 0, 1, 1, 1, 6, 7]
-    assert T_.syntax_tree(heads, ws, sp, "shared").depth[0].tolist() == [0, 1, 1, 2, 2, 2, 0, 0]
-    assert T_.syntax_tree(heads, ws, sp, "first").depth[0].tolist() == [0, 1, 2, 2, 3, 3, 0, 0]
+    assert T_.subword_tree(heads, ws, sp, "shared").depth[0].tolist() == [0, 1, 1, 2, 2, 2, 0, 0]
+    assert T_.subword_tree(heads, ws, sp, "first").depth[0].tolist() == [0, 1, 2, 2, 3, 3, 0, 0]
     d_sh, _ = syntax_distances(heads, ws, sp, "shared")
     d_fi, _ = syntax_distances(heads, ws, sp, "first")
     assert d_sh[0, 4].tolist() == [2, 1, 1, 0, 0, 0, -1, -1]  # from c2
@@ -378,7 +378,7 @@ def test_conventions_hand_built():
 
 @pytest.mark.parametrize("fn", [
     lambda h, w, s, c: sdoi_mask(h, w, s, c),
-    lambda h, w, s, c: T_.syntax_tree(h, w, s, c),
+    lambda h, w, s, c: T_.subword_tree(h, w, s, c),
     lambda h, w, s, c: syntax_distances(h, w, s, c),
     lambda h, w, s, c: T_.subword_parents(h, w, s, c),
 ])
@@ -479,7 +479,7 @@ def test_imports_without_fairseq():
     code = (
         "import sys; sys.modules['fairseq'] = None\n"
         "import syntax_nmt.syntax.tree, syntax_nmt.syntax.conllu, syntax_nmt.syntax.aux_losses\n"
-        "import syntax_nmt.models.modules.syntax_context, syntax_nmt.models.modules.sgnet_layer\n"
+        "import syntax_nmt.models.modules.syntax_context, syntax_nmt.models.modules.methods.sgnet_layer\n"
         "from syntax_nmt.models.modules.methods import base, seprem_masks, sgnet_masks, sla_masks, syntax_bert_masks\n"
         "assert sys.modules['fairseq'] is None\n"
         "assert not any(m.startswith('fairseq.') for m in sys.modules)\n"
@@ -500,7 +500,7 @@ def test_cuda_matches_cpu_without_sync_under_autocast():
     def everything(h, w, s, p):
         out = {}
         for c in T_.CONVENTIONS:
-            out[c] = (sdoi_mask(h, w, s, c), *syntax_distances(h, w, s, c), T_.syntax_tree(h, w, s, c).depth,
+            out[c] = (sdoi_mask(h, w, s, c), *syntax_distances(h, w, s, c), T_.subword_tree(h, w, s, c).depth,
                       T_.subword_parents(h, w, s, c))
         out["rel"] = (T_.word_start_index(w, s), T_.additive_mask(out["shared"][0], torch.float16))
         return out

@@ -165,7 +165,7 @@ def subword_parents(
             its word's head word (what every piece "sees" as its head; pieces of a
             root word point to themselves). Useful as a LISA-style parent target;
             under ``"shared"`` this is not a tree over subwords (the pieces of a
-            word share one node), use :func:`syntax_tree` for ancestors.
+            word share one node), use :func:`subword_tree` for ancestors.
 
     Returns:
         ``(B, T)`` long parent positions; roots and special tokens point to
@@ -282,8 +282,10 @@ def expand_word_matrix(matrix: torch.Tensor, word_index: torch.Tensor) -> torch.
     return rows.gather(2, word_index.unsqueeze(1).expand(B, T, T))
 
 
-class SyntaxTree(NamedTuple):
-    """Subword-level view of a batch of dependency trees (see :func:`syntax_tree`).
+class SubwordTree(NamedTuple):
+    """A batch of dependency trees seen from every subword under a subword convention (``"shared"`` or
+    ``"first"``, module docstring), for what is defined per subword (SG-Net's SDOI, depths); built by
+    :func:`subword_tree`. What is defined between words is in :class:`WordTree`.
 
     Attributes:
         ancestor: ``(B, T, T)`` bool, ``ancestor[b, i, j]``: ``j`` is in the
@@ -301,9 +303,9 @@ class SyntaxTree(NamedTuple):
     tree_ancestor: torch.Tensor
 
 
-def syntax_tree(
+def subword_tree(
     heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, convention: str = "shared"
-) -> SyntaxTree:
+) -> SubwordTree:
     """Ancestor matrix and depths at subword level under a subword convention.
 
     Args:
@@ -313,7 +315,7 @@ def syntax_tree(
         convention: ``"shared"`` or ``"first"`` (see module docstring).
 
     Returns:
-        :class:`SyntaxTree`.
+        :class:`SubwordTree`.
     """
     _check_convention(convention)
     wsi = word_start_index(word_start, special)
@@ -325,7 +327,7 @@ def syntax_tree(
         tree_anc = ancestor_matrix(subword_parents(heads, word_start, special, "first"))
         anc = tree_anc
         depth = depths(tree_anc)
-    return SyntaxTree(anc, depth, wsi, tree_anc)
+    return SubwordTree(anc, depth, wsi, tree_anc)
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32, fill_value: float = None) -> torch.Tensor:
@@ -357,7 +359,8 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32, fil
 
 
 class WordTree(NamedTuple):
-    """Word-level dependency forest of a batch, laid out on first-subword positions.
+    """Word-level dependency forest of a batch, laid out on first-subword positions: the tree every
+    method reads (once per batch, ``SyntaxContext.tree``); :class:`SubwordTree` is the per-subword view.
 
     Row/column ``f`` of the ``(B, T, T)`` matrices is the word whose first subword sits at
     position ``f``; rows/columns of non-first subwords describe a dummy one-node tree and

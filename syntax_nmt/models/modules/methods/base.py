@@ -5,7 +5,8 @@ three hooks, for the modules it contributes:
 
 * :meth:`SyntaxMethod.build_self_attention`: the self-attention of the encoder layers listed by
   :meth:`SyntaxMethod.attention_layers` (SLA, Syntax-BERT, LISA). The module keeps the layer's
-  own Q/K/V/output projections (a subclass of fairseq's ``MultiheadAttention``).
+  own Q/K/V/output projections (a subclass of fairseq's ``MultiheadAttention``, usually of
+  :class:`~syntax_nmt.models.modules.methods.mixed_attention.MixedSelfAttention`).
 * :meth:`SyntaxMethod.build_layer_input`: a module applied to the input of an encoder layer
   (SEPREM).
 * :meth:`SyntaxMethod.build_encoder_module`: a module applied to the final encoder states (SG-Net).
@@ -129,6 +130,9 @@ class SyntaxMethod:
     """
 
     name: str = ""
+    #: what it does, in a few words (``--syntax-attention``'s help, the table of systems); default: the class
+    #: docstring's first sentence
+    title: str = ""
     #: the method's options (a ``FairseqDataclass``), or None
     config: Optional[type] = None
     #: streams the method reads
@@ -174,19 +178,28 @@ class SyntaxMethod:
         return None
 
 
+def method_title(cls: Type[SyntaxMethod]) -> str:
+    """``cls.title``, else the first sentence of its docstring."""
+    if cls.title:
+        return cls.title
+    doc = " ".join((cls.__doc__ or "").split())
+    return doc.split(". ")[0].rstrip(".") or cls.name
+
+
 def build_methods(cfg, num_layers: int) -> List[SyntaxMethod]:
     """The methods selected by ``cfg.syntax_attention``, checked for conflicts.
 
     Raises:
         ValueError: unknown method, or two methods replacing the self-attention of the same layers.
     """
-    methods = [registered_methods()[n](cfg, num_layers) for n in parse_methods(getattr(cfg, "syntax_attention", "none"))]
+    registry = registered_methods()
+    methods = [registry[n](cfg, num_layers) for n in parse_methods(getattr(cfg, "syntax_attention", "none"))]
     owner: Dict[int, str] = {}
     for m in methods:
         clash = sorted(k for k in m.attention_layers() if k in owner)
         if clash:
             other = owner[clash[0]]
-            options = ", ".join(SYNTAX_METHODS[n].layers_option for n in (other, m.name))
+            options = ", ".join(registry[n].layers_option for n in (other, m.name))
             raise ValueError(
                 f"--syntax-attention {other} and {m.name} both replace the self-attention of encoder layers "
                 f"{clash}; give them different layers ({options})"

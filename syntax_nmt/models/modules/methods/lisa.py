@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
                                                     register_syntax_method)
-from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive
 from syntax_nmt.syntax.aux_losses import classification_terms
 from syntax_nmt.syntax.tree import subword_parents_from_tree
 
@@ -138,6 +138,7 @@ class Lisa(SyntaxMethod):
     head ``--lisa-head``; see :class:`LisaAttention`. Train it with the criterion
     ``label_smoothed_cross_entropy_with_syntax`` (``--lisa-loss-weight``)."""
 
+    title = "LISA's parse-trained attention head (Strubell et al., 2018)"
     config = LisaConfig
     layers_option = "--lisa-layer"
     replaces_attention = True

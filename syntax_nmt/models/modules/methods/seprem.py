@@ -120,8 +120,8 @@ class DistanceLoss(AuxLoss):
 
     def terms(self, ctx, x, training):
         """In training only the sampled pairs are scored (a ``(B, K, classes)`` tensor with ``K`` about
-        ``--dp-pair-rate`` of ``T^2``, :func:`~syntax_nmt.models.modules.methods.seprem_masks.sample_pair_indices`); in evaluation
-        every connected pair counts, scored as one ``(B, T, T, classes)`` tensor."""
+        ``--dp-pair-rate`` of ``T^2``, :func:`~syntax_nmt.models.modules.methods.seprem_masks.sample_pair_indices`);
+        in evaluation every connected pair counts, scored as one ``(B, T, T, classes)`` tensor."""
         self.check_dim(x)
         tree = ctx.tree
         pairs = connected_word_pairs(tree)
@@ -176,6 +176,7 @@ class Seprem(SyntaxMethod):
     ``--seprem-layers``, the input becomes ``(1 - alpha) H + alpha sigma(W1 H + W2 D̃ H)``; see
     :class:`SepremInput`. Replaces no self-attention, so it combines with every other method."""
 
+    title = "SEPREM's syntax-aware layer inputs, distance and head prediction losses (Xu et al., 2021)"
     config = SepremConfig
     layers_option = "--seprem-layers"
     # the demo's budget (400 updates; transformer 21.9 BLEU): DP+HP at 1 (the paper's plain sum) gave 10.0,

@@ -5,7 +5,7 @@ sec. 3.2, eq. 6) and its form as the attention mask of a fairseq encoder layer: 
 import torch
 from torch import Tensor
 
-from syntax_nmt.syntax.tree import syntax_tree
+from syntax_nmt.syntax.tree import subword_tree
 
 
 def sdoi_mask(heads: Tensor, word_start: Tensor, special: Tensor, convention: str = "shared") -> Tensor:
@@ -25,7 +25,7 @@ def sdoi_mask(heads: Tensor, word_start: Tensor, special: Tensor, convention: st
     Returns:
         ``(B, T, T)`` bool "allowed" mask (query ``i`` x key ``j``).
     """
-    return syntax_tree(heads, word_start, special, convention).ancestor
+    return subword_tree(heads, word_start, special, convention).ancestor
 
 
 def sdoi_attention_mask(allowed: Tensor, num_heads: int, dtype: torch.dtype) -> Tensor:

@@ -7,7 +7,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
-from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive, masked_softmax
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive, masked_softmax
 from syntax_nmt.models.modules.methods.sla_masks import WINDOW_UNITS, sla_mask, wla_mask
 
 
@@ -104,6 +104,7 @@ class SLA(SyntaxMethod):
     """Syntax-aware local attention in the encoder layers listed by ``--sla-layers`` (Li et al., 2021,
     eq. 2-6); see :class:`SyntaxLocalAttention`."""
 
+    title = "syntax-aware local attention in the listed layers (Li et al., 2021)"
     config = SLAConfig
     layers_option = "--sla-layers"
     replaces_attention = True

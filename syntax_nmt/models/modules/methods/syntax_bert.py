@@ -9,7 +9,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
-from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive
 from syntax_nmt.models.modules.methods.syntax_bert_masks import (SYNTAX_BERT_SIBLINGS, syntax_bert_masks,
                                                                  syntax_bert_num_masks)
 
@@ -348,6 +348,7 @@ class SyntaxBert(SyntaxMethod):
     """Syntax-BERT masked sub-networks with topical attention in the encoder layers listed by
     ``--syntax-bert-layers`` (Bai et al., 2021, sec. 3.2-3.3); see :class:`SyntaxBertAttention`."""
 
+    title = "Syntax-BERT's masked sub-networks with topical attention (Bai et al., 2021)"
     config = SyntaxBertConfig
     layers_option = "--syntax-bert-layers"
     replaces_attention = True
