@@ -15,6 +15,7 @@ import torch
 from conftest import build_task_and_model
 from naive_syntax import NaiveRow, batch_tensors, random_rows
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES, LisaAttention, LisaLoss
+from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
 from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
 from syntax_nmt.models.modules.methods.seprem_masks import (connected_word_pairs, distance_classes,
                                                             sample_pair_indices, seprem_strength)
@@ -146,7 +147,7 @@ def test_lisa_parents_random_against_reference():
     for _ in range(100):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.subword_parents_from_tree(T_.word_tree(h, w, s))
+        got = lisa_parents(T_.word_tree(h, w, s))
         assert torch.equal(got, T_.subword_parents(h, w, s, "shared"))
         for b, row in enumerate(rows):
             assert got[b].tolist() == naive_parents(NaiveRow(*row)), row

@@ -480,7 +480,8 @@ def test_imports_without_fairseq():
         "import sys; sys.modules['fairseq'] = None\n"
         "import syntax_nmt.syntax.tree, syntax_nmt.syntax.conllu, syntax_nmt.syntax.aux_losses\n"
         "import syntax_nmt.models.modules.syntax_context, syntax_nmt.models.modules.methods.sgnet_layer\n"
-        "from syntax_nmt.models.modules.methods import base, seprem_masks, sgnet_masks, sla_masks, syntax_bert_masks\n"
+        "from syntax_nmt.models.modules.methods import base, lisa_masks, seprem_masks, sgnet_masks, sla_masks\n"
+        "from syntax_nmt.models.modules.methods import syntax_bert_masks\n"
         "assert sys.modules['fairseq'] is None\n"
         "assert not any(m.startswith('fairseq.') for m in sys.modules)\n"
     )

@@ -435,18 +435,3 @@ def real_word_starts(tree: WordTree) -> torch.Tensor:
     B, T = tree.word_index.shape
     pos = torch.arange(T, device=tree.word_index.device).unsqueeze(0)
     return (tree.word_index == pos) & ~tree.special
-
-
-def subword_parents_from_tree(tree: WordTree) -> torch.Tensor:
-    """Parent position of every subword for LISA's parse attention: the FIRST subword of its
-    word's head word; every piece of a root word, and every special token, points to itself.
-    Equals :func:`subword_parents` with ``"shared"``.
-
-    Returns:
-        ``(B, T)`` long.
-    """
-    wi = tree.word_index
-    B, T = wi.shape
-    pos = torch.arange(T, device=wi.device).unsqueeze(0).expand(B, T)
-    parent_of_word = tree.parents.gather(1, wi)
-    return torch.where(parent_of_word == wi, pos, parent_of_word)
