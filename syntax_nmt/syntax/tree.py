@@ -163,9 +163,10 @@ def subword_parents(
             subword, first subwords use the word-level parent (a proper tree over
             subwords). ``"shared"``: every piece's parent is the first subword of
             its word's head word (what every piece "sees" as its head; pieces of a
-            root word point to themselves). Useful as a LISA-style parent target;
-            under ``"shared"`` this is not a tree over subwords (the pieces of a
-            word share one node), use :func:`subword_tree` for ancestors.
+            root word point to themselves; LISA's target, computed from the word
+            tree by ``methods/lisa_masks.py``); under ``"shared"`` this is not a
+            tree over subwords (the pieces of a word share one node), use
+            :func:`subword_tree` for ancestors.
 
     Returns:
         ``(B, T)`` long parent positions; roots and special tokens point to
