@@ -15,7 +15,7 @@ BENCH_DIR ?= bench-out
 .PHONY: install test test-slow demo bench bench-length clean mutate
 
 # glibc keeps freed buffers instead of returning them to the system after every training step (on a CPU a
-# quarter of fairseq-train's time went to page faults; see syntax_nmt/demo.py, CPU_MALLOC_ENV)
+# quarter of fairseq-train's time went to page faults; see syntax_nmt/demo/settings.py, CPU_MALLOC_ENV)
 MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456
 
 $(PY):

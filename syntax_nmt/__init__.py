@@ -17,7 +17,7 @@ def register_with_fairseq() -> None:
     """Import (and so register) the task, models and criterions with fairseq."""
     from syntax_nmt import checkpoint_compat  # noqa: F401  (allow-lists fairseq checkpoints)
     from syntax_nmt import tasks  # noqa: F401
-    from syntax_nmt import models  # noqa: F401
+    from syntax_nmt.models import syntax_transformer  # noqa: F401
     from syntax_nmt import criterions  # noqa: F401
 
 

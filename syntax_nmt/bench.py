@@ -31,7 +31,10 @@ import sys
 import time
 from typing import Dict, List
 
-from syntax_nmt.demo import OPTIM_ARGS, Demo, _count_params, _exe, _user_dir, system_command
+from syntax_nmt.analyze.common import exe, user_dir
+from syntax_nmt.demo.data import DataPipeline
+from syntax_nmt.demo.report import count_params
+from syntax_nmt.demo.settings import OPTIM_ARGS, system_command
 from syntax_nmt.systems import default_systems, parse_systems
 from syntax_nmt.systems import get as get_system
 
@@ -72,7 +75,7 @@ def _last_float(pattern: str, text: str) -> float:
     return float(found[-1])
 
 
-class Bench(Demo):
+class Bench(DataPipeline):
     def __init__(self, args):
         super().__init__(args)
         self.steps = 4
@@ -85,7 +88,7 @@ class Bench(Demo):
             return super().corpus()
         self.header(f"synthetic corpus: {a.train}/{a.valid}/{a.test} sentences, runs of 1 + Poisson({a.join}) joined")
         if not self.done("corpus"):
-            self.run([_exe("syntax-nmt-synth"), "--out", self.path("corpus"), "--train", a.train, "--valid", a.valid,
+            self.run([exe("syntax-nmt-synth"), "--out", self.path("corpus"), "--train", a.train, "--valid", a.valid,
                       "--test", a.test, "--seed", a.seed, "--join", a.join, "--quiet"])
             self.mark("corpus")
         else:
@@ -114,7 +117,7 @@ class Bench(Demo):
         save = self.path("checkpoints", name)
         train_log, gen_log = self.path(f"train-{name}.log"), self.path(f"gen-{name}.log")
         print(f"--- {name}: train {a.max_update} updates", flush=True)
-        t = _run_measured([_exe("fairseq-train"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
+        t = _run_measured([exe("fairseq-train"), self.path("data-bin"), "--user-dir", user_dir(), "--task", task,
                            "--arch", arch, *OPTIM_ARGS, *extra, *self.model_args(), "--max-tokens", a.max_tokens,
                            *(["--fp16"] if a.fp16 else []),
                            "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save,
@@ -122,7 +125,7 @@ class Bench(Demo):
                            "--num-workers", "0", "--disable-validation", "--no-progress-bar"], train_log)
         mem = json.loads(subprocess.run(
             [sys.executable, "-m", "syntax_nmt.bench_memory", "--steps", "3", self.path("data-bin"),
-             "--user-dir", _user_dir(), "--task", task, "--arch", arch, *OPTIM_ARGS, *map(str, extra),
+             "--user-dir", user_dir(), "--task", task, "--arch", arch, *OPTIM_ARGS, *map(str, extra),
              *map(str, self.model_args()), "--max-tokens", str(a.max_tokens), "--seed", str(a.seed),
              *(["--fp16"] if a.fp16 else [])],
             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
@@ -130,7 +133,7 @@ class Bench(Demo):
         wps = _last_float(r"\| train \|.*?\| wps ([\d.]+)", text)
         gpu = re.findall(r"gb_free ([\d.]+)", text)
         print(f"--- {name}: generate", flush=True)
-        _run_measured([_exe("fairseq-generate"), self.path("data-bin"), "--user-dir", _user_dir(), "--task", task,
+        _run_measured([exe("fairseq-generate"), self.path("data-bin"), "--user-dir", user_dir(), "--task", task,
                        "--path", os.path.join(save, "checkpoint_last.pt"), "--beam", "4", "--batch-size", "64",
                        "--remove-bpe", "--required-batch-size-multiple", "1", *(["--fp16"] if a.fp16 else []),
                        # every hypothesis exactly --gen-len tokens: the same decoding work for every system,
@@ -140,7 +143,7 @@ class Bench(Demo):
         row = {"system": name, "train_wps": wps, "train_seconds": t["seconds"], "peak_rss_mib": t["max_rss_mib"],
                "model_mem_mib": mem.get("cuda_peak_mib", mem["model_train_mib"]),
                "activations_mib": mem["activations_mib"],
-               "gen_sps": sps, "params": _count_params(os.path.join(save, "checkpoint_last.pt"))}
+               "gen_sps": sps, "params": count_params(os.path.join(save, "checkpoint_last.pt"))}
         if gpu:
             row["gpu_gb_free_min"] = min(float(g) for g in gpu)
         print(f"    {json.dumps(row)}", flush=True)
@@ -235,14 +238,14 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
         lines = f.read().split("\n")[:-1]
     empty = bench.path("empty.en")
     open(empty, "w").close()
-    common = [bench.path("data-bin"), "--user-dir", _user_dir(), "--task", "syntax_translation", "--path",
+    common = [bench.path("data-bin"), "--user-dir", user_dir(), "--task", "syntax_translation", "--path",
               bench.path("checkpoints", name, "checkpoint_last.pt"), "--beam", "4", "--batch-size", "64",
               "--min-len", a.gen_len, "--max-len-a", "0", "--max-len-b", a.gen_len]
-    cmd = [_exe("fairseq-interactive"), *common, "--buffer-size", "64", "--annotation-settings-file", settings,
+    cmd = [exe("fairseq-interactive"), *common, "--buffer-size", "64", "--annotation-settings-file", settings,
            "--annotate-spacy-model", spacy_model]
     print(f"--- {name}: fairseq-generate on the binarized test split (again, next to fairseq-interactive)", flush=True)
     gen_log = bench.path("generate-binarized.log")
-    _run_measured([_exe("fairseq-generate"), *common], gen_log)
+    _run_measured([exe("fairseq-generate"), *common], gen_log)
     gen_sps = _last_float(r"Translated .*?\(([\d.]+) sentences/s", open(gen_log, encoding="utf-8").read())
     totals = []
     for src, log in ((empty, "interactive-empty.log"), (bench.path("corpus", "test.en"), "interactive.log")):

@@ -42,8 +42,6 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-#: the systems compared by default: one per method, with the table's options
-DEFAULT_SYSTEMS = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
 #: subword tags of the ``subword`` stream (annotate/streams.py): single-piece word, begin, middle, end
 SUBWORD_TAGS = ("O", "B", "M", "E")
 
@@ -144,7 +142,6 @@ def build(data: str, a, system: str):
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     from syntax_nmt import register_with_fairseq
-    from syntax_nmt.models.modules.methods.base import build_methods  # noqa: F401 (registry import)
     from syntax_nmt.systems import fit_encoder_layers
     from syntax_nmt.systems import get as get_system
 
@@ -351,8 +348,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="bench-out")
     p.add_argument("--lengths", type=int, nargs="+", default=[32, 64, 128, 256, 512], help="sentence lengths T")
     p.add_argument("--tokens", type=int, default=8192, help="tokens per batch (B = tokens // T)")
-    p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS),
-                   help="comma-separated systems of the table without source features")
+    p.add_argument("--systems", default="",
+                   help="comma-separated systems of the table without source features (default: every method's own "
+                   "system, with the table's options)")
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--dim", type=int, default=256, help="model dimension (Transformer base: 512); FFN is 4x")
     p.add_argument("--heads", type=int, default=4, help="attention heads (Transformer base: 8)")
@@ -435,6 +433,10 @@ def cli_main(argv=None) -> int:
         print(stats_table(trees))
         return 0
     try:
+        if not a.systems:
+            from syntax_nmt.models.modules.methods import registered_methods
+
+            a.systems = ",".join(registered_methods())
         a.systems = parse_systems(a.systems)
     except ValueError as e:
         fail(prog, e)

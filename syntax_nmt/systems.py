@@ -5,7 +5,7 @@ A *system* is what goes into the encoder: the stock Transformer, the source feat
 losses. Model size, optimisation and decoding are not part of it: each consumer (``make demo``,
 ``make bench``, ``examples/*/``) sets them, identically for every system it compares.
 
-The table is built from the method registry (:data:`~syntax_nmt.models.modules.methods.SYNTAX_METHODS`):
+The table is built from the method registry (:func:`~syntax_nmt.models.modules.methods.base.registered_methods`):
 every registered method brings its own system, named like the method, with the options its class declares
 (``system_args``, ``system_losses``), so a method added to the plugin is compared from then on without
 editing this file. Besides those: ``transformer`` (stock fairseq, the baseline), ``syntax-infused`` (the
@@ -90,9 +90,11 @@ class System:
 
 
 def _method_system(name: str, cls) -> System:
-    doc = " ".join((cls.__doc__ or "").split())
+    from syntax_nmt.models.modules.methods.base import method_title
+
+    title = method_title(cls)
     return System(name, methods=(name,), model_args=tuple(cls.system_args),
-                  criterion_args=tuple(cls.system_losses), note=doc if len(doc) <= 90 else doc[:89] + "…")
+                  criterion_args=tuple(cls.system_losses), note=title if len(title) <= 90 else title[:89] + "…")
 
 
 def _all_system(methods: Dict[str, type]) -> System:
@@ -110,21 +112,22 @@ def _all_system(methods: Dict[str, type]) -> System:
 
 def systems() -> Dict[str, System]:
     """The table: name -> :class:`System`, in the order of comparison (the baseline first)."""
-    from syntax_nmt.models.modules.methods import SYNTAX_METHODS
+    from syntax_nmt.models.modules.methods import registered_methods
 
+    methods = registered_methods()
     table = [System(BASELINE, note="stock fairseq transformer"),
              System("syntax-infused", features=True, note="POS, case and subword-position embeddings "
                     "(Sundararaman et al., 2019)")]
-    table += [_method_system(n, c) for n, c in SYNTAX_METHODS.items()]
-    if "sgnet" in SYNTAX_METHODS:
-        sgnet = _method_system("sgnet", SYNTAX_METHODS["sgnet"])
+    table += [_method_system(n, c) for n, c in methods.items()]
+    if "sgnet" in methods:
+        sgnet = _method_system("sgnet", methods["sgnet"])
         table.insert(3, System("syntax+sgnet", features=True, methods=("sgnet",), model_args=sgnet.model_args,
                                criterion_args=sgnet.criterion_args, note="the features and SG-Net"))
-    table.append(_all_system(dict(SYNTAX_METHODS)))
+    table.append(_all_system(dict(methods)))
     table.append(System("syntax-concat", features=True, model_args=(
         "--feature-merge", "concat", "--feature-embed-dims", "8,4,8"), default=False,
         note="the features concatenated (8+4+8) instead of summed"))
-    if "sgnet" in SYNTAX_METHODS:
+    if "sgnet" in methods:
         table.append(System("sgnet-ckpt", methods=("sgnet",), model_args=("--sgnet-checkpoint-activations",),
                             default=False, note="SG-Net with recomputed activations (the same model; for the bench)"))
     return {s.name: s for s in table}

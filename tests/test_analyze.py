@@ -15,7 +15,9 @@ from conftest import USER_DIR, run_cli
 
 from syntax_nmt.analyze import cli
 from syntax_nmt.syntax import noise as N
-from syntax_nmt.syntax.tree import sdoi_mask, sla_mask
+from syntax_nmt.models.modules.methods.sgnet_masks import sdoi_mask
+from syntax_nmt.models.modules.methods.sla_masks import sla_mask
+from syntax_nmt.syntax.tree import word_tree
 
 pytestmark = pytest.mark.e2e
 
@@ -218,7 +220,7 @@ def test_attention_maps_are_distributions_and_match_fairseq_and_the_masks(traine
     P = np.array(sg["attn"])
     np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-5)
     assert np.abs(P[~mask]).max() < 1e-6  # no weight outside the SDOI
-    local_mask = sla_mask(heads, ws, special, 3)[0].numpy()
+    local_mask = sla_mask(word_tree(heads, ws, special), 3)[0].numpy()
     for e in syntax["encoder"][:2]:
         for key in ("local", "global"):
             np.testing.assert_allclose(np.array(e[key]).sum(1), 1.0, atol=1e-5)

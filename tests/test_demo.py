@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from syntax_nmt import demo
+from syntax_nmt.demo import cli, pipeline, report
 
 
 def row(system, scores, **extra):
@@ -20,9 +20,9 @@ def row(system, scores, **extra):
 
 
 def test_seeds_option():
-    assert demo._seeds("3") == [1, 2, 3]
-    assert demo._seeds("4,7") == [4, 7]
-    assert demo._seeds("5,") == [5]
+    assert cli.parse_seeds("3") == [1, 2, 3]
+    assert cli.parse_seeds("4,7") == [4, 7]
+    assert cli.parse_seeds("5,") == [5]
 
 
 def test_summarize_means_and_sample_sd_per_system():
@@ -30,7 +30,7 @@ def test_summarize_means_and_sample_sd_per_system():
                      "signature": "sig"}
             for n, scores in {"transformer": [10.0, 12.0, 14.0], "sgnet": [11.0, 11.0, 11.0]}.items()
             for s, b in zip((1, 2, 3), scores)}
-    rows = demo.summarize(runs, ["transformer", "sgnet"], [1, 2, 3], {"transformer": 5, "sgnet": 6})
+    rows = report.summarize(runs, ["transformer", "sgnet"], [1, 2, 3], {"transformer": 5, "sgnet": 6})
     assert [r["system"] for r in rows] == ["transformer", "sgnet"]
     assert rows[0]["sacrebleu"] == [10.0, 12.0, 14.0] and rows[0]["mean"] == 12.0 and rows[0]["sd"] == 2.0
     assert rows[0]["compound_split_bleu_mean"] == 13.0 and rows[1]["sd"] == 0.0 and rows[1]["params"] == 6
@@ -41,7 +41,7 @@ def test_summarize_means_and_sample_sd_per_system():
 def test_best_variant_must_gain_a_full_bleu_point(best, ok):
     rows = [row("transformer", [19.0, 20.0, 21.0]), row("sgnet", [19.0, 20.0, 21.0]),
             row("syntax-infused", [best - 1, best, best + 1])]
-    claims = demo.quality_check(rows)
+    claims = report.quality_check(rows)
     assert claims[0][1] is ok
     assert "syntax-infused" in claims[0][2]
 
@@ -51,9 +51,9 @@ def test_sgnet_may_trail_the_baseline_by_two_standard_errors_only():
     noise = 2 * math.sqrt(1 / 3 + 1 / 3)  # sgnet also has sd 1
     within = row("sgnet", [21 - noise + 0.01 - 1, 21 - noise + 0.01, 21 - noise + 0.01 + 1])
     beyond = row("sgnet", [21 - noise - 0.01 - 1, 21 - noise - 0.01, 21 - noise - 0.01 + 1])
-    assert demo.quality_check([base, within])[1][1] is True
-    assert demo.quality_check([base, beyond])[1][1] is False
-    assert demo.quality_check([base]) == []
+    assert report.quality_check([base, within])[1][1] is True
+    assert report.quality_check([base, beyond])[1][1] is False
+    assert report.quality_check([base]) == []
 
 
 def test_table_and_chart(tmp_path):
@@ -61,10 +61,10 @@ def test_table_and_chart(tmp_path):
             row("sgnet", [22.0, 23.5], params=120, train_seconds=[6.0, 6.0], sentences=9, signature="sig",
                 p_pooled=0.001, p_per_seed=[0.01, 0.2])]
     args = type("A", (), {"max_update": 300, "max_tokens": 4096})()
-    text = demo.format_table(rows, args, [1, 2])
+    text = report.format_table(rows, args, [1, 2])
     line = next(x for x in text.splitlines() if x.startswith("sgnet"))
     assert "22.75 ± 1.06" in line and "+2.25" in line and "0.0010*" in line and "1/2" in line and "120" in line
-    demo.plot_bleu(rows, str(tmp_path / "bleu.png"), "title")
+    report.plot_bleu(rows, str(tmp_path / "bleu.png"), "title")
     assert (tmp_path / "bleu.png").stat().st_size > 1000
 
 
@@ -112,9 +112,9 @@ def test_auto_seeds_resumed_jobs_count_with_their_recorded_time(job_seconds, exp
     """Jobs resumed from an earlier run (here every job: they end at once) count with their recorded seconds, so a
     resumed demo chooses the seeds the interrupted one would have. 2000 s a job: the first wave alone is over the
     20 min budget, so one seed, said plainly (the budget rule once still trained a second round)."""
-    args = demo.get_parser().parse_args(["--out", str(tmp_path), "--systems", "transformer,sgnet"])
+    args = cli.get_parser().parse_args(["--out", str(tmp_path), "--systems", "transformer,sgnet"])
     args.systems, args.jobs, args.threads, args.systems_given = ["transformer", "sgnet"], 2, 1, True
-    d = demo.Demo(args)
+    d = pipeline.Demo(args)
     calls = []
 
     def fake(name, seed, data=None, group="", quiet=False, on_line=None):

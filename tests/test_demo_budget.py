@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from syntax_nmt import demo, demo_budget as b
+from syntax_nmt.demo import budget as b
+from syntax_nmt.demo import cli, jobs, pipeline
 
 SYSTEMS = ["transformer", "syntax-infused", "sgnet", "syntax+sgnet", "sla", "syntax_bert", "seprem", "lisa", "all"]
 
@@ -149,9 +150,9 @@ def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys
     seconds. The first job measures 150 s; sgnet, the second, takes 300 s, so the demo re-plans before starting
     jobs it can no longer afford, and ends within the budget."""
     systems = ["transformer", "sgnet", "syntax-infused", "lisa"]
-    args = demo.get_parser().parse_args(["--out", str(tmp_path)])
+    args = cli.get_parser().parse_args(["--out", str(tmp_path)])
     args.systems, args.jobs, args.threads = systems, 1, 2
-    d = demo.Demo(args)
+    d = pipeline.Demo(args)
     d.clock = clock = FakeClock(100.0)  # 100 s of preprocessing
     d.start = 0.0
     seconds = {"transformer": 150.0, "sgnet": 300.0, "syntax-infused": 150.0, "lisa": 150.0}
@@ -184,10 +185,10 @@ def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys
 def test_status_line_shows_each_running_training_and_its_updates(tmp_path, capsys, monkeypatch):
     import threading
 
-    monkeypatch.setattr(demo, "STATUS_SECONDS", 0.05)
-    args = demo.get_parser().parse_args(["--out", str(tmp_path), "--seeds", "1"])
+    monkeypatch.setattr(jobs, "STATUS_SECONDS", 0.05)
+    args = cli.get_parser().parse_args(["--out", str(tmp_path), "--seeds", "1"])
     args.systems, args.jobs, args.threads, args.seeds = ["transformer", "sgnet"], 2, 1, [1]
-    d = demo.Demo(args)
+    d = pipeline.Demo(args)
     both = threading.Barrier(2)
     release = threading.Event()
 
@@ -211,8 +212,8 @@ def test_status_line_shows_each_running_training_and_its_updates(tmp_path, capsy
 def test_run_hands_every_logged_line_to_on_line(tmp_path):
     import sys
 
-    args = demo.get_parser().parse_args(["--out", str(tmp_path)])
+    args = cli.get_parser().parse_args(["--out", str(tmp_path)])
     lines = []
-    demo.Demo(args).run([sys.executable, "-c", "print('a num_updates=3'); print('b')"], log=str(tmp_path / "log"),
+    pipeline.Demo(args).run([sys.executable, "-c", "print('a num_updates=3'); print('b')"], log=str(tmp_path / "log"),
                         quiet=True, on_line=lines.append)
     assert lines == ["a num_updates=3\n", "b\n"] and (tmp_path / "log").read_text() == "a num_updates=3\nb\n"

@@ -5,7 +5,7 @@ import torch
 
 from conftest import build_task_and_model
 from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
-from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention
 
 SLA_CASES = [["--syntax-attention", "sla"], ["--syntax-attention", "sla", "--sla-window", "2"],
              ["--syntax-attention", "sla", "--sla-threshold", "1", "--sla-layers", "0"]]

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from naive_syntax import NaiveRow, batch_tensors, random_rows
+from syntax_nmt.models.modules.methods.sla_masks import sla_mask, wla_mask
+from syntax_nmt.models.modules.methods.syntax_bert_masks import syntax_bert_masks, syntax_bert_num_masks
 from syntax_nmt.syntax import tree as T_
 
 
@@ -15,7 +17,7 @@ def test_sla_mask_random_against_reference(threshold):
     for _ in range(60):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.sla_mask(h, w, s, threshold)
+        got = sla_mask(T_.word_tree(h, w, s), threshold)
         for b, row in enumerate(rows):
             assert got[b].tolist() == NaiveRow(*row).sla(threshold), row
 
@@ -27,7 +29,7 @@ def test_wla_mask_random_against_reference(window, unit):
     for _ in range(60):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.wla_mask(w, s, window, unit) if unit == "token" else T_.wla_mask(w, s, window)
+        got = wla_mask(w, s, window, unit) if unit == "token" else wla_mask(w, s, window)
         for b, row in enumerate(rows):
             assert got[b].tolist() == NaiveRow(*row).wla(window, unit), row
 
@@ -37,15 +39,15 @@ def test_wla_window_units_by_hand():
     word) but not '.'; a token window lets 'believ@@' reach only 'un@@' and 'able'."""
     ws = torch.tensor([[True, False, False, True, True, False]])
     special = torch.tensor([[False, False, False, False, False, True]])
-    word = T_.wla_mask(ws, special, 1, "word")[0]
-    token = T_.wla_mask(ws, special, 1, "token")[0]
+    word = wla_mask(ws, special, 1, "word")[0]
+    token = wla_mask(ws, special, 1, "token")[0]
     assert word[2].tolist() == [True, True, True, True, False, False]
     assert word[4].tolist() == [False, False, False, True, True, False]
     assert token[1].tolist() == [True, True, True, False, False, False]
     assert token[4].tolist() == [False, False, False, True, True, False]
     assert word[5].tolist() == token[5].tolist() == [False] * 5 + [True]  # EOS: itself only
     with pytest.raises(ValueError, match="window unit"):
-        T_.wla_mask(ws, special, 1, "subword")
+        wla_mask(ws, special, 1, "subword")
 
 
 @pytest.mark.parametrize("sibling", ["lca", "disjoint"])
@@ -55,8 +57,8 @@ def test_syntax_bert_masks_random_against_reference(max_distance, sibling):
     for _ in range(60):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.syntax_bert_masks(h, w, s, max_distance, sibling)
-        M = T_.syntax_bert_num_masks(max_distance, sibling)
+        got = syntax_bert_masks(T_.word_tree(h, w, s), max_distance, sibling)
+        M = syntax_bert_num_masks(max_distance, sibling)
         assert M == 3 * max_distance - (sibling == "disjoint")
         assert got.shape == (len(rows), M, h.shape[1], h.shape[1])
         for b, row in enumerate(rows):
@@ -75,8 +77,8 @@ def test_syntax_bert_readings_of_the_sibling_mask():
     for _ in range(60):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        lca = T_.syntax_bert_masks(h, w, s, 3, "lca")
-        disjoint = T_.syntax_bert_masks(h, w, s, 3, "disjoint")
+        lca = syntax_bert_masks(T_.word_tree(h, w, s), 3, "lca")
+        disjoint = syntax_bert_masks(T_.word_tree(h, w, s), 3, "disjoint")
         assert torch.equal(lca[:, :6], disjoint[:, :6])  # parent and child masks do not change
         assert torch.equal(lca[:, 6], lca[:, 0] | lca[:, 3])  # sibling d=1 = parent d=1 | child d=1
         for d in (2, 3):  # lca sibling d = disjoint sibling d + the parent/child pairs at d
@@ -92,7 +94,7 @@ def test_syntax_bert_readings_of_the_sibling_mask():
 def test_syntax_bert_masks_reject_an_unknown_reading():
     h, w, s = _hand_batch()
     with pytest.raises(ValueError, match="sibling reading 'cousin'"):
-        T_.syntax_bert_masks(h, w, s, 2, "cousin")
+        syntax_bert_masks(T_.word_tree(h, w, s), 2, "cousin")
 
 
 def _hand_batch():
@@ -110,7 +112,7 @@ def _hand_batch():
 def test_sla_mask_by_hand():
     h, w, s = _hand_batch()
     # word distances: the-cat 1, cat-sat 1, sat-mat 1, mat-on 1, mat-the2 1, the-sat 2, on-sat 2 ...
-    m = T_.sla_mask(h, w, s, 1)[0]
+    m = sla_mask(T_.word_tree(h, w, s), 1)[0]
     # 'the'(0): neighbours {the, cat}; within 1 of the: the, cat; of cat: the, cat, sat
     assert m[0].tolist() == [True, True, True, False, False, False, False, False, False]
     # 'on'(3): neighbours sat(2), on, the(4): sat -> cat, sat, mat; on -> on, mat; the -> the, mat
@@ -124,7 +126,7 @@ def test_sla_mask_by_hand():
 @pytest.mark.parametrize("sibling", ["lca", "disjoint"])
 def test_syntax_bert_masks_by_hand(sibling):
     h, w, s = _hand_batch()
-    M = T_.syntax_bert_masks(h, w, s, 2, sibling)[0]
+    M = syntax_bert_masks(T_.word_tree(h, w, s), 2, sibling)[0]
     parent1, parent2, child1, child2 = M[:4]
     # sat(2) is the parent of cat(1) and mat(5,6): row 2 allows them at d=1
     assert parent1[2].nonzero().flatten().tolist() == [1, 5, 6]
@@ -160,8 +162,8 @@ def test_masks_on_device_dtype_and_no_loops_over_batch():
     while len(rows) < 3:
         rows = random_rows(rng)
     h, w, s = batch_tensors(rows)
-    full = T_.syntax_bert_masks(h, w, s, 3)
-    sla = T_.sla_mask(h, w, s, 3)
+    full = syntax_bert_masks(T_.word_tree(h, w, s), 3)
+    sla = sla_mask(T_.word_tree(h, w, s), 3)
     for b in range(len(rows)):
-        assert torch.equal(full[b:b + 1], T_.syntax_bert_masks(h[b:b + 1], w[b:b + 1], s[b:b + 1], 3))
-        assert torch.equal(sla[b:b + 1], T_.sla_mask(h[b:b + 1], w[b:b + 1], s[b:b + 1], 3))
+        assert torch.equal(full[b:b + 1], syntax_bert_masks(T_.word_tree(h[b:b + 1], w[b:b + 1], s[b:b + 1]), 3))
+        assert torch.equal(sla[b:b + 1], sla_mask(T_.word_tree(h[b:b + 1], w[b:b + 1], s[b:b + 1]), 3))

@@ -92,6 +92,10 @@ def toy(monkeypatch):
 
 def test_a_method_defined_in_a_test_joins_options_table_criterion_and_analyses(stream_bin, toy):
     table = S.systems()
+    assert table["toy"].note == "A toy method: scales the inputs of its layers, trains ToyLoss"  # its docstring
+    from syntax_nmt.models.syntax_transformer import syntax_attention_help
+
+    assert "; toy: A toy method" in syntax_attention_help()  # listed in --syntax-attention's help
     args = table["toy"].args()
     assert args == ["--source-features", "", "--syntax-attention", "toy", "--toy-scale", "0.5",
                     "--criterion", "label_smoothed_cross_entropy_with_syntax", "--toy-loss-weight", "0.25"]

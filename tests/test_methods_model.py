@@ -13,7 +13,9 @@ from conftest import build_task_and_model
 from syntax_nmt.models.modules import syntax_context
 from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
 from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
-from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
+from syntax_nmt.models.modules.methods.sla_masks import sla_mask
+from syntax_nmt.models.modules.methods.syntax_bert_masks import syntax_bert_masks
 from syntax_nmt.syntax import tree as T_
 
 ALL = ["--syntax-attention", "sgnet,sla,syntax_bert", "--sla-layers", "0", "--syntax-bert-layers", "1"]
@@ -52,7 +54,7 @@ def test_sla_layers_apply_the_pure_functions_mask(stream_bin, left_pad):
         model.encoder(**_enc_in(batch))
     ctx_ws = (net["src_streams"]["subword"].unsqueeze(-1) == model.encoder.word_start_ids).any(-1)
     special = model.encoder.special_positions(net["src_tokens"])
-    expected = T_.sla_mask(net["src_streams"]["head"], ctx_ws, special, 1)
+    expected = sla_mask(T_.word_tree(net["src_streams"]["head"], ctx_ws, special), 1)
     # the mask is asymmetric and non-trivial on this batch
     assert not torch.equal(expected, expected.transpose(1, 2)) or not expected.all()
     for m in mods:
@@ -94,7 +96,7 @@ def test_syntax_bert_layers_apply_the_pure_functions_masks(stream_bin, monkeypat
     ws = (net["src_streams"]["subword"].unsqueeze(-1) == model.encoder.word_start_ids).any(-1)
     special = model.encoder.special_positions(net["src_tokens"])
     pad = net["src_tokens"].eq(task.src_dict.pad())
-    masks = T_.syntax_bert_masks(net["src_streams"]["head"], ws, special, 2, sibling or "lca")
+    masks = syntax_bert_masks(T_.word_tree(net["src_streams"]["head"], ws, special), 2, sibling or "lca")
     M = 6 if sibling is None else 5  # the disjoint reading has no distance-1 sibling sub-network
     assert masks.shape[1] == M and masks.flatten(2).any(-1).any(0).all()  # no sub-network is empty
     for m in mods:
@@ -122,12 +124,12 @@ def test_syntax_bert_masks_reach_the_attention(stream_bin, monkeypatch):
     batch = _batch(task)
     with torch.no_grad():
         a = model.encoder(**_enc_in(batch))["encoder_out"][0]
-    orig = T_.syntax_bert_masks_from_tree
+    orig = syntax_bert_masks
     import syntax_nmt.models.modules.methods.syntax_bert as sbmod
 
     # (a transpose would only swap the parent and child sub-networks: topical attention is
     # invariant to the order of its sub-networks)
-    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", lambda tree, d, sib: orig(tree, d, sib).roll(1, dims=3))
+    monkeypatch.setattr(sbmod, "syntax_bert_masks", lambda tree, d, sib: orig(tree, d, sib).roll(1, dims=3))
     with torch.no_grad():
         b = model.encoder(**_enc_in(batch))["encoder_out"][0]
     assert (a - b).abs().max() > 1e-4

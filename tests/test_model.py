@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import build_task_and_model
-from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
 
 
 def _n_params(model):

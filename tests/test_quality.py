@@ -1,7 +1,7 @@
 """Slow "does syntax help" check (``make test-slow``; not part of ``make test``).
 
 Runs the default demo (every system of the demo's table, 3 training seeds, identical budgets) and
-judges its table with :func:`syntax_nmt.demo.quality_check`: the best syntax variant must beat the
+judges its table with :func:`syntax_nmt.demo.report.quality_check`: the best syntax variant must beat the
 stock Transformer by at least 1.0 BLEU (means over the seeds; on this corpus the German case and word
 order depend on the English syntax), and SG-Net alone must not be worse than the Transformer by more
 than seed noise (two standard errors of the difference of the means). The table is printed.
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from syntax_nmt.demo import quality_check
+from syntax_nmt.demo.report import quality_check
 
 pytestmark = pytest.mark.slow
 

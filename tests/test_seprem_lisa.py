@@ -15,7 +15,10 @@ import torch
 from conftest import build_task_and_model
 from naive_syntax import NaiveRow, batch_tensors, random_rows
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES, LisaAttention, LisaLoss
+from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
 from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
+from syntax_nmt.models.modules.methods.seprem_masks import (connected_word_pairs, distance_classes,
+                                                            sample_pair_indices, seprem_strength)
 from syntax_nmt.syntax import aux_losses
 from syntax_nmt.syntax import tree as T_
 
@@ -48,7 +51,7 @@ def test_seprem_strength_random_forests_against_reference():
     for _ in range(150):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.seprem_strength(h, w, s)
+        got = seprem_strength(T_.word_tree(h, w, s))
         assert got.dtype == torch.float32 and got.shape == (len(rows), h.shape[1], h.shape[1])
         for b, row in enumerate(rows):
             exp = torch.tensor([[float(x) for x in r] for r in naive_strength(NaiveRow(*row))])
@@ -60,24 +63,12 @@ def test_seprem_strength_rows_sum_to_one_or_zero():
     for _ in range(40):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.seprem_strength(h, w, s)
+        got = seprem_strength(T_.word_tree(h, w, s))
         for b, row in enumerate(rows):
             n = NaiveRow(*row)
             for i in range(n.T):
                 alone = n.special[i] or all(n.d(n.word_of[i], u) is None for u in n.words if u != n.word_of[i])
                 assert got[b, i].sum().item() == pytest.approx(0.0 if alone else 1.0, abs=1e-6)
-
-
-def test_seprem_strength_from_tree_against_reference():
-    """The form the model uses (from the batch's shared WordTree) against eq. 3-4 computed naively."""
-    rng = random.Random(10)
-    for _ in range(60):
-        rows = random_rows(rng)
-        h, w, s = batch_tensors(rows)
-        got = T_.seprem_strength_from_tree(T_.word_tree(h, w, s))
-        for b, row in enumerate(rows):
-            exp = torch.tensor([[float(x) for x in r] for r in naive_strength(NaiveRow(*row))])
-            torch.testing.assert_close(got[b], exp, rtol=1e-6, atol=1e-7, msg=str(row))
 
 
 # -- Figure 1 of SEPREM, by hand --------------------------------------------------------------
@@ -111,7 +102,7 @@ def _fig1_batch(split_frisbee=False, bos=False, pad=0):
 
 def test_seprem_strength_figure_1_by_hand():
     h, w, s, first = _fig1_batch()
-    D = T_.seprem_strength(h, w, s)[0]
+    D = seprem_strength(T_.word_tree(h, w, s))[0]
     playing = [0] * 10
     for k, d in {0: 2, 1: 1, 2: 1, 4: 1, 5: 2, 6: 2, 7: 1, 8: 1}.items():
         playing[k] = 2 / 13 if d == 1 else 1 / 13
@@ -127,7 +118,7 @@ def test_seprem_strength_figure_1_with_pieces_bos_and_left_padding():
     """'frisbee' as 'fris@@ bee': playing gives 2/13 to the word, 1/13 to each piece; both pieces
     read frisbee's row (0 to each other); BOS and pads have empty rows and columns."""
     h, w, s, first = _fig1_batch(split_frisbee=True, bos=True, pad=2)
-    D = T_.seprem_strength(h, w, s)[0]
+    D = seprem_strength(T_.word_tree(h, w, s))[0]
     fris, bee, playing, my = first[4], first[4] + 1, first[3], first[0]
     assert D[playing, fris].item() == pytest.approx(1 / 13) and D[playing, bee].item() == pytest.approx(1 / 13)
     assert torch.equal(D[fris], D[bee]) and D[fris, bee] == 0 and D[bee, fris] == 0
@@ -156,13 +147,20 @@ def test_lisa_parents_random_against_reference():
     for _ in range(100):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.subword_parents_from_tree(T_.word_tree(h, w, s))
+        got = lisa_parents(T_.word_tree(h, w, s))
         assert torch.equal(got, T_.subword_parents(h, w, s, "shared"))
         for b, row in enumerate(rows):
             assert got[b].tolist() == naive_parents(NaiveRow(*row)), row
 
 
 # -- DP / HP helpers ---------------------------------------------------------------------------
+def sample_pairs(candidates, rate, generator):
+    """The sample of :func:`sample_pair_indices` as a ``(B, T, T)`` mask."""
+    index, keep = sample_pair_indices(candidates, rate, generator)
+    out = torch.zeros(candidates.shape[0], candidates[0].numel(), dtype=torch.bool)
+    return out.scatter_(1, index, keep).view_as(candidates)
+
+
 def test_sample_pairs_takes_the_rounded_rate_of_each_sentence():
     rng = random.Random(12)
     gen = torch.Generator().manual_seed(0)
@@ -170,9 +168,9 @@ def test_sample_pairs_takes_the_rounded_rate_of_each_sentence():
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
         tree = T_.word_tree(h, w, s)
-        cand = T_.connected_word_pairs(tree)
+        cand = connected_word_pairs(tree)
         for rate in (0.15, 0.5, 1.0):
-            sel = aux_losses.sample_pairs(cand, rate, gen)
+            sel = sample_pairs(cand, rate, gen)
             assert not (sel & ~cand).any()
             for b in range(len(rows)):
                 n = int(cand[b].sum())
@@ -185,7 +183,7 @@ def test_connected_word_pairs_against_reference():
     for _ in range(50):
         rows = random_rows(rng)
         h, w, s = batch_tensors(rows)
-        got = T_.connected_word_pairs(T_.word_tree(h, w, s))
+        got = connected_word_pairs(T_.word_tree(h, w, s))
         for b, row in enumerate(rows):
             n = NaiveRow(*row)
             exp = [[i in n.words and j in n.words and i != j and n.d(i, j) is not None for j in range(n.T)]
@@ -195,7 +193,7 @@ def test_connected_word_pairs_against_reference():
 
 def test_distance_classes():
     d = torch.tensor([1, 2, 3, 4, 9])
-    assert aux_losses.distance_classes(d, 3).tolist() == [0, 1, 2, 3, 3]
+    assert distance_classes(d, 3).tolist() == [0, 1, 2, 3, 3]
 
 
 def test_classification_terms_counts_only_rows_that_count():
@@ -244,7 +242,7 @@ def test_seprem_layer_computes_eq_1_and_5(stream_bin):
     out = module(x, ctx)
     C = 64
     W1, W2 = module.proj.weight[:C], module.proj.weight[C:]
-    D = T_.seprem_strength(ctx.heads, ctx.word_start, ctx.special)
+    D = seprem_strength(T_.word_tree(ctx.heads, ctx.word_start, ctx.special))
     DH = torch.einsum("bij,jbc->ibc", D, x)
     expected = 0.9 * x + 0.1 * torch.sigmoid(x @ W1.T + DH @ W2.T)
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)

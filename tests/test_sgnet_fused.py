@@ -12,7 +12,7 @@ import torch
 import torch.utils.checkpoint
 
 from conftest import build_task_and_model
-from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
 
 
 def _model(stream_bin, *extra, seed=0):

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from conftest import USER_DIR, build_task_and_model, run_cli
 from syntax_nmt.models.modules.methods.sgnet import SGNetModule
-from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
 
 PRE = "--encoder-normalize-before"
 

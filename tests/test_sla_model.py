@@ -9,7 +9,7 @@ import torch
 
 from conftest import build_task_and_model
 from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
-from syntax_nmt.syntax import tree as T_
+from syntax_nmt.models.modules.methods.sla_masks import wla_mask
 
 
 def _layer_norm(v, ln):
@@ -79,8 +79,8 @@ def test_wla_layers_use_the_window_unit(stream_bin, unit):
         model.encoder(**{k: v for k, v in net.items() if k != "prev_output_tokens"})
     ws = (net["src_streams"]["subword"].unsqueeze(-1) == model.encoder.word_start_ids).any(-1)
     special = model.encoder.special_positions(net["src_tokens"])
-    expected = T_.wla_mask(ws, special, 1, unit or "word")
-    other = T_.wla_mask(ws, special, 1, "token" if unit in (None, "word") else "word")
+    expected = wla_mask(ws, special, 1, unit or "word")
+    other = wla_mask(ws, special, 1, "token" if unit in (None, "word") else "word")
     assert not torch.equal(expected, other)  # the batch has words of several pieces
     for m in mods:
         assert torch.equal(m.recorded["local"].gt(0).any(1), expected)

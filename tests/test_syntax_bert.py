@@ -173,7 +173,7 @@ def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatc
 
     import syntax_nmt.checkpoint_compat  # noqa: F401
     import syntax_nmt.models.modules.methods.syntax_bert as sbmod
-    from syntax_nmt.syntax import tree as T_
+    from syntax_nmt.models.modules.methods.syntax_bert_masks import syntax_bert_masks
 
     run_cli("fairseq-train", stream_bin, "--user-dir", USER_DIR, "--task", "syntax_translation",
             "--arch", "syntax_transformer_tiny", "--syntax-attention", "syntax_bert", "--source-features", "",
@@ -202,17 +202,17 @@ def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatc
         now = model.encoder(**enc_in)["encoder_out"][0]
 
     def old_layout(tree, D, sibling):  # the code before the option: an all-False sibling mask at d = 1
-        m = T_.syntax_bert_masks_from_tree(tree, D, sibling)
+        m = syntax_bert_masks(tree, D, sibling)
         return torch.cat([m[:, :2 * D], torch.zeros_like(m[:, :1]), m[:, 2 * D:]], dim=1)
 
-    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", old_layout)
+    monkeypatch.setattr(sbmod, "syntax_bert_masks", old_layout)
     for m in layers:
         m.num_masks = 9
     with torch.no_grad():
         then = model.encoder(**enc_in)["encoder_out"][0]
     torch.testing.assert_close(now, then, atol=1e-6, rtol=1e-6)
     # and the reading matters: the paper's masks give another output
-    monkeypatch.setattr(sbmod, "syntax_bert_masks_from_tree", T_.syntax_bert_masks_from_tree)
+    monkeypatch.setattr(sbmod, "syntax_bert_masks", syntax_bert_masks)
     for m in layers:
         m.sibling, m.num_masks = "lca", 9
     with torch.no_grad():
@@ -224,7 +224,7 @@ def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatc
 def _reference_probabilities(self, scores, x, ctx, key_padding_mask):
     """``SyntaxBertAttention.probabilities`` + ``topical_weights`` before the fused path, kept verbatim as the
     reference: one batched softmax over ``(B, M, H, T, T)``, the mixed distribution."""
-    from syntax_nmt.models.modules.syntax_attention import key_padding_additive
+    from syntax_nmt.models.modules.methods.mixed_attention import key_padding_additive
 
     B, H, T, _ = scores.shape
     pad = key_padding_additive(key_padding_mask, B, T, scores.device).unsqueeze(1)

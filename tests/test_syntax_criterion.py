@@ -259,7 +259,8 @@ def test_dp_and_hp_by_hand_on_three_words():
 
 # -- DP on the sampled pairs only -------------------------------------------------
 def _reference_sample_pairs(candidates, rate, generator=None):
-    """``aux_losses.sample_pairs`` before the sampled-pairs path (a double argsort over every pair), kept as the reference."""
+    """The sample of ``sample_pair_indices`` before the sampled-pairs path (a double argsort over every pair), kept as
+    the reference."""
     B = candidates.shape[0]
     flat = candidates.reshape(B, -1)
     n = flat.sum(dim=1)
@@ -271,8 +272,8 @@ def _reference_sample_pairs(candidates, rate, generator=None):
 
 def _reference_dp_terms(crit, ctx, x):
     """the DP terms before the sampled-pairs path: a ``(B, T, T, classes)`` tensor over every pair, masked by the sample."""
-    from syntax_nmt.syntax.aux_losses import classification_terms, distance_classes
-    from syntax_nmt.syntax.tree import connected_word_pairs
+    from syntax_nmt.models.modules.methods.seprem_masks import connected_word_pairs, distance_classes
+    from syntax_nmt.syntax.aux_losses import classification_terms
 
     tree = ctx.tree
     pairs = connected_word_pairs(tree)
@@ -305,8 +306,9 @@ def _long_forest_batch(gen, B=5, T=48):
 @pytest.mark.parametrize("rate", [0.15, 0.5, 1.0])
 def test_sample_pairs_draws_what_it_drew_before(rate):
     """The index form of the sample draws exactly the pairs of the double-argsort form, on the same generator."""
-    from syntax_nmt.syntax import aux_losses
-    from syntax_nmt.syntax.tree import connected_word_pairs, word_tree
+    from syntax_nmt.models.modules.methods.seprem_masks import (connected_word_pairs, pair_sample_capacity,
+                                                                sample_pair_indices)
+    from syntax_nmt.syntax.tree import word_tree
 
     gen = torch.Generator().manual_seed(3)
     for trial in range(8):
@@ -319,11 +321,11 @@ def test_sample_pairs_draws_what_it_drew_before(rate):
             cand = ~torch.eye(T, dtype=torch.bool).expand(2, T, T).clone()
             cand[1, :, 0] = False
         state = torch.Generator().manual_seed(trial).get_state()
-        got = aux_losses.sample_pairs(cand, rate, torch.Generator().set_state(state))
+        index, keep = sample_pair_indices(cand, rate, torch.Generator().set_state(state))
+        got = torch.zeros(cand.shape[0], cand[0].numel(), dtype=torch.bool).scatter_(1, index, keep).view_as(cand)
         exp = _reference_sample_pairs(cand, rate, torch.Generator().set_state(state))
         assert torch.equal(got, exp) and got.sum() > 0
-        index, keep = aux_losses.sample_pair_indices(cand, rate, torch.Generator().set_state(state))
-        assert index.shape[1] == aux_losses.pair_sample_capacity(cand.shape[1], rate) < cand[0].numel() or rate == 1
+        assert index.shape[1] == pair_sample_capacity(cand.shape[1], rate) < cand[0].numel() or rate == 1
         assert torch.equal(keep.sum(1), exp.flatten(1).sum(1))
 
 

@@ -102,7 +102,7 @@ def test_the_shell_interface():
 
 
 def test_demo_commands_come_from_the_table():
-    from syntax_nmt.demo import system_command
+    from syntax_nmt.demo.settings import system_command
 
     assert system_command("transformer") == ("translation", "transformer_tiny", [])
     task, arch, extra = system_command("all")

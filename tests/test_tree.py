@@ -1,4 +1,5 @@
-"""Tests for syntax_nmt.syntax.tree against the naive per-sentence reference of naive_tree.py.
+"""Tests for syntax_nmt.syntax.tree (and SG-Net's SDOI mask built on it) against the naive per-sentence
+reference of naive_tree.py.
 
 Every function of the module is compared with a plain-Python loop written from the
 definitions (SG-Net eq. 6: SDOI(i) = i and all its ancestors; distances by breadth-first
@@ -17,13 +18,28 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from naive_tree import Ref, children_matrix, closure, make_batch, make_row, parent_matrix, sibling_matrix
+from naive_tree import Ref, closure, make_batch, make_row
+from syntax_nmt.models.modules.methods.sgnet_masks import sdoi_mask
 from syntax_nmt.syntax import tree as T_
 
 # SYNTAX_NMT_PROPERTY_EXAMPLES=N (make mutate): N examples per property, derandomized (reproducible verdicts)
 _EXAMPLES = os.environ.get("SYNTAX_NMT_PROPERTY_EXAMPLES")
 PROPERTY = settings(max_examples=int(_EXAMPLES or 150), derandomize=bool(_EXAMPLES), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def syntax_distances(heads, word_start, special, convention="shared"):
+    """Tree distances between all subword pairs under a subword convention, from the module's functions:
+    ``"shared"``, between the two subwords' WORDS (pieces of one word at distance 0); ``"first"``, in the
+    subword tree where non-first pieces hang below their first piece. ``(dist, connected)`` as
+    :func:`~syntax_nmt.syntax.tree.tree_distances` gives them, ``(B, T, T)`` each."""
+    tree = T_.subword_tree(heads, word_start, special, convention)
+    dist, connected = T_.tree_distances(tree.tree_ancestor)
+    if convention == "shared":
+        dist = T_.expand_word_matrix(dist, tree.word_index)
+        connected = T_.expand_word_matrix(connected, tree.word_index)
+    return dist, connected
+
 
 # --------------------------------------------------------------------------
 # Random sentences and batches
@@ -93,9 +109,9 @@ def test_masks_depths_distances_against_reference(rows):
     heads, ws, sp = make_batch(rows)
     parents = T_.absolute_parents(heads, sp)
     for conv in T_.CONVENTIONS:
-        tree = T_.syntax_tree(heads, ws, sp, conv)
-        mask = T_.sdoi_mask(heads, ws, sp, conv)
-        dist, conn = T_.syntax_distances(heads, ws, sp, conv)
+        tree = T_.subword_tree(heads, ws, sp, conv)
+        mask = sdoi_mask(heads, ws, sp, conv)
+        dist, conn = syntax_distances(heads, ws, sp, conv)
         assert torch.equal(mask, tree.ancestor)
         for b, (h, w, s, _) in enumerate(rows):
             ref = Ref(h, w, s)
@@ -155,9 +171,9 @@ def test_building_blocks_against_reference(rows):
         if _is_forest(ref, "first"):
             assert dist_first[b].tolist() == ref.distances("first")
             assert conn_first[b].tolist() == [[d >= 0 for d in r] for r in ref.distances("first")]
-    # syntax_tree's tree_ancestor is the closure of the tree the distances are measured on
-    assert torch.equal(T_.syntax_tree(heads, ws, sp, "shared").tree_ancestor, anc_word)
-    assert torch.equal(T_.syntax_tree(heads, ws, sp, "first").tree_ancestor, anc_first)
+    # subword_tree's tree_ancestor is the closure of the tree the distances are measured on
+    assert torch.equal(T_.subword_tree(heads, ws, sp, "shared").tree_ancestor, anc_word)
+    assert torch.equal(T_.subword_tree(heads, ws, sp, "first").tree_ancestor, anc_first)
     # expand_word_matrix: out[i, j] = M[w(i), w(j)]
     M = torch.arange(heads.numel() * heads.shape[1]).view(heads.shape[0], heads.shape[1], heads.shape[1])
     out = T_.expand_word_matrix(M, wsi)
@@ -176,20 +192,6 @@ def test_ancestor_matrix_of_any_parent_array(parent_rows):
     for b, row in enumerate(parent_rows):
         assert A[b].tolist() == closure(row)
     assert T_.depths(A).tolist() == [[sum(r) - 1 for r in closure(row)] for row in parent_rows]
-
-
-@PROPERTY
-@given(st.integers(1, 12).flatmap(lambda T: st.lists(st.lists(st.integers(0, T - 1), min_size=T, max_size=T),
-                                                      min_size=1, max_size=3)))
-def test_parent_children_sibling_matrices_against_reference(parent_rows):
-    parents = torch.tensor(parent_rows)
-    P, P0 = T_.parent_matrix(parents), T_.parent_matrix(parents, include_roots=False)
-    C, S = T_.children_matrix(parents), T_.sibling_matrix(parents)
-    for b, row in enumerate(parent_rows):
-        assert P[b].tolist() == parent_matrix(row)
-        assert P0[b].tolist() == parent_matrix(row, include_roots=False)
-        assert C[b].tolist() == children_matrix(row)
-        assert S[b].tolist() == sibling_matrix(row)
 
 
 def test_ancestor_matrix_deep_chains():
@@ -214,7 +216,7 @@ def test_long_chain_distances_exact_beyond_bf16_integers(autocast):
     heads[0, 0] = 0
     ws, sp = torch.ones(1, T, dtype=torch.bool), torch.zeros(1, T, dtype=torch.bool)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        dist, conn = T_.syntax_distances(heads, ws, sp)
+        dist, conn = syntax_distances(heads, ws, sp)
     idx = torch.arange(T)
     assert torch.equal(dist[0], (idx[:, None] - idx[None, :]).abs()) and conn.all()
 
@@ -225,7 +227,7 @@ def test_heads_onto_special_tokens_and_heads_of_special_tokens_make_roots():
     ws = torch.ones(1, 6, dtype=torch.bool)
     sp = torch.tensor([[1, 0, 0, 0, 1, 1]], dtype=torch.bool)
     assert T_.absolute_parents(heads, sp)[0].tolist() == [0, 1, 2, 3, 4, 5]
-    assert torch.equal(T_.sdoi_mask(heads, ws, sp)[0], torch.eye(6, dtype=torch.bool))
+    assert torch.equal(sdoi_mask(heads, ws, sp)[0], torch.eye(6, dtype=torch.bool))
     # a real token pointing at a real one is kept
     heads[0, 1] = 1
     assert T_.absolute_parents(heads, sp)[0].tolist() == [0, 2, 2, 3, 4, 5]
@@ -237,11 +239,11 @@ def test_cycles_terminate_with_finite_values(conv):
     heads = torch.tensor([[1, 1, -2, -3]])
     ws = torch.ones(1, 4, dtype=torch.bool)
     sp = torch.zeros(1, 4, dtype=torch.bool)
-    m = T_.sdoi_mask(heads, ws, sp, conv)
+    m = sdoi_mask(heads, ws, sp, conv)
     # the cycle sees itself (and nothing below it); 3 sees the cycle and itself
     assert m[0].int().tolist() == [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
-    assert T_.syntax_tree(heads, ws, sp, conv).depth[0].tolist() == [2, 2, 2, 3]
-    dist, conn = T_.syntax_distances(heads, ws, sp, conv)
+    assert T_.subword_tree(heads, ws, sp, conv).depth[0].tolist() == [2, 2, 2, 3]
+    dist, conn = syntax_distances(heads, ws, sp, conv)
     # depth(i) + depth(j) - 2 (common - 1): nodes of the cycle coincide, 3 is one edge below it
     assert dist[0].tolist() == [[0, 0, 0, 1], [0, 0, 0, 1], [0, 0, 0, 1], [1, 1, 1, 0]]
     assert conn.all()
@@ -254,10 +256,10 @@ def test_long_cycle_terminates(T):
     heads[0, -1] = -(T - 1)
     ws = torch.ones(1, T, dtype=torch.bool)
     sp = torch.zeros(1, T, dtype=torch.bool)
-    tree = T_.syntax_tree(heads, ws, sp)
+    tree = T_.subword_tree(heads, ws, sp)
     assert tree.ancestor.all()
     assert tree.depth[0].tolist() == [T - 1] * T
-    dist, conn = T_.syntax_distances(heads, ws, sp)
+    dist, conn = syntax_distances(heads, ws, sp)
     assert (dist == 0).all() and conn.all()
 
 
@@ -295,7 +297,7 @@ def test_sgnet_example_credit_row(left_pad):
     row = make_row(rel, ws, len(rel) + 3, left_pad=left_pad)
     heads, wsb, sp = make_batch([row])
     off = row[3]
-    m = T_.sdoi_mask(heads, wsb, sp)[0]
+    m = sdoi_mask(heads, wsb, sp)[0]
     credit = off + SGNET_WORDS.index("credit")
     allowed = {SGNET_WORDS[j - off] for j in range(m.shape[1]) if m[credit, j]}
     assert allowed == {"credit", "losses", "reflects"}
@@ -305,9 +307,9 @@ def test_sgnet_example_credit_row(left_pad):
     the = off + SGNET_WORDS.index("The")
     assert {SGNET_WORDS[j - off] for j in m[the].nonzero().flatten().tolist()} == {"The", "increase", "reflects"}
     # depths and distances of the word tree
-    tree = T_.syntax_tree(heads, wsb, sp)
+    tree = T_.subword_tree(heads, wsb, sp)
     assert tree.depth[0, off : off + 7].tolist() == [2, 1, 0, 2, 2, 1, 1]
-    dist, conn = T_.syntax_distances(heads, wsb, sp)
+    dist, conn = syntax_distances(heads, wsb, sp)
     assert dist[0, credit, the].item() == 4  # credit-losses-reflects-increase-The
     assert dist[0, credit, off + SGNET_WORDS.index("higher")].item() == 2
 
@@ -319,11 +321,11 @@ def test_sgnet_example_with_subwords():
     rel, ws, _ = conllu_to_relative(SGNET_HEADS, pieces)
     toks = ["The", "increase", "reflec@@", "ts", "higher", "cre@@", "dit", "losses", "."]
     heads, wsb, sp = make_batch([make_row(rel, ws, len(rel) + 1, left_pad=False)])
-    m = T_.sdoi_mask(heads, wsb, sp, "shared")[0]
+    m = sdoi_mask(heads, wsb, sp, "shared")[0]
     for piece in ("cre@@", "dit"):
         i = toks.index(piece)
         assert {toks[j] for j in m[i].nonzero().flatten().tolist()} == {"cre@@", "dit", "losses", "reflec@@", "ts"}
-    m = T_.sdoi_mask(heads, wsb, sp, "first")[0]
+    m = sdoi_mask(heads, wsb, sp, "first")[0]
     assert {toks[j] for j in m[toks.index("dit")].nonzero().flatten().tolist()} == {"dit", "cre@@", "losses", "reflec@@"}
     assert {toks[j] for j in m[toks.index("cre@@")].nonzero().flatten().tolist()} == {"cre@@", "losses", "reflec@@"}
 
@@ -360,24 +362,24 @@ def test_conventions_hand_built():
         [0, 0, 0, 0, 0, 0, 1, 0],
         [0, 0, 0, 0, 0, 0, 0, 1],
     ]
-    assert T_.sdoi_mask(heads, ws, sp, "shared")[0].int().tolist() == shared
-    assert T_.sdoi_mask(heads, ws, sp, "first")[0].int().tolist() == first
+    assert sdoi_mask(heads, ws, sp, "shared")[0].int().tolist() == shared
+    assert sdoi_mask(heads, ws, sp, "first")[0].int().tolist() == first
     assert T_.subword_parents(heads, ws, sp, "first")[0].tolist() == [0, 0, 1, 1, 3, 3, 6, 7]
     assert T_.subword_parents(heads, ws, sp, "shared")[0].tolist() == [0, 0, 0, 1, 1, 1, 6, 7]
-    assert T_.syntax_tree(heads, ws, sp, "shared").depth[0].tolist() == [0, 1, 1, 2, 2, 2, 0, 0]
-    assert T_.syntax_tree(heads, ws, sp, "first").depth[0].tolist() == [0, 1, 2, 2, 3, 3, 0, 0]
-    d_sh, _ = T_.syntax_distances(heads, ws, sp, "shared")
-    d_fi, _ = T_.syntax_distances(heads, ws, sp, "first")
+    assert T_.subword_tree(heads, ws, sp, "shared").depth[0].tolist() == [0, 1, 1, 2, 2, 2, 0, 0]
+    assert T_.subword_tree(heads, ws, sp, "first").depth[0].tolist() == [0, 1, 2, 2, 3, 3, 0, 0]
+    d_sh, _ = syntax_distances(heads, ws, sp, "shared")
+    d_fi, _ = syntax_distances(heads, ws, sp, "first")
     assert d_sh[0, 4].tolist() == [2, 1, 1, 0, 0, 0, -1, -1]  # from c2
     assert d_fi[0, 4].tolist() == [3, 2, 3, 1, 0, 2, -1, -1]
     # int16 heads (binarized stream dtype) give the same result
-    assert torch.equal(T_.sdoi_mask(heads.short(), ws, sp), T_.sdoi_mask(heads, ws, sp))
+    assert torch.equal(sdoi_mask(heads.short(), ws, sp), sdoi_mask(heads, ws, sp))
 
 
 @pytest.mark.parametrize("fn", [
-    lambda h, w, s, c: T_.sdoi_mask(h, w, s, c),
-    lambda h, w, s, c: T_.syntax_tree(h, w, s, c),
-    lambda h, w, s, c: T_.syntax_distances(h, w, s, c),
+    lambda h, w, s, c: sdoi_mask(h, w, s, c),
+    lambda h, w, s, c: T_.subword_tree(h, w, s, c),
+    lambda h, w, s, c: syntax_distances(h, w, s, c),
     lambda h, w, s, c: T_.subword_parents(h, w, s, c),
 ])
 def test_bad_convention(fn):
@@ -398,10 +400,10 @@ def test_left_vs_right_padding_same_masks(sents, extra, bos):
     right = [make_row(h, w, L, left_pad=False, bos=bos) for h, w in sents]
     left = [make_row(h, w, L, left_pad=True, bos=bos) for h, w in sents]
     for conv in T_.CONVENTIONS:
-        mr = T_.sdoi_mask(*make_batch(right), conv)
-        ml = T_.sdoi_mask(*make_batch(left), conv)
-        dr, _ = T_.syntax_distances(*make_batch(right), conv)
-        dl, _ = T_.syntax_distances(*make_batch(left), conv)
+        mr = sdoi_mask(*make_batch(right), conv)
+        ml = sdoi_mask(*make_batch(left), conv)
+        dr, _ = syntax_distances(*make_batch(right), conv)
+        dl, _ = syntax_distances(*make_batch(left), conv)
         for b, (h, _) in enumerate(sents):
             n = len(h) + 1 + int(bos)  # (BOS) real tokens EOS
             ro, lo = right[b][3] - int(bos), left[b][3] - int(bos)
@@ -414,14 +416,14 @@ def test_left_vs_right_padding_same_masks(sents, extra, bos):
 def test_special_tokens_self_only_and_rows_nonempty(rows):
     heads, ws, sp = make_batch(rows)
     for conv in T_.CONVENTIONS:
-        m = T_.sdoi_mask(heads, ws, sp, conv)
+        m = sdoi_mask(heads, ws, sp, conv)
         assert m.any(-1).all()
         assert m.diagonal(dim1=1, dim2=2).all()
         eye = torch.eye(m.shape[1], dtype=torch.bool)
         # special rows: only themselves; special columns: only themselves
         assert torch.equal(m & sp[:, :, None], eye & sp[:, :, None])
         assert torch.equal(m & sp[:, None, :], eye & sp[:, None, :])
-        d, conn = T_.syntax_distances(heads, ws, sp, conv)
+        d, conn = syntax_distances(heads, ws, sp, conv)
         assert torch.equal(conn & sp[:, :, None], eye & sp[:, :, None])  # specials connect to nothing else
 
 
@@ -454,7 +456,7 @@ def test_additive_mask_values_and_sums_of_two_masks_stay_finite(dtype):
 def test_additive_mask_softmax_no_nan(dtype, fill):
     rows = [make_row([1, 0, -1, -2, 0], [True, True, False, True, True], 9, left_pad=lp, bos=lp) for lp in (0, 1)]
     heads, ws, sp = make_batch(rows)
-    allowed = T_.sdoi_mask(heads, ws, sp)
+    allowed = sdoi_mask(heads, ws, sp)
     mask = T_.additive_mask(allowed, dtype, fill_value=fill)
     assert mask.dtype == dtype
     assert (mask[allowed] == 0).all()
@@ -469,23 +471,6 @@ def test_additive_mask_softmax_no_nan(dtype, fill):
 
 
 # --------------------------------------------------------------------------
-# Extras for other syntax-attention methods
-# --------------------------------------------------------------------------
-
-
-def test_parent_children_sibling_matrices():
-    parents = torch.tensor([[0, 0, 0, 1, 1, 5]])  # 0 root, 1,2 <- 0, 3,4 <- 1, 5 root
-    P = T_.parent_matrix(parents)
-    assert P.sum(-1).tolist() == [[1] * 6]
-    assert P[0].nonzero().tolist() == [[0, 0], [1, 0], [2, 0], [3, 1], [4, 1], [5, 5]]
-    assert T_.parent_matrix(parents, include_roots=False)[0].nonzero().tolist() == [[1, 0], [2, 0], [3, 1], [4, 1]]
-    C = T_.children_matrix(parents)
-    assert C[0].nonzero().tolist() == [[0, 1], [0, 2], [1, 3], [1, 4]]
-    S = T_.sibling_matrix(parents)
-    assert S[0].nonzero().tolist() == [[1, 2], [2, 1], [3, 4], [4, 3]]
-
-
-# --------------------------------------------------------------------------
 # Import hygiene and devices
 # --------------------------------------------------------------------------
 
@@ -493,8 +478,10 @@ def test_parent_children_sibling_matrices():
 def test_imports_without_fairseq():
     code = (
         "import sys; sys.modules['fairseq'] = None\n"
-        "import syntax_nmt.syntax.tree as t\n"
-        "import syntax_nmt.syntax.conllu as c\n"
+        "import syntax_nmt.syntax.tree, syntax_nmt.syntax.conllu, syntax_nmt.syntax.aux_losses\n"
+        "import syntax_nmt.models.modules.syntax_context, syntax_nmt.models.modules.methods.sgnet_layer\n"
+        "from syntax_nmt.models.modules.methods import base, lisa_masks, seprem_masks, sgnet_masks, sla_masks\n"
+        "from syntax_nmt.models.modules.methods import syntax_bert_masks\n"
         "assert sys.modules['fairseq'] is None\n"
         "assert not any(m.startswith('fairseq.') for m in sys.modules)\n"
     )
@@ -514,10 +501,9 @@ def test_cuda_matches_cpu_without_sync_under_autocast():
     def everything(h, w, s, p):
         out = {}
         for c in T_.CONVENTIONS:
-            out[c] = (T_.sdoi_mask(h, w, s, c), *T_.syntax_distances(h, w, s, c), T_.syntax_tree(h, w, s, c).depth,
+            out[c] = (sdoi_mask(h, w, s, c), *syntax_distances(h, w, s, c), T_.subword_tree(h, w, s, c).depth,
                       T_.subword_parents(h, w, s, c))
-        out["rel"] = (T_.parent_matrix(p), T_.parent_matrix(p, include_roots=False), T_.children_matrix(p),
-                      T_.sibling_matrix(p), T_.word_start_index(w, s), T_.additive_mask(out["shared"][0], torch.float16))
+        out["rel"] = (T_.word_start_index(w, s), T_.additive_mask(out["shared"][0], torch.float16))
         return out
 
     cpu = everything(heads, ws, sp, parents)

@@ -227,7 +227,7 @@ def test_full_size_configs_build(recipe_run, tmp_path, config):
         assert dec.output_projection.weight is dec.embed_tokens.weight
     else:
         assert enc.embed_tokens is dec.embed_tokens  # --share-all-embeddings
-    from syntax_nmt.models.modules.sgnet_layer import SGNetLayer
+    from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
 
     has_sgnet = any(isinstance(m, SGNetLayer) for m in enc.modules())
     assert has_sgnet == ("sgnet" in config)

@@ -1,11 +1,12 @@
 """Load trained checkpoints for analysis and read what their syntax modules record.
 
-The coupling with the model is one contract: every syntax attention module of the
-encoder has ``record: bool`` (default False); when it is True, its forward stores
-``recorded``, a dict of detached tensors:
+The coupling with the model is one contract: every encoder module of a syntax method that records
+(SG-Net's layer, SLA's attention, a method's own) has ``record: bool`` (default False) and a class
+attribute ``record_kind`` naming what it records; when ``record`` is True, its forward stores
+``recorded``, a dict of detached tensors, e.g.:
 
-* SLA: ``{"gate": (B, T), "local": (B, H, T, T), "global": (B, H, T, T)}``;
-* SG-Net: ``{"attn": (B, H, T, T), "mask": (B, T, T) bool}``;
+* ``record_kind = "sla"``: ``{"gate": (B, T), "local": (B, H, T, T), "global": (B, H, T, T)}``;
+* ``record_kind = "sgnet"``: ``{"attn": (B, H, T, T), "mask": (B, T, T) bool}``;
 
 and a module with a scalar learned mix (SG-Net's aggregation, SEPREM per layer) exposes
 ``alpha``, a 0-d tensor, and ``alpha_weighs``, a string naming what ``alpha`` weighs (SG-Net:

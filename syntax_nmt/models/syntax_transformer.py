@@ -4,15 +4,11 @@
   ``--source-features pos,case,subword`` embedded and merged by ``--feature-merge``
   (sum | concat), then ``--feature-combine`` (concat to a narrower word embedding, the
   paper's 492 + 20 = 512, or add to the full word embedding, the paper's BERT+POS variant).
-* Syntax methods, ``--syntax-attention`` (comma-separated, combinable): SG-Net (``sgnet``,
-  Zhang et al., 2020), syntax-aware local attention (``sla``, Li et al., 2021), Syntax-BERT
-  sub-networks with topical attention (``syntax_bert``, Bai et al., 2021), SEPREM's syntax-aware
-  layer inputs (``seprem``, Xu et al., 2021), LISA's parse attention head (``lisa``, Strubell et
-  al., 2018). Each is one module of
-  :mod:`syntax_nmt.models.modules.methods` with its own options; their masks are built from the
-  head stream on the model's device, once per batch.
+* Syntax methods, ``--syntax-attention`` (comma-separated, combinable; ``python -m syntax_nmt.models``
+  lists them): each is one module of :mod:`syntax_nmt.models.modules.methods` with its own options,
+  its masks and weights built from the head stream on the model's device, once per batch.
 
-With no features and no syntax attention the model is exactly fairseq's ``transformer``
+With no features and no syntax method the model is exactly fairseq's ``transformer``
 (same parameters, same state-dict keys, same output).
 """
 
@@ -36,7 +32,8 @@ from syntax_nmt.models.modules.source_feature_embedding import (
     resolve_feature_dims,
     word_embedding_dim,
 )
-from syntax_nmt.models.modules.methods import SYNTAX_METHODS, build_methods, parse_methods
+from syntax_nmt.models.modules.methods import build_methods, parse_methods, registered_methods
+from syntax_nmt.models.modules.methods.base import method_title
 from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
 
 logger = logging.getLogger(__name__)
@@ -69,16 +66,21 @@ class SyntaxModelConfig(FairseqDataclass):
         },
     )
     syntax_attention: str = field(
-        default="none",
-        metadata={"help": "syntax methods in the encoder, comma-separated to combine: none | sgnet (SG-Net) | "
-                  "sla (syntax-aware local attention) | syntax_bert (Syntax-BERT) | seprem (SEPREM's syntax-aware "
-                  "layer inputs) | lisa (LISA's parse attention head); each has its own options below"},
+        default="none", metadata={"help": "syntax methods of the encoder (the list: --help)"},
     )
+
+
+def syntax_attention_help() -> str:
+    """The help of ``--syntax-attention``, listing every registered method."""
+    listed = "; ".join(f"{name}: {method_title(cls)}" for name, cls in registered_methods().items())
+    return ("syntax methods of the encoder, comma-separated to combine (none: the stock encoder). A method may "
+            "replace the self-attention of some layers, change layer inputs, add a layer on the encoder output or "
+            f"train an auxiliary loss; each has its own options below. {listed}")
 
 
 def method_configs():
     """The option dataclasses of every registered syntax method."""
-    return [cls.config for cls in SYNTAX_METHODS.values() if cls.config is not None]
+    return [cls.config for cls in registered_methods().values() if cls.config is not None]
 
 
 def _features(args) -> List[str]:
@@ -164,10 +166,10 @@ def _architecture(name: str):
 
 
 def required_streams(args) -> List[str]:
-    """Streams the model reads: its features, plus heads and word boundaries for syntax attention."""
+    """Streams the model reads: its features, plus those its syntax methods read (heads, word boundaries)."""
     needed = _features(args)
     for name in parse_methods(getattr(args, "syntax_attention", "none")):
-        for s in SYNTAX_METHODS[name].streams:
+        for s in registered_methods()[name].streams:
             if s not in needed:
                 needed.append(s)
     return needed
@@ -192,11 +194,14 @@ class SyntaxTransformerModel(TransformerModel):
     def add_args(cls, parser):
         super().add_args(parser)
         gen_parser_from_dataclass(parser, SyntaxModelConfig(), delete_default=True)
+        for action in parser._actions:
+            if action.dest == "syntax_attention":  # listed when asked, so that a method registered later joins
+                action.help = syntax_attention_help()
         for config in method_configs():
             gen_parser_from_dataclass(parser, config(), delete_default=True)
         # an option with a legacy value: a new training records the default in its args, so that only
         # the saved args of a checkpoint trained before the option lack it (syntax_base_architecture)
-        for method in SYNTAX_METHODS.values():
+        for method in registered_methods().values():
             if method.legacy_args:
                 defaults = {f.name: f.default for f in fields(method.config) if f.name in method.legacy_args}
                 parser.set_defaults(**defaults)
@@ -273,7 +278,7 @@ def syntax_base_architecture(args):
     args.feature_embed_dims = getattr(args, "feature_embed_dims", "")
     args.feature_combine = getattr(args, "feature_combine", "concat")
     args.syntax_attention = getattr(args, "syntax_attention", "none")
-    for method in SYNTAX_METHODS.values():
+    for method in registered_methods().values():
         for name, value in method.legacy_args.items():
             if not hasattr(args, name):  # the saved args of a checkpoint trained before the option
                 setattr(args, name, value)

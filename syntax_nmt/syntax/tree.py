@@ -1,4 +1,6 @@
-"""Batched dependency-tree math for syntax-guided attention (pure torch, no fairseq).
+"""Batched dependency-tree math shared by the syntax methods (pure torch, no fairseq): word index, parents,
+ancestors, depths, distances, the word-level tree of a batch. A method's own masks and weights are pure torch
+functions next to the method, in ``syntax_nmt/models/modules/methods/NAME_masks.py``.
 
 Every function works on a padded batch of sentences (``B`` rows of ``T``
 positions, left- or right-padded), on whatever device the inputs live, without
@@ -161,9 +163,10 @@ def subword_parents(
             subword, first subwords use the word-level parent (a proper tree over
             subwords). ``"shared"``: every piece's parent is the first subword of
             its word's head word (what every piece "sees" as its head; pieces of a
-            root word point to themselves). Useful as a LISA-style parent target;
-            under ``"shared"`` this is not a tree over subwords (the pieces of a
-            word share one node), use :func:`syntax_tree` for ancestors.
+            root word point to themselves; LISA's target, computed from the word
+            tree by ``methods/lisa_masks.py``); under ``"shared"`` this is not a
+            tree over subwords (the pieces of a word share one node), use
+            :func:`subword_tree` for ancestors.
 
     Returns:
         ``(B, T)`` long parent positions; roots and special tokens point to
@@ -244,9 +247,8 @@ def tree_distances(ancestor: torch.Tensor, depth: torch.Tensor = None) -> Tuple[
     disconnected.
 
     The distances are those of the tree the ancestor matrix was built from:
-    pass the ancestor matrix of :func:`subword_parents` (``"first"``) for
-    subword-tree distances; use :func:`syntax_distances` for either
-    convention from raw heads (``"shared"`` = word-level distances).
+    the word tree's (:func:`word_tree`) for word-level distances, the ancestor
+    matrix of :func:`subword_parents` (``"first"``) for subword-tree distances.
 
     Args:
         ancestor: ``(B, T, T)`` bool from :func:`ancestor_matrix`.
@@ -281,8 +283,10 @@ def expand_word_matrix(matrix: torch.Tensor, word_index: torch.Tensor) -> torch.
     return rows.gather(2, word_index.unsqueeze(1).expand(B, T, T))
 
 
-class SyntaxTree(NamedTuple):
-    """Subword-level view of a batch of dependency trees (see :func:`syntax_tree`).
+class SubwordTree(NamedTuple):
+    """A batch of dependency trees seen from every subword under a subword convention (``"shared"`` or
+    ``"first"``, module docstring), for what is defined per subword (SG-Net's SDOI, depths); built by
+    :func:`subword_tree`. What is defined between words is in :class:`WordTree`.
 
     Attributes:
         ancestor: ``(B, T, T)`` bool, ``ancestor[b, i, j]``: ``j`` is in the
@@ -300,9 +304,9 @@ class SyntaxTree(NamedTuple):
     tree_ancestor: torch.Tensor
 
 
-def syntax_tree(
+def subword_tree(
     heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, convention: str = "shared"
-) -> SyntaxTree:
+) -> SubwordTree:
     """Ancestor matrix and depths at subword level under a subword convention.
 
     Args:
@@ -312,7 +316,7 @@ def syntax_tree(
         convention: ``"shared"`` or ``"first"`` (see module docstring).
 
     Returns:
-        :class:`SyntaxTree`.
+        :class:`SubwordTree`.
     """
     _check_convention(convention)
     wsi = word_start_index(word_start, special)
@@ -324,29 +328,7 @@ def syntax_tree(
         tree_anc = ancestor_matrix(subword_parents(heads, word_start, special, "first"))
         anc = tree_anc
         depth = depths(tree_anc)
-    return SyntaxTree(anc, depth, wsi, tree_anc)
-
-
-def sdoi_mask(
-    heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, convention: str = "shared"
-) -> torch.Tensor:
-    """SG-Net "syntactic dependency of interest" attention mask (eq. 6).
-
-    Row ``i`` allows column ``j`` iff ``j`` is ``i`` itself or one of its
-    ancestors (under the subword ``convention``). Rows of special tokens allow
-    only themselves; the diagonal is always True, so every row has at least one
-    allowed entry (no NaN after softmax).
-
-    Args:
-        heads: ``(B, T)`` integer relative head offsets.
-        word_start: ``(B, T)`` bool.
-        special: ``(B, T)`` bool.
-        convention: ``"shared"`` (default) or ``"first"``.
-
-    Returns:
-        ``(B, T, T)`` bool "allowed" mask (query ``i`` x key ``j``).
-    """
-    return syntax_tree(heads, word_start, special, convention).ancestor
+    return SubwordTree(anc, depth, wsi, tree_anc)
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32, fill_value: float = None) -> torch.Tensor:
@@ -355,8 +337,8 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32, fil
     Allowed entries are 0, forbidden ones ``fill_value`` (default: half the
     most negative finite value of ``dtype``, so that adding it to any
     reasonable score, or adding two such masks, stays finite in fp16/bf16).
-    Requires at least one allowed entry per row (true for :func:`sdoi_mask`),
-    otherwise the row's softmax is uniform instead of NaN.
+    Requires at least one allowed entry per row (true for SG-Net's SDOI and SLA's
+    local masks), otherwise the row's softmax is uniform instead of NaN.
 
     Args:
         allowed: ``(..., T_q, T_k)`` bool.
@@ -372,88 +354,14 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32, fil
     return out.masked_fill(~allowed, fill_value)
 
 
-def syntax_distances(
-    heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, convention: str = "shared"
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Tree distances between all subword pairs under a subword convention.
-
-    ``"shared"``: distance between the two subwords' WORDS in the word tree
-    (pieces of one word are at distance 0). ``"first"``: distance in the
-    subword tree where non-first pieces hang below their first piece.
-
-    Args:
-        heads: ``(B, T)`` integer relative head offsets.
-        word_start: ``(B, T)`` bool.
-        special: ``(B, T)`` bool.
-        convention: ``"shared"`` (default) or ``"first"``.
-
-    Returns:
-        ``(dist, connected)`` as in :func:`tree_distances`: ``(B, T, T)`` long
-        with ``-1`` where disconnected, and ``(B, T, T)`` bool.
-    """
-    tree = syntax_tree(heads, word_start, special, convention)
-    dist, connected = tree_distances(tree.tree_ancestor)
-    if convention == "shared":
-        dist = expand_word_matrix(dist, tree.word_index)
-        connected = expand_word_matrix(connected, tree.word_index)
-    return dist, connected
-
-
-def parent_matrix(parents: torch.Tensor, include_roots: bool = True) -> torch.Tensor:
-    """One-hot parent matrix (e.g. a LISA attention target).
-
-    Args:
-        parents: ``(B, T)`` long absolute parent positions (roots: self).
-        include_roots: if True, roots (and special tokens) put their 1 on the
-            diagonal (every row sums to 1); if False their rows are all False.
-
-    Returns:
-        ``(B, T, T)`` bool, ``P[b, i, j]`` True iff ``parents[b, i] == j``.
-    """
-    B, T = parents.shape
-    cols = torch.arange(T, device=parents.device)
-    P = parents.unsqueeze(-1) == cols
-    if not include_roots:
-        P = P & ~torch.eye(T, dtype=torch.bool, device=parents.device)
-    return P
-
-
-def children_matrix(parents: torch.Tensor) -> torch.Tensor:
-    """Child relation: ``C[b, i, j]`` True iff ``j`` is a child of ``i`` (j != i).
-
-    Args:
-        parents: ``(B, T)`` long absolute parent positions (roots: self).
-
-    Returns:
-        ``(B, T, T)`` bool.
-    """
-    return parent_matrix(parents, include_roots=False).transpose(1, 2)
-
-
-def sibling_matrix(parents: torch.Tensor) -> torch.Tensor:
-    """Sibling relation: distinct non-root nodes with the same parent.
-
-    Args:
-        parents: ``(B, T)`` long absolute parent positions (roots: self).
-
-    Returns:
-        ``(B, T, T)`` bool, symmetric, False on the diagonal and for roots.
-    """
-    B, T = parents.shape
-    pos = torch.arange(T, device=parents.device)
-    non_root = parents != pos
-    same = parents.unsqueeze(2) == parents.unsqueeze(1)
-    eye = torch.eye(T, dtype=torch.bool, device=parents.device)
-    return same & non_root.unsqueeze(2) & non_root.unsqueeze(1) & ~eye
-
-
 # ---------------------------------------------------------------------------------------------
-# Word-level trees shared by SLA, Syntax-BERT (and SEPREM): computed once per batch.
+# The word-level tree every method reads: computed once per batch (SyntaxContext.tree).
 # ---------------------------------------------------------------------------------------------
 
 
 class WordTree(NamedTuple):
-    """Word-level dependency forest of a batch, laid out on first-subword positions.
+    """Word-level dependency forest of a batch, laid out on first-subword positions: the tree every
+    method reads (once per batch, ``SyntaxContext.tree``); :class:`SubwordTree` is the per-subword view.
 
     Row/column ``f`` of the ``(B, T, T)`` matrices is the word whose first subword sits at
     position ``f``; rows/columns of non-first subwords describe a dummy one-node tree and
@@ -477,7 +385,7 @@ class WordTree(NamedTuple):
 
 
 def word_tree(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor) -> WordTree:
-    """Build the :class:`WordTree` of a batch (stream conventions of :func:`sdoi_mask`).
+    """Build the :class:`WordTree` of a batch (stream conventions: module docstring).
 
     Args:
         heads: ``(B, T)`` integer relative head offsets.
@@ -492,220 +400,22 @@ def word_tree(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tens
     return WordTree(wsi, special, parents, anc, dist, connected)
 
 
-def _pair_mask(special: torch.Tensor) -> torch.Tensor:
-    """``(B, T, T)`` bool: both query and key are real (non-special) tokens."""
+def real_pairs(special: torch.Tensor) -> torch.Tensor:
+    """``(B, T, T)`` bool: both query and key are real (non-special) tokens.
+
+    Args:
+        special: ``(B, T)`` bool, True at pad/EOS/BOS.
+    """
     real = ~special
     return real.unsqueeze(2) & real.unsqueeze(1)
 
 
-def _self_for_special(allowed: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
-    """Rows of special tokens allow exactly themselves."""
+def specials_attend_themselves(allowed: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+    """``allowed`` ``(B, T, T)`` bool with the diagonal entry of every special token's row set, so that a
+    mask that gives special tokens no key lets each attend to itself (no empty row)."""
     T = allowed.shape[-1]
     eye = torch.eye(T, dtype=torch.bool, device=allowed.device)
     return allowed | (special.unsqueeze(2) & eye)
-
-
-def neighbour_words(tree: WordTree) -> Tuple[torch.Tensor, torch.Tensor]:
-    """First subword of the previous and of the next word of each position's word.
-
-    Neighbours are words of the same sentence: a special token (BOS, EOS, pad) or the
-    edge of the row is no neighbour. Invalid neighbours are returned as ``-1``.
-
-    Returns:
-        ``(prev, next)``, each ``(B, T)`` long, indexed by position (read at first subwords).
-    """
-    wsi, special = tree.word_index, tree.special
-    B, T = wsi.shape
-    pos = torch.arange(T, device=wsi.device).unsqueeze(0).expand(B, T)
-    starts = wsi == pos  # effective word starts (specials included)
-    # previous word: the word of position f - 1, unless special / outside
-    before = (pos - 1).clamp(min=0)
-    prev = wsi.gather(1, before)
-    prev_ok = (pos > 0) & ~special.gather(1, before)
-    prev = torch.where(prev_ok, prev, torch.full_like(prev, -1))
-    # next word: the first word start strictly after the position
-    cand = torch.where(starts, pos, torch.full_like(pos, T))
-    first_at_or_after = cand.flip(1).cummin(1).values.flip(1)
-    nxt = torch.cat([first_at_or_after[:, 1:], torch.full_like(pos[:, :1], T)], dim=1)
-    nxt_ok = nxt < T
-    nxt_safe = nxt.clamp(max=T - 1)
-    nxt_ok = nxt_ok & ~special.gather(1, nxt_safe)
-    nxt = torch.where(nxt_ok, nxt_safe, torch.full_like(nxt, -1))
-    return prev, nxt
-
-
-def sla_word_distance(tree: WordTree) -> torch.Tensor:
-    """SLA's ``D(i, j) = min_{k in {i-1, i, i+1}} dis(v_k, v_j)`` between words (Li et al. 2021, eq. 2).
-
-    ``k`` ranges over the word itself and its previous and next words in the sentence;
-    distances between different trees are infinite (returned as ``T + 1``, larger than
-    any real distance).
-
-    Returns:
-        ``(B, T, T)`` long, on first-subword positions (see :class:`WordTree`).
-    """
-    B, T = tree.word_index.shape
-    inf = T + 1
-    d = torch.where(tree.connected, tree.dist, torch.full_like(tree.dist, inf))
-    prev, nxt = neighbour_words(tree)
-    out = d
-    for nb in (prev, nxt):
-        rows = d.gather(1, nb.clamp(min=0).unsqueeze(-1).expand(B, T, T))
-        rows = rows.masked_fill((nb < 0).unsqueeze(-1), inf)
-        out = torch.minimum(out, rows)
-    return out
-
-
-def sla_mask_from_tree(tree: WordTree, threshold: int) -> torch.Tensor:
-    """:func:`sla_mask` from a precomputed :class:`WordTree`."""
-    D = expand_word_matrix(sla_word_distance(tree), tree.word_index)
-    allowed = (D <= threshold) & _pair_mask(tree.special)
-    return _self_for_special(allowed, tree.special)
-
-
-def sla_mask(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, threshold: int) -> torch.Tensor:
-    """Syntax-aware local attention mask ``M^loc`` (Li et al. 2021, eq. 2-3).
-
-    Query ``i`` may attend to key ``j`` iff ``D(i, j) <= threshold`` where
-    ``D(i, j) = min over k in {prev word, word(i), next word} of dis(k, word(j))``, the
-    undirected distance in the dependency tree between WORDS (every subword takes its
-    word's values; the paper's appendix A.2). Words of different trees (multi-root lines)
-    are infinitely far apart. Rows of special tokens allow only themselves; special
-    tokens are never keys of word rows.
-
-    Args:
-        heads: ``(B, T)`` integer relative head offsets.
-        word_start: ``(B, T)`` bool.
-        special: ``(B, T)`` bool.
-        threshold: the paper's ``m`` (3 or 4 in the paper).
-
-    Returns:
-        ``(B, T, T)`` bool, True where query ``i`` may attend to key ``j``; the diagonal
-        is always True.
-    """
-    return sla_mask_from_tree(word_tree(heads, word_start, special), threshold)
-
-
-def word_ordinals(word_start: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
-    """Number of each position's word within its row, counting real words only (0-based).
-
-    Returns:
-        ``(B, T)`` long; values at special positions are meaningless.
-    """
-    special = special.bool()
-    starts = effective_word_start(word_start, special) & ~special
-    return torch.cumsum(starts.long(), dim=1) - 1
-
-
-#: units of the WLA window (``--sla-window-unit``): ``word``, words (the pieces of a word share its
-#: position, as SLA's distances do); ``token``, subword tokens (the paper's wording, sec. 4.1)
-WINDOW_UNITS = ("word", "token")
-
-
-def wla_mask(word_start: torch.Tensor, special: torch.Tensor, window: int, unit: str = "word") -> torch.Tensor:
-    """Window-based local attention (WLA, the baseline of Li et al. 2021, sec. 4.1: "each token [attends]
-    to the neighboring tokens within a window size 2k + 1"): query ``i`` may attend to key ``j`` iff
-    ``|w(i) - w(j)| <= window``, ``w`` counting words (``unit="word"``: every piece of a word has its
-    word's number) or tokens (``unit="token"``: subword tokens), special tokens not counted.
-
-    Specials as in :func:`sla_mask`.
-
-    Returns:
-        ``(B, T, T)`` bool.
-
-    Raises:
-        ValueError: ``unit`` not in :data:`WINDOW_UNITS`.
-    """
-    if unit not in WINDOW_UNITS:
-        raise ValueError(f"unknown WLA window unit {unit!r}, expected one of {WINDOW_UNITS}")
-    special = special.bool()
-    if unit == "word":
-        o = word_ordinals(word_start, special)
-    else:
-        o = torch.cumsum((~special).long(), dim=1) - 1
-    allowed = ((o.unsqueeze(2) - o.unsqueeze(1)).abs() <= window) & _pair_mask(special)
-    return _self_for_special(allowed, special)
-
-
-SYNTAX_BERT_RELATIONS = ("parent", "child", "sibling")
-#: readings of Syntax-BERT's sibling mask (``--syntax-bert-sibling``): ``lca``, the paper's (sec. 3.2:
-#: the pair has a lowest common ancestor, i.e. lies in one tree, at distance ``d``); ``disjoint``, the
-#: stricter reading of checkpoints trained before the option (one tree, and neither word is an
-#: ancestor of the other), under which ``d = 1`` is always empty and is left out.
-SYNTAX_BERT_SIBLINGS = ("lca", "disjoint")
-
-
-def syntax_bert_num_masks(max_distance: int, sibling: str = "lca") -> int:
-    """Number of masks of :func:`syntax_bert_masks`: ``3 D`` (``lca``), ``3 D - 1`` (``disjoint``, no
-    sibling mask at ``d = 1``), 0 for ``D = 0``."""
-    if sibling not in SYNTAX_BERT_SIBLINGS:
-        raise ValueError(f"unknown Syntax-BERT sibling reading {sibling!r}, expected one of {SYNTAX_BERT_SIBLINGS}")
-    if max_distance <= 0:
-        return 0
-    return 3 * max_distance - (sibling == "disjoint")
-
-
-def syntax_bert_masks_from_tree(tree: WordTree, max_distance: int, sibling: str = "lca") -> torch.Tensor:
-    """:func:`syntax_bert_masks` from a precomputed :class:`WordTree`."""
-    syntax_bert_num_masks(max_distance, sibling)  # checks ``sibling``
-    B, T = tree.word_index.shape
-    eye = torch.eye(T, dtype=torch.bool, device=tree.ancestor.device)
-    proper = tree.ancestor & ~eye  # [x, y]: y is a proper ancestor of x
-    if sibling == "lca":
-        sib = tree.connected  # a lowest common ancestor exists: same tree
-    else:
-        sib = tree.connected & ~tree.ancestor & ~tree.ancestor.transpose(1, 2)  # same tree, no ancestry
-    relations = torch.stack([
-        proper.transpose(1, 2),  # parent: query i is an ancestor of key j
-        proper,  # child: key j is an ancestor of query i
-        sib,
-    ], dim=1)  # B x 3 x T x T (word level)
-    wi = tree.word_index
-    idx_r = wi.view(B, 1, T, 1).expand(B, 3, T, T)
-    idx_c = wi.view(B, 1, 1, T).expand(B, 3, T, T)
-    rel = relations.gather(2, idx_r).gather(3, idx_c) & _pair_mask(tree.special).unsqueeze(1)
-    dist = expand_word_matrix(tree.dist, wi).unsqueeze(1)  # B x 1 x T x T
-    first_sibling = 2 if sibling == "disjoint" else 1  # disjoint: pairs at d = 1 are parent/child
-    masks = [rel[:, r:r + 1] & (dist == d)
-             for r, lo in enumerate((1, 1, first_sibling)) for d in range(lo, max_distance + 1)]
-    if not masks:
-        return torch.zeros(B, 0, T, T, dtype=torch.bool, device=dist.device)
-    return torch.cat(masks, dim=1)
-
-
-def syntax_bert_masks(
-    heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor, max_distance: int, sibling: str = "lca"
-) -> torch.Tensor:
-    """Syntax-BERT sub-network masks (Bai et al. 2021, sec. 3.2), row = query ``i``, column = key ``j``.
-
-    * parent mask at distance ``d``: ``i`` is an ancestor of ``j`` and ``dist(i, j) = d``;
-    * child mask: ``j`` is an ancestor of ``i`` and ``dist(i, j) = d``;
-    * sibling mask, ``sibling="lca"`` (the paper): ``i`` and ``j`` have a lowest common
-      ancestor (they are in the same tree of a multi-root line) and ``dist(i, j) = d``, which
-      includes the parent/child pairs at ``d``; ``sibling="disjoint"``: moreover neither is an
-      ancestor of the other, so ``d = 1`` would be empty and is left out.
-
-    Relations are between WORDS (pieces of a word share them; two pieces of the same
-    word are in no mask); special tokens are in no mask (their rows and columns are all
-    False), so rows may be empty.
-
-    Args:
-        heads: ``(B, T)`` integer relative head offsets.
-        word_start: ``(B, T)`` bool.
-        special: ``(B, T)`` bool.
-        max_distance: ``D`` (the paper: 15).
-        sibling: ``"lca"`` or ``"disjoint"`` (:data:`SYNTAX_BERT_SIBLINGS`).
-
-    Returns:
-        ``(B, M, T, T)`` bool, ``M =`` :func:`syntax_bert_num_masks`, in the order parent
-        ``d = 1..D``, child ``d = 1..D``, sibling ``d = 1..D`` (``disjoint``: ``d = 2..D``).
-    """
-    return syntax_bert_masks_from_tree(word_tree(heads, word_start, special), max_distance, sibling)
-
-
-# ---------------------------------------------------------------------------------------------
-# SEPREM (Xu et al. 2021) and the syntax auxiliary losses (LISA, SEPREM's DP and HP).
-# ---------------------------------------------------------------------------------------------
 
 
 def word_pieces(word_index: torch.Tensor) -> torch.Tensor:
@@ -726,59 +436,3 @@ def real_word_starts(tree: WordTree) -> torch.Tensor:
     B, T = tree.word_index.shape
     pos = torch.arange(T, device=tree.word_index.device).unsqueeze(0)
     return (tree.word_index == pos) & ~tree.special
-
-
-def connected_word_pairs(tree: WordTree) -> torch.Tensor:
-    """``(B, T, T)`` bool on first-subword positions: ``[b, w, u]`` iff ``w != u`` are real words of
-    the same tree (the pairs SEPREM's D̃ and distance prediction cover)."""
-    T = tree.word_index.shape[1]
-    starts = real_word_starts(tree)
-    eye = torch.eye(T, dtype=torch.bool, device=starts.device)
-    return tree.connected & ~eye & starts.unsqueeze(2) & starts.unsqueeze(1)
-
-
-def seprem_strength_from_tree(tree: WordTree) -> torch.Tensor:
-    """:func:`seprem_strength` from a precomputed :class:`WordTree`."""
-    pairs = connected_word_pairs(tree)
-    inv = torch.where(pairs, 1.0 / tree.dist.clamp(min=1).float(), torch.zeros((), device=pairs.device))
-    total = inv.sum(dim=-1, keepdim=True)
-    word = inv / torch.where(total > 0, total, torch.ones_like(total))  # rows without pairs stay 0
-    pieces = word_pieces(tree.word_index).float()
-    return expand_word_matrix(word, tree.word_index) / pieces.unsqueeze(1)
-
-
-def seprem_strength(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
-    """SEPREM's normalised correlation strength ``D̃`` (Xu et al. 2021, sec. 4.3, eq. 3-4).
-
-    Between words: ``D̃[w, u] = (1 / d(w, u)) / sum_z (1 / d(w, z))`` over the words ``z != w``
-    of ``w``'s tree, with ``d`` the undirected tree distance (sec. 4.1); 0 on the diagonal,
-    between different trees of a multi-root line, and in the rows and columns of special
-    tokens. At subword level every subword ``i`` of word ``w(i)`` gives word ``u``'s weight
-    to ``u``'s pieces in equal shares: ``D̃_sub[i, j] = D̃[w(i), w(j)] / pieces(w(j))``, so
-    a row sums to 1, or to 0 where its word is alone in its tree (or the row is special);
-    two pieces of the same word get 0. Stream conventions of :func:`sdoi_mask`.
-
-    Args:
-        heads: ``(B, T)`` integer relative head offsets.
-        word_start: ``(B, T)`` bool.
-        special: ``(B, T)`` bool.
-
-    Returns:
-        ``(B, T, T)`` float32, row = the attending subword ``i``, column = ``j``.
-    """
-    return seprem_strength_from_tree(word_tree(heads, word_start, special))
-
-
-def subword_parents_from_tree(tree: WordTree) -> torch.Tensor:
-    """Parent position of every subword for LISA's parse attention: the FIRST subword of its
-    word's head word; every piece of a root word, and every special token, points to itself.
-    Equals :func:`subword_parents` with ``"shared"``.
-
-    Returns:
-        ``(B, T)`` long.
-    """
-    wi = tree.word_index
-    B, T = wi.shape
-    pos = torch.arange(T, device=wi.device).unsqueeze(0).expand(B, T)
-    parent_of_word = tree.parents.gather(1, wi)
-    return torch.where(parent_of_word == wi, pos, parent_of_word)

@@ -373,13 +373,13 @@ class SyntaxTranslationTask(TranslationTask):
         from syntax_nmt.criterions.label_smoothed_cross_entropy_with_syntax import (
             LabelSmoothedCrossEntropyWithSyntaxCriterion,
         )
-        from syntax_nmt.models.modules.methods import SYNTAX_METHODS, parse_methods
+        from syntax_nmt.models.modules.methods import parse_methods, registered_methods
 
         criterion = super().build_criterion(cfg, from_checkpoint=from_checkpoint)
         methods = [m for m in parse_methods(self._trained_methods)
-                   if SYNTAX_METHODS[m].losses]
+                   if registered_methods()[m].losses]
         if methods and not isinstance(criterion, LabelSmoothedCrossEntropyWithSyntaxCriterion):
-            options = [o for m in methods for o in SYNTAX_METHODS[m].system_losses if o.startswith("--")]
+            options = [o for m in methods for o in registered_methods()[m].system_losses if o.startswith("--")]
             logger.warning("--syntax-attention %s has auxiliary losses (%s) that the criterion %s does not compute: "
                            "the model trains without them; use --criterion label_smoothed_cross_entropy_with_syntax",
                            ",".join(methods), ", ".join(options),

@@ -5,7 +5,8 @@ three hooks, for the modules it contributes:
 
 * :meth:`SyntaxMethod.build_self_attention`: the self-attention of the encoder layers listed by
   :meth:`SyntaxMethod.attention_layers` (SLA, Syntax-BERT, LISA). The module keeps the layer's
-  own Q/K/V/output projections (a subclass of fairseq's ``MultiheadAttention``).
+  own Q/K/V/output projections (a subclass of fairseq's ``MultiheadAttention``, usually of
+  :class:`~syntax_nmt.models.modules.methods.mixed_attention.MixedSelfAttention`).
 * :meth:`SyntaxMethod.build_layer_input`: a module applied to the input of an encoder layer
   (SEPREM).
 * :meth:`SyntaxMethod.build_encoder_module`: a module applied to the final encoder states (SG-Net).
@@ -22,12 +23,46 @@ in ``loss_config``: the criterion ``label_smoothed_cross_entropy_with_syntax`` t
 every registered method and adds each active loss, without knowing any method by name.
 """
 
+import importlib
+import os
+import pkgutil
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from torch import Tensor, nn
 
-#: name -> method class, filled by :func:`register_syntax_method`.
+#: name -> method class, filled by :func:`register_syntax_method`; read it through :func:`registered_methods`,
+#: which first imports every module of this package
 SYNTAX_METHODS: Dict[str, Type["SyntaxMethod"]] = {}
+#: the published methods, in this order (the order of the table of systems and of the layers the ``all``
+#: system gives them); the package's other modules follow in alphabetical order
+BUILTIN = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
+_discovered = False
+
+
+def registered_methods() -> Dict[str, Type["SyntaxMethod"]]:
+    """Every registered method, name -> class (:data:`SYNTAX_METHODS`).
+
+    The first call imports every module of this package (except ``base`` and names starting with ``_``), so
+    every method defined in a module here registers itself; a module with only tensor math (``*_masks``)
+    registers nothing and needs no fairseq, which is why the package imports its modules here and not when
+    it is itself imported. Order: the modules of :data:`BUILTIN`, the package's other modules alphabetically,
+    then methods registered from elsewhere (a test's), in registration order.
+    """
+    global _discovered
+    if not _discovered:
+        package = __name__.rsplit(".", 1)[0]
+        found = sorted(m.name for m in pkgutil.iter_modules([os.path.dirname(__file__)])
+                       if m.name != "base" and not m.name.startswith("_"))
+        order = [f"{package}.{n}" for n in (*BUILTIN, *(n for n in found if n not in BUILTIN))]
+        for module in order:
+            importlib.import_module(module)
+        rank = {module: i for i, module in enumerate(order)}
+        # a method module imported directly before this call registered early: put it back in place
+        items = sorted(SYNTAX_METHODS.items(), key=lambda item: rank.get(item[1].__module__, len(rank)))
+        SYNTAX_METHODS.clear()
+        SYNTAX_METHODS.update(items)
+        _discovered = True
+    return SYNTAX_METHODS
 
 
 def register_syntax_method(name: str):
@@ -46,13 +81,14 @@ def register_syntax_method(name: str):
 def parse_methods(value) -> List[str]:
     """``"sgnet,sla"`` -> ``["sgnet", "sla"]``; ``"none"``/empty -> ``[]``; unknown names raise."""
     names = []
+    methods = registered_methods()
     for item in (value or "").split(","):
         item = item.strip()
         if not item or item == "none":
             continue
-        if item not in SYNTAX_METHODS:
+        if item not in methods:
             raise ValueError(f"unknown --syntax-attention method {item!r}; choose from none, "
-                             f"{', '.join(SYNTAX_METHODS)} (comma-separated to combine)")
+                             f"{', '.join(methods)} (comma-separated to combine)")
         if item not in names:
             names.append(item)
     return names
@@ -94,6 +130,9 @@ class SyntaxMethod:
     """
 
     name: str = ""
+    #: what it does, in a few words (``--syntax-attention``'s help, the table of systems); default: the class
+    #: docstring's first sentence
+    title: str = ""
     #: the method's options (a ``FairseqDataclass``), or None
     config: Optional[type] = None
     #: streams the method reads
@@ -150,19 +189,28 @@ class SyntaxMethod:
         return None
 
 
+def method_title(cls: Type[SyntaxMethod]) -> str:
+    """``cls.title``, else the first sentence of its docstring."""
+    if cls.title:
+        return cls.title
+    doc = " ".join((cls.__doc__ or "").split())
+    return doc.split(". ")[0].rstrip(".") or cls.name
+
+
 def build_methods(cfg, num_layers: int) -> List[SyntaxMethod]:
     """The methods selected by ``cfg.syntax_attention``, checked for conflicts.
 
     Raises:
         ValueError: unknown method, or two methods replacing the self-attention of the same layers.
     """
-    methods = [SYNTAX_METHODS[n](cfg, num_layers) for n in parse_methods(getattr(cfg, "syntax_attention", "none"))]
+    registry = registered_methods()
+    methods = [registry[n](cfg, num_layers) for n in parse_methods(getattr(cfg, "syntax_attention", "none"))]
     owner: Dict[int, str] = {}
     for m in methods:
         clash = sorted(k for k in m.attention_layers() if k in owner)
         if clash:
             other = owner[clash[0]]
-            options = ", ".join(SYNTAX_METHODS[n].layers_option for n in (other, m.name))
+            options = ", ".join(registry[n].layers_option for n in (other, m.name))
             raise ValueError(
                 f"--syntax-attention {other} and {m.name} both replace the self-attention of encoder layers "
                 f"{clash}; give them different layers ({options})"
@@ -236,9 +284,9 @@ def check_weight(option: str, value) -> None:
 
 def aux_losses() -> List[Type[AuxLoss]]:
     """Every registered method's loss classes, in registration order."""
-    return [loss for m in SYNTAX_METHODS.values() for loss in m.losses]
+    return [loss for m in registered_methods().values() for loss in m.losses]
 
 
 def loss_configs() -> List[type]:
     """Every registered method's ``loss_config``, in registration order."""
-    return [m.loss_config for m in SYNTAX_METHODS.values() if m.loss_config is not None]
+    return [m.loss_config for m in registered_methods().values() if m.loss_config is not None]

@@ -9,9 +9,9 @@ from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
                                                     register_syntax_method)
-from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive
 from syntax_nmt.syntax.aux_losses import classification_terms
-from syntax_nmt.syntax.tree import subword_parents_from_tree
 
 #: key of the context output holding the parse head's masked scores (read by the criterion)
 LISA_SCORES = "lisa_scores"
@@ -68,7 +68,7 @@ class LisaLoss(AuxLoss):
 
     def terms(self, ctx, x, training):
         logp = torch.log_softmax(ctx.outputs[LISA_SCORES].float(), dim=-1)
-        parents = ctx.cached("lisa_parents", lambda: subword_parents_from_tree(ctx.tree))
+        parents = ctx.cached("lisa_parents", lambda: lisa_parents(ctx.tree))
         return classification_terms(logp, parents, ~ctx.special)
 
 
@@ -82,7 +82,7 @@ class LisaAttention(MixedSelfAttention):
     so the head starts as the standard scaled dot-product head. Its distribution
     ``softmax_j(s[i, j])`` weights the head's values; the criterion
     ``label_smoothed_cross_entropy_with_syntax`` trains it with cross-entropy to put its mass on
-    each token's parent (:func:`~syntax_nmt.syntax.tree.subword_parents_from_tree`: the first
+    each token's parent (:func:`~syntax_nmt.models.modules.methods.lisa_masks.lisa_parents`: the first
     subword of the head word; roots and special tokens on themselves). The masked scores go to
     ``ctx.outputs["lisa_scores"]`` (``(B, T, T)`` float32). The other heads are unchanged.
 
@@ -125,7 +125,7 @@ class LisaAttention(MixedSelfAttention):
         parse = self.parse_scores(x) + pad.squeeze(1)  # B T T
         ctx.record_output(LISA_SCORES, parse)
         if self.inject_parse:
-            parents = ctx.cached("lisa_parents", lambda: subword_parents_from_tree(ctx.tree))
+            parents = ctx.cached("lisa_parents", lambda: lisa_parents(ctx.tree))
             p_head = nn.functional.one_hot(parents, T).to(probs.dtype)
         else:
             p_head = torch.softmax(parse, dim=-1)
@@ -138,6 +138,7 @@ class Lisa(SyntaxMethod):
     head ``--lisa-head``; see :class:`LisaAttention`. Train it with the criterion
     ``label_smoothed_cross_entropy_with_syntax`` (``--lisa-loss-weight``)."""
 
+    title = "LISA's parse-trained attention head (Strubell et al., 2018)"
     config = LisaConfig
     layers_option = "--lisa-layer"
     replaces_attention = True

@@ -9,9 +9,10 @@ from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
                                                     register_syntax_method)
-from syntax_nmt.syntax.aux_losses import (classification_terms, distance_classes, masked_log_softmax,
-                                         sample_pair_indices)
-from syntax_nmt.syntax.tree import (connected_word_pairs, real_word_starts, seprem_strength_from_tree)
+from syntax_nmt.models.modules.methods.seprem_masks import (connected_word_pairs, distance_classes,
+                                                            sample_pair_indices, seprem_strength)
+from syntax_nmt.syntax.aux_losses import classification_terms, masked_log_softmax
+from syntax_nmt.syntax.tree import real_word_starts
 
 ACTIVATIONS = {
     "gelu": nn.functional.gelu,
@@ -43,7 +44,7 @@ class SepremInput(nn.Module):
 
     ``H' = (1 - alpha) H + alpha Ĥ`` with ``Ĥ = sigma(W1 H + W2 D̃ H)``.
 
-    ``D̃`` is :func:`~syntax_nmt.syntax.tree.seprem_strength` (eq. 3-4), computed once per batch
+    ``D̃`` is :func:`~syntax_nmt.models.modules.methods.seprem_masks.seprem_strength` (eq. 3-4), computed once per batch
     from the syntax context and shared by every layer. ``W1`` and ``W2`` (no bias, as in eq. 5)
     are held as one ``(2C, C)`` projection, and ``W2 D̃ H`` is computed as ``D̃ (W2 H)`` (equal by
     linearity). ``alpha`` is a free scalar, so ``alpha = 0`` gives exactly the plain layer input.
@@ -66,7 +67,7 @@ class SepremInput(nn.Module):
 
     def strength(self, ctx) -> Tensor:
         """``(B, T, T)`` float32 ``D̃`` of the batch (cached in the context)."""
-        return ctx.cached("seprem_strength", lambda: seprem_strength_from_tree(ctx.tree))
+        return ctx.cached("seprem_strength", lambda: seprem_strength(ctx.tree))
 
     def forward(self, x: Tensor, ctx) -> Tensor:
         """``x``: ``(T, B, C)`` layer input, ``ctx``: the batch's ``SyntaxContext`` -> ``(T, B, C)``."""
@@ -120,8 +121,8 @@ class DistanceLoss(AuxLoss):
 
     def terms(self, ctx, x, training):
         """In training only the sampled pairs are scored (a ``(B, K, classes)`` tensor with ``K`` about
-        ``--dp-pair-rate`` of ``T^2``, :func:`~syntax_nmt.syntax.aux_losses.sample_pair_indices`); in evaluation
-        every connected pair counts, scored as one ``(B, T, T, classes)`` tensor."""
+        ``--dp-pair-rate`` of ``T^2``, :func:`~syntax_nmt.models.modules.methods.seprem_masks.sample_pair_indices`);
+        in evaluation every connected pair counts, scored as one ``(B, T, T, classes)`` tensor."""
         self.check_dim(x)
         tree = ctx.tree
         pairs = connected_word_pairs(tree)
@@ -176,6 +177,7 @@ class Seprem(SyntaxMethod):
     ``--seprem-layers``, the input becomes ``(1 - alpha) H + alpha sigma(W1 H + W2 D̃ H)``; see
     :class:`SepremInput`. Replaces no self-attention, so it combines with every other method."""
 
+    title = "SEPREM's syntax-aware layer inputs, distance and head prediction losses (Xu et al., 2021)"
     config = SepremConfig
     layers_option = "--seprem-layers"
     identity_args = ("--seprem-alpha-init", "0")  # (1 - alpha) H + alpha H^ = H

@@ -1,13 +1,16 @@
-"""``--syntax-attention sgnet``: SG-Net (Zhang et al., 2020), see :mod:`..sgnet_layer`."""
+"""``--syntax-attention sgnet``: SG-Net (Zhang et al., 2020), its options and registration; the layer is in
+:mod:`~syntax_nmt.models.modules.methods.sgnet_layer`, the masks in
+:mod:`~syntax_nmt.models.modules.methods.sgnet_masks`."""
 
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, register_syntax_method
-from syntax_nmt.models.modules.sgnet_layer import (LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer, sdoi_attention_mask,
-                                                   sgnet_layer_config)
-from syntax_nmt.syntax.tree import sdoi_mask
+from syntax_nmt.models.modules.methods.sgnet_layer import (LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer,
+                                                           sgnet_layer_config)
+from syntax_nmt.models.modules.methods.sgnet_masks import sdoi_attention_mask, sdoi_mask
+from syntax_nmt.syntax.tree import expand_word_matrix
 
 
 @dataclass
@@ -47,9 +50,7 @@ class SGNetModule(SGNetLayer):
 
     def forward(self, x, ctx):
         key = ("sdoi", self.convention)
-        if self.convention == "shared":
-            from syntax_nmt.syntax.tree import expand_word_matrix
-
+        if self.convention == "shared":  # sdoi_mask from the batch's word tree
             allowed = ctx.cached(key, lambda: expand_word_matrix(ctx.tree.ancestor, ctx.tree.word_index))
         else:
             allowed = ctx.cached(key, lambda: sdoi_mask(ctx.heads, ctx.word_start, ctx.special, "first"))
@@ -62,8 +63,9 @@ class SGNetModule(SGNetLayer):
 class SGNet(SyntaxMethod):
     """SG-Net (Zhang et al., 2020, "SG-Net: Syntax Guided Transformer for Language Representation",
     sec. 3.2-3.4, eq. 6-8): an SDOI-masked self-attention layer over the encoder output, fused by dual
-    context aggregation; see :class:`~syntax_nmt.models.modules.sgnet_layer.SGNetLayer`."""
+    context aggregation; see :class:`~syntax_nmt.models.modules.methods.sgnet_layer.SGNetLayer`."""
 
+    title = "SG-Net's SDOI-masked self-attention layer over the encoder output (Zhang et al., 2020)"
     config = SGNetConfig
     legacy_args = {"sgnet_layer_norm": "encoder"}
     identity_args = ("--sgnet-alpha", "1")  # alpha H + (1 - alpha) H' = H

@@ -7,8 +7,8 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
-from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive, masked_softmax
-from syntax_nmt.syntax.tree import WINDOW_UNITS, sla_mask_from_tree, wla_mask
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive, masked_softmax
+from syntax_nmt.models.modules.methods.sla_masks import WINDOW_UNITS, sla_mask, wla_mask
 
 
 @dataclass
@@ -42,8 +42,9 @@ class SyntaxLocalAttention(MixedSelfAttention):
     ``g_i = sigmoid(W_g h_i + b_g)`` per token (eq. 5) mixes them:
     ``A_i = (g_i S_loc_i + (1 - g_i) S_glb_i) V`` (eq. 6), followed by the layer's output
     projection. With ``g = 0`` it is the standard self-attention. ``M_loc`` comes from
-    :func:`~syntax_nmt.syntax.tree.sla_mask` (threshold ``m``) or, with ``window > 0``,
-    :func:`~syntax_nmt.syntax.tree.wla_mask` (the paper's WLA baseline, counting words or tokens).
+    :func:`~syntax_nmt.models.modules.methods.sla_masks.sla_mask` (threshold ``m``) or, with ``window > 0``,
+    :func:`~syntax_nmt.models.modules.methods.sla_masks.wla_mask` (the paper's WLA baseline, counting words or
+    tokens).
 
     One gate per token, shared by the heads (eq. 5 has one ``g_i``). The gate reads the module's
     input, the vector Q, K and V are projected from: in the paper (BERT, post-norm) that is ``h_i``,
@@ -74,7 +75,7 @@ class SyntaxLocalAttention(MixedSelfAttention):
         if self.window > 0:
             return ctx.cached(self.local_key(),
                               lambda: wla_mask(ctx.word_start, ctx.special, self.window, self.window_unit))
-        return ctx.cached(self.local_key(), lambda: sla_mask_from_tree(ctx.tree, self.threshold))
+        return ctx.cached(self.local_key(), lambda: sla_mask(ctx.tree, self.threshold))
 
     def compute_gate(self, x: Tensor) -> Tensor:
         """``(B, T)`` float32 gate values ``g_i`` from the layer input ``x`` ``(T, B, C)``."""
@@ -103,6 +104,7 @@ class SLA(SyntaxMethod):
     """Syntax-aware local attention in the encoder layers listed by ``--sla-layers`` (Li et al., 2021,
     eq. 2-6); see :class:`SyntaxLocalAttention`."""
 
+    title = "syntax-aware local attention in the listed layers (Li et al., 2021)"
     config = SLAConfig
     layers_option = "--sla-layers"
     replaces_attention = True

@@ -9,8 +9,9 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
-from syntax_nmt.models.modules.syntax_attention import MixedSelfAttention, key_padding_additive
-from syntax_nmt.syntax.tree import SYNTAX_BERT_SIBLINGS, syntax_bert_masks_from_tree, syntax_bert_num_masks
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.models.modules.methods.syntax_bert_masks import (SYNTAX_BERT_SIBLINGS, syntax_bert_masks,
+                                                                 syntax_bert_num_masks)
 
 MASK_MODES = ("exclude", "product")
 #: ``--syntax-bert-sibling`` of a checkpoint trained before the option (its saved args lack it)
@@ -77,7 +78,7 @@ class SyntaxBertAttention(MixedSelfAttention):
         mask_mode (str): ``exclude`` (masked keys get no weight) or ``product`` (eq. 1's literal
             ``QK^T * M``).
         sibling (str): reading of the sibling mask, ``lca`` (the paper) or ``disjoint``
-            (see :func:`~syntax_nmt.syntax.tree.syntax_bert_masks`).
+            (see :func:`~syntax_nmt.models.modules.methods.syntax_bert_masks.syntax_bert_masks`).
     """
 
     #: ``recorded``: ``topical`` weights and ``valid`` sub-networks
@@ -106,7 +107,7 @@ class SyntaxBertAttention(MixedSelfAttention):
 
     def subnet_masks(self, ctx) -> Tensor:
         """Bool ``(B, M, T, T)``: the syntax masks (computed once per batch)."""
-        return ctx.cached(self._key(), lambda: syntax_bert_masks_from_tree(ctx.tree, self.max_distance, self.sibling))
+        return ctx.cached(self._key(), lambda: syntax_bert_masks(ctx.tree, self.max_distance, self.sibling))
 
     def subnet_valid(self, ctx) -> Tensor:
         """Bool ``(B, M, T)``: the token has an allowed key in syntax mask ``j`` (computed once per batch)."""
@@ -347,6 +348,7 @@ class SyntaxBert(SyntaxMethod):
     """Syntax-BERT masked sub-networks with topical attention in the encoder layers listed by
     ``--syntax-bert-layers`` (Bai et al., 2021, sec. 3.2-3.3); see :class:`SyntaxBertAttention`."""
 
+    title = "Syntax-BERT's masked sub-networks with topical attention (Bai et al., 2021)"
     config = SyntaxBertConfig
     layers_option = "--syntax-bert-layers"
     replaces_attention = True

@@ -1,4 +1,5 @@
-"""Self-attention whose distribution is a syntax-aware mixture of masked softmaxes.
+"""Self-attention whose distribution is a syntax-aware mixture of masked softmaxes: the base class of the
+methods that replace a layer's self-attention (SLA, Syntax-BERT, LISA).
 
 :class:`MixedSelfAttention` subclasses fairseq's ``MultiheadAttention`` so that a layer keeps its
 own ``q_proj``/``k_proj``/``v_proj``/``out_proj`` (same names, same initialisation); a subclass

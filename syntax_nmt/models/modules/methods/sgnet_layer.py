@@ -43,6 +43,8 @@ import torch
 import torch.utils.checkpoint
 from torch import Tensor, nn
 
+from syntax_nmt.models.modules.methods.sgnet_masks import sdoi_attention_mask
+
 #: ``--sgnet-specials`` choices.
 SPECIAL_MODES = ("encoder", "aggregate")
 #: ``--sgnet-layer-norm`` choices: ``post``, the paper's layer (LayerNorm after each residual sum) in both
@@ -119,7 +121,7 @@ class SGNetLayer(nn.Module):
         Args:
             x (Tensor): encoder output ``H`` of shape ``(src_len, batch, dim)``.
             allowed (Tensor): bool ``(batch, src_len, src_len)`` SDOI mask (query x key),
-                e.g. from :func:`~syntax_nmt.syntax.tree.sdoi_mask`.
+                e.g. from :func:`~syntax_nmt.models.modules.methods.sgnet_masks.sdoi_mask`.
             special (Tensor): bool ``(batch, src_len)``, pad/EOS/BOS positions.
             attn_mask (Tensor, optional): ``allowed`` as :func:`sdoi_attention_mask` gives it for
                 ``x.dtype`` and this layer's heads (e.g. cached once per batch); built here if None.
@@ -168,19 +170,6 @@ class SGNetLayer(nn.Module):
         fill = -1e8 if x.dtype == torch.float32 else -1e4  # what fairseq's layer adds at blocked keys
         probs = torch.softmax(scores.masked_fill(~allowed.unsqueeze(1), fill), dim=-1)
         self.recorded = {"attn": probs.detach(), "mask": allowed.detach()}
-
-
-def sdoi_attention_mask(allowed: Tensor, num_heads: int, dtype: torch.dtype) -> Tensor:
-    """The float ``(batch * num_heads, T, T)`` attention mask of the SG layer for a bool SDOI mask ``allowed``
-    ``(batch, T, T)``: 0 at allowed keys and, at blocked ones, the value fairseq's encoder layer puts there
-    (-1e8 in float32, -1e4 otherwise, :meth:`TransformerEncoderLayerBase.forward`). The layer rewrites every
-    non-zero entry of its ``attn_mask`` with that value, so this mask reaches the attention unchanged, the
-    same values as the 0/1 mask the layer was once given; built once it can be shared (it is cached in the
-    batch's syntax context by :class:`~syntax_nmt.models.modules.methods.sgnet.SGNetModule`)."""
-    B, T, _ = allowed.shape
-    fill = -1e8 if dtype == torch.float32 else -1e4
-    add = torch.zeros(B, T, T, dtype=dtype, device=allowed.device).masked_fill(~allowed, fill)
-    return add.unsqueeze(1).expand(B, num_heads, T, T).reshape(B * num_heads, T, T)
 
 
 def sgnet_layer_config(cfg, layer_norm: str = "post"):
