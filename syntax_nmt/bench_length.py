@@ -42,7 +42,10 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-#: subword tags of the ``subword`` stream (annotate/streams.py): single-piece word, begin, middle, end
+from syntax_nmt.constants import DICT_FILE
+from syntax_nmt.data.streams import stream_dict_path
+
+#: subword tags of the ``subword`` stream (annotate/align.py): single-piece word, begin, middle, end
 SUBWORD_TAGS = ("O", "B", "M", "E")
 
 
@@ -122,10 +125,10 @@ def sentence_streams(T: int, rng: np.random.Generator, pieces_per_word: float = 
 def _write_data_dir(path: str, vocab: int) -> None:
     """Dictionaries only (the raw-text inference layout the task accepts): source, target and subword tags."""
     words = [f"w{i}" for i in range(vocab)]
-    for name in ("dict.en.txt", "dict.de.txt"):
-        with open(os.path.join(path, name), "w", encoding="utf-8") as f:
+    for lang in ("en", "de"):
+        with open(os.path.join(path, DICT_FILE.format(lang)), "w", encoding="utf-8") as f:
             f.writelines(f"{w} 1\n" for w in words)
-    with open(os.path.join(path, "dict.subword.txt"), "w", encoding="utf-8") as f:
+    with open(stream_dict_path(path, "subword"), "w", encoding="utf-8") as f:
         f.writelines(f"{t} 1\n" for t in SUBWORD_TAGS)
 
 

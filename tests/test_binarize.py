@@ -167,7 +167,7 @@ def test_dataset_impl_other_than_mmap_is_refused_before_writing(tmp_path, capsys
     dest = tmp_path / "bin"
     code, err = _cli(capsys, "--trainpref", corpus["train"], "--destdir", dest, "--dataset-impl", "lazy")
     assert code == 2 and err == ["syntax-nmt-binarize: error: --dataset-impl lazy: syntax-nmt-binarize stores the "
-                                 "source streams (pos,case,subword,dep,head) only as mmap datasets; use "
+                                 "source streams (pos,case,subword,head,dep) only as mmap datasets; use "
                                  "--dataset-impl mmap (the default)"]
     assert not dest.exists()
 

@@ -1,6 +1,6 @@
 """The stream contract of the README (section "Streams"): stored values, special positions, word starts.
 
-Alignment of text streams is tested in test_annotate_streams.py, positions under padding and
+Alignment of text streams is tested in test_annotate_align.py, positions under padding and
 truncation in test_collation.py, the tree conventions in test_tree.py; this file checks the
 values the README promises for dictionaries, heads, specials and word starts.
 """

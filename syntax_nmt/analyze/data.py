@@ -21,6 +21,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from syntax_nmt.constants import NOISE_RECORD_FILE
 from syntax_nmt.data.streams import HEAD_STREAM, stream_data_prefix, stream_dict_path
 from syntax_nmt.syntax import noise
 
@@ -81,7 +82,7 @@ def word_starts(data: str, split: str, src: str, tgt: str) -> Tuple[np.ndarray, 
 
     dict_path = stream_dict_path(data, "subword")
     if not os.path.exists(dict_path):
-        raise DataError(f"{data} has no subword stream (dict.subword.txt): word boundaries are unknown")
+        raise DataError(f"{data} has no subword stream ({os.path.basename(dict_path)}): word boundaries are unknown")
     d = Dictionary.load(dict_path)
     ids = [d.index(t) for t in WORD_START_TAGS if t in d.indices]
     tags, lengths = strip_eos(read_flat(stream_data_prefix(data, split, src, tgt, "subword")))
@@ -238,7 +239,7 @@ def noisy_copy(data: str, out: str, stream: str, rate: float, seed: int,
         for name in names:
             os.symlink(os.path.join(data, name), os.path.join(tmp, name))
         records = [dict(corrupt_split(data, tmp, split, stream, rate, seed), data=data) for split in splits]
-        record = os.path.join(tmp, f"noise-{stream}.json")
+        record = os.path.join(tmp, NOISE_RECORD_FILE.format(stream))
         if os.path.lexists(record):  # the link to the record of data's own noise on this stream
             os.remove(record)
         with open(record, "w", encoding="utf-8") as f:

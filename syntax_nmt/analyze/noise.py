@@ -18,6 +18,7 @@ from typing import Dict, List, Sequence
 
 from syntax_nmt.analyze import common
 from syntax_nmt.analyze.common import AnalyzeError
+from syntax_nmt.constants import NOISE_RECORD_FILE
 
 DEFAULT_RATES = "0,0.2,0.4,0.6,0.8,1.0"
 
@@ -129,7 +130,7 @@ def run_corrupt(args) -> List[str]:
     records = _noisy_copy(args.data, args.out, args.stream, rate[0], args.seed, splits, args.overwrite)
     for r in records:
         print(f"{r['split']}: {r['changed_words']} of {r['words']} words got a random wrong {r['stream']}")
-    return [os.path.join(args.out, f"noise-{args.stream}.json")]  # written with the copy, renamed with it
+    return [os.path.join(args.out, NOISE_RECORD_FILE.format(args.stream))]  # written with the copy, renamed with it
 
 
 def add_args(p) -> None:

@@ -9,7 +9,7 @@ Modules (one concern each):
   parsers producing :class:`syntax_nmt.syntax.conllu.Sentence` records.
 * :mod:`~syntax_nmt.annotate.parsed`: multi-root policy and tree check on those records.
 * :mod:`~syntax_nmt.annotate.subwords`: escaping, BPE/sentencepiece segmentation and learning.
-* :mod:`~syntax_nmt.annotate.streams`: pure alignment of word annotations to subwords.
+* :mod:`~syntax_nmt.annotate.align`: pure alignment of word annotations to subwords.
 * :mod:`~syntax_nmt.annotate.textio`: line-exact UTF-8 input and atomic output.
 * :mod:`~syntax_nmt.annotate.spacy_train`: train a small spaCy pipeline from CoNLL-U.
 """

@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Union
 
 from .parsed import MULTI_ROOT_POLICIES
 from .settings import parse_moses_settings
-from .streams import CASE_SCHEMES, POS_TAGSETS
+from .align import CASE_SCHEMES, POS_TAGSETS
 from .subwords import SCHEMES
 
 EPILOG = """\

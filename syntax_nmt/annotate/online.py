@@ -20,7 +20,7 @@ held in memory, the *same* functions as the annotation job:
    checked word for word against the line like ``--backend conllu``);
 5. :func:`~syntax_nmt.annotate.pipeline.make_record` and
    :func:`~syntax_nmt.annotate.pipeline.render` (escaping, subword segmentation with the
-   recorded model, :func:`~syntax_nmt.annotate.streams.align_streams`);
+   recorded model, :func:`~syntax_nmt.annotate.align.align_streams`);
 6. ``max_subwords``: a line with more subwords than that is blanked.
 
 Each input line gives one :class:`Annotated` line: the subword source line and one
@@ -33,11 +33,12 @@ import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from syntax_nmt.constants import DATA_SETTINGS_FILE
+from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 
 from .parsed import check_tree, empty_sentence, resolve_roots
 from .pipeline import build_backend, make_record, output_names, render
-from .streams import STREAMS
 from .subwords import file_sha256, load_segmenter
 from .textio import InputError, normalize, replace_lone_surrogates
 
@@ -54,7 +55,7 @@ def ensure_data_settings(data_dir: str, annotate_argv: Sequence[str]) -> str:
     ``syntax-nmt-binarize`` already copied one there (used by the demo, bench and tests)."""
     from .cli import build_parser, check_args
 
-    path = os.path.join(data_dir, "annotation.json")
+    path = os.path.join(data_dir, DATA_SETTINGS_FILE)
     if not os.path.exists(path):
         args = build_parser().parse_args([str(a) for a in annotate_argv])
         check_args(args)
@@ -73,7 +74,7 @@ class Annotated:
 
     Attributes:
         source: the subword source line (``P.en``).
-        streams: ``{stream: line}`` for every stream of :data:`~syntax_nmt.annotate.streams.STREAMS`,
+        streams: ``{stream: line}`` for every stream of :data:`~syntax_nmt.data.streams.STREAMS`,
             each line with as many fields as ``source``.
         target: the subword target line, when a target was given (for scoring).
         note: why the line was blanked (empty ``source``), or None.

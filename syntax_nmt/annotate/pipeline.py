@@ -46,11 +46,12 @@ import time
 from itertools import repeat
 from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
+from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence, format_conllu
 
+from .align import align_streams
 from .chunks import ChunkStore
 from .settings import settings_from_args, settings_path, write_settings
-from .streams import STREAMS, align_streams
 from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter, spm_model_path
 from .textio import InputError, atomic_write_lines, read_lines
 

@@ -38,12 +38,12 @@ import json
 import os
 from typing import Dict, Optional
 
+from syntax_nmt.constants import SETTINGS_SUFFIX
+
 from .subwords import ESCAPE_VERSION, file_sha256, spm_model_path
 from .textio import atomic_write_lines
 
 SETTINGS_VERSION = 1
-#: File name of the settings in a binarized data directory (written by syntax-nmt-binarize).
-DATA_SETTINGS_NAME = "annotation.json"
 
 #: Every key of the settings file, in the order they are compared.
 KEYS = ("version", "src_lang", "backend", "spacy_model", "pretokenized", "parser_unescape", "pos_tagset", "case",
@@ -137,7 +137,7 @@ def settings_from_args(args) -> Dict:
 
 def settings_path(prefix: str) -> str:
     """Where ``syntax-nmt-annotate -o prefix`` writes its settings: ``prefix + ".annotation.json"``."""
-    return prefix + ".annotation.json"
+    return prefix + SETTINGS_SUFFIX
 
 
 def write_settings(path: str, settings: Dict) -> None:

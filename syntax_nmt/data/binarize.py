@@ -35,17 +35,17 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from syntax_nmt.constants import DATA_SETTINGS_FILE
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     SPECIAL_HEAD,
-    TAG_STREAMS,
+    STREAMS,
     parse_stream_list,
     stream_data_prefix,
     stream_dict_path,
 )
 
 from syntax_nmt.annotate.settings import (
-    DATA_SETTINGS_NAME,
     check_compatible,
     read_settings,
     settings_path,
@@ -54,12 +54,12 @@ from syntax_nmt.annotate.settings import (
 
 logger = logging.getLogger("syntax_nmt.binarize")
 
-EPILOG = """example:
+EPILOG = f"""example:
   syntax-nmt-binarize --source-lang en --target-lang de \\
       --trainpref data/train --validpref data/valid --testpref data/test \\
       --destdir data-bin --joined-dictionary --workers 8
 
-reads data/train.en, data/train.de and the streams data/train.{pos,case,subword,dep,head}
+reads data/train.en, data/train.de and the streams data/train.{{{','.join(STREAMS)}}}
 written by syntax-nmt-annotate; train with
   fairseq-train data-bin --user-dir $(python -c 'import syntax_nmt,os;print(os.path.dirname(syntax_nmt.__file__))') \\
       --task syntax_translation --arch syntax_transformer_wmt_en_de ...
@@ -80,7 +80,7 @@ def get_parser():
     group.add_argument(
         "--streams",
         default="auto",
-        help="comma-separated streams to binarize (pos,case,subword,dep,head); "
+        help=f"comma-separated streams to binarize ({','.join(STREAMS)}); "
         "'auto' (default): every {trainpref}.{stream} file that exists",
     )
     group.add_argument(
@@ -108,7 +108,7 @@ def resolve_streams(args) -> List[str]:
     if args.streams != "auto":
         return parse_stream_list(args.streams)
     first = args.trainpref or (args.validpref or args.testpref or "").split(",")[0]
-    return [s for s in TAG_STREAMS + (HEAD_STREAM,) if os.path.exists(f"{first}.{s}")]
+    return [s for s in STREAMS if os.path.exists(f"{first}.{s}")]
 
 
 def parse_heads(line: str, path: str = "<heads>", lineno: int = 0) -> np.ndarray:
@@ -185,7 +185,7 @@ def annotation_settings(splits: List[tuple]) -> Optional[dict]:
             missing.append(path)
     if not found:
         logger.warning("no annotation settings (%s) beside the text: inference on raw text will not know how the "
-                       "data was annotated", settings_path(splits[0][0]) if splits else "PREFIX.annotation.json")
+                       "data was annotated", settings_path(splits[0][0] if splits else "PREFIX"))
         return None
     first = next(iter(found))
     if missing:
@@ -301,9 +301,9 @@ def check_destination(args, splits: List[tuple], streams: List[str], settings: O
         if os.path.exists(path) and not _same_file_content(content, path):
             raise FileExistsError(f"--destdir {dest} already holds {name} (binarized before?): remove it or choose "
                                   f"another --destdir (nothing was written)")
-    path = os.path.join(dest, DATA_SETTINGS_NAME)
+    path = os.path.join(dest, DATA_SETTINGS_FILE)
     if settings is not None and os.path.exists(path) and not _settings_agree(path, settings):
-        raise FileExistsError(f"--destdir {dest} already holds {DATA_SETTINGS_NAME} from other annotation settings: "
+        raise FileExistsError(f"--destdir {dest} already holds {DATA_SETTINGS_FILE} from other annotation settings: "
                               f"remove it or choose another --destdir (nothing was written)")
 
 
@@ -313,7 +313,7 @@ def publish(stage: str, dest: str, settings: Optional[dict]) -> None:
     names = sorted(os.listdir(stage))
     for name in names:
         path = os.path.join(dest, name)
-        if name in ("preprocess.log", DATA_SETTINGS_NAME) or not os.path.exists(path):
+        if name in ("preprocess.log", DATA_SETTINGS_FILE) or not os.path.exists(path):
             continue
         if not _same_file_content(os.path.join(stage, name), path):
             raise FileExistsError(f"--destdir {dest} gained {name} while binarizing: remove it or choose another "
@@ -324,7 +324,7 @@ def publish(stage: str, dest: str, settings: Optional[dict]) -> None:
         if name == "preprocess.log" and os.path.exists(path):
             with open(staged, "rb") as f, open(path, "ab") as out:
                 shutil.copyfileobj(f, out)
-        elif name == DATA_SETTINGS_NAME and os.path.exists(path) and _settings_agree(path, settings):
+        elif name == DATA_SETTINGS_FILE and os.path.exists(path) and _settings_agree(path, settings):
             continue  # the same settings, maybe with the subword model at another path: keep the first
         elif os.path.exists(path) and _same_file_content(staged, path):
             continue
@@ -406,7 +406,7 @@ def _binarize(args: Namespace, splits: List[tuple], streams: List[str], streamdi
         check_stream_sizes(args.destdir, split, args.source_lang, args.target_lang, streams, args.dataset_impl,
                            text_prefix=prefix)
     if settings is not None:
-        write_settings(os.path.join(args.destdir, DATA_SETTINGS_NAME), settings)
+        write_settings(os.path.join(args.destdir, DATA_SETTINGS_FILE), settings)
 
 
 def cli_main(argv=None) -> None:

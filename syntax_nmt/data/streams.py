@@ -1,6 +1,7 @@
 """Names and file layout of the per-token source streams (no fairseq import).
 
-Text streams sit beside the subword source file written by ``syntax-nmt-annotate``
+The one list of stream names (:data:`STREAMS`) for the annotator, the binarizer, the task and
+the model. Text streams sit beside the subword source file written by ``syntax-nmt-annotate``
 (``{prefix}.{stream}``); binarized ones sit beside fairseq's own data
 (``{destdir}/{split}.{src}-{tgt}.{stream}.{bin,idx}``, tag dictionaries in
 ``{destdir}/dict.{stream}.txt``). Heads are stored as raw integer offsets.
@@ -9,11 +10,14 @@ Text streams sit beside the subword source file written by ``syntax-nmt-annotate
 import os
 from typing import List
 
-#: Streams whose values are tags from a small vocabulary (fairseq Dictionary ids).
-TAG_STREAMS = ("pos", "case", "subword", "dep")
+from syntax_nmt.constants import DICT_FILE
+
+#: Every source stream, in the order ``syntax-nmt-annotate`` writes them (``P.pos`` ... ``P.dep``).
+STREAMS = ("pos", "case", "subword", "head", "dep")
 #: Heads: relative offset to the first subword of the head word, 0 at roots/specials.
 HEAD_STREAM = "head"
-ALL_STREAMS = TAG_STREAMS + (HEAD_STREAM,)
+#: Streams whose values are tags from a small vocabulary (fairseq Dictionary ids), in :data:`STREAMS` order.
+TAG_STREAMS = tuple(s for s in STREAMS if s != HEAD_STREAM)
 #: Value stored for EOS/BOS/pad positions of the head stream (each points to itself).
 SPECIAL_HEAD = 0
 
@@ -28,8 +32,8 @@ def parse_stream_list(value) -> List[str]:
         item = item.strip()
         if not item:
             continue
-        if item not in ALL_STREAMS:
-            raise ValueError(f"unknown stream {item!r}; known streams: {', '.join(ALL_STREAMS)}")
+        if item not in STREAMS:
+            raise ValueError(f"unknown stream {item!r}; known streams: {', '.join(STREAMS)}")
         if item not in names:
             names.append(item)
     return names
@@ -41,13 +45,13 @@ def stream_data_prefix(data_path: str, split: str, src: str, tgt: str, stream: s
 
 
 def stream_dict_path(data_path: str, stream: str) -> str:
-    return os.path.join(data_path, f"dict.{stream}.txt")
+    """The dictionary of a tag stream in a data directory (``dict.{stream}.txt``)."""
+    return os.path.join(data_path, DICT_FILE.format(stream))
 
 
 def streams_in_dir(data_path: str, src: str, tgt: str) -> List[str]:
-    """Streams binarized in ``data_path``: tag streams with a dictionary, and heads if any split has them."""
-    found = [s for s in TAG_STREAMS if os.path.exists(stream_dict_path(data_path, s))]
+    """Streams binarized in ``data_path``, in :data:`STREAMS` order: tag streams with a dictionary, and heads
+    if any split has them."""
     suffix = f".{src}-{tgt}.{HEAD_STREAM}.idx"
-    if os.path.isdir(data_path) and any(f.endswith(suffix) for f in os.listdir(data_path)):
-        found.append(HEAD_STREAM)
-    return found
+    heads = os.path.isdir(data_path) and any(f.endswith(suffix) for f in os.listdir(data_path))
+    return [s for s in STREAMS if (heads if s == HEAD_STREAM else os.path.exists(stream_dict_path(data_path, s)))]

@@ -31,10 +31,10 @@ import torch
 from fairseq.data import iterators
 
 from syntax_nmt.annotate.online import read_settings, settings_differences
+from syntax_nmt.constants import DATA_SETTINGS_FILE
 
 logger = logging.getLogger(__name__)
 
-ANNOTATION_FILE = "annotation.json"
 #: Model argument (saved in checkpoints) holding the annotation settings as a JSON string.
 MODEL_ARG = "annotation_settings"
 #: Attribute of an annotated source tensor: ``{stream: LongTensor}`` aligned with it.
@@ -62,7 +62,7 @@ def lenient_stdin() -> None:
 
 def data_settings(data_path: str) -> Optional[Dict]:
     """``DATA/annotation.json`` (validated), or None if the data directory has none."""
-    path = os.path.join(data_path, ANNOTATION_FILE)
+    path = os.path.join(data_path, DATA_SETTINGS_FILE)
     return read_settings(path) if os.path.exists(path) else None
 
 

@@ -27,9 +27,11 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from syntax_nmt.data.stream_pair_dataset import StreamLanguagePairDataset, TruncateSourceDataset
+from syntax_nmt.constants import DATA_SETTINGS_FILE, DICT_FILE
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     SPECIAL_HEAD,
+    STREAMS,
     TAG_STREAMS,
     parse_stream_list,
     stream_data_prefix,
@@ -50,7 +52,7 @@ class SyntaxTranslationConfig(TranslationConfig):
     source_streams: str = field(
         default="auto",
         metadata={
-            "help": "comma-separated source streams to load (pos,case,subword,dep,head). 'auto': when "
+            "help": f"comma-separated source streams to load ({','.join(STREAMS)}). 'auto': when "
             "training, every stream binarized in the data directory (the model records the ones it uses); "
             "when generating, the streams the checkpoint was trained with"
         },
@@ -345,7 +347,7 @@ class SyntaxTranslationTask(TranslationTask):
             StreamConfigError: if BOS is asked for but the checkpoint was trained without it.
         """
         self._record_source_prepend_bos(cfg, from_checkpoint)
-        data_file = os.path.join(utils.split_paths(self.cfg.data)[0], raw_inference.ANNOTATION_FILE)
+        data_file = os.path.join(utils.split_paths(self.cfg.data)[0], DATA_SETTINGS_FILE)
         recorded = raw_inference.recorded_settings(cfg)
         if recorded is None and not from_checkpoint:
             if self.data_annotation is not None:
@@ -410,9 +412,9 @@ class SyntaxTranslationTask(TranslationTask):
         if self.model_annotation is None:
             raise ValueError(
                 "the checkpoint records no annotation settings (it was trained before syntax-nmt recorded them, or "
-                f"on data without {raw_inference.ANNOTATION_FILE}), so raw text cannot be annotated as its training "
+                f"on data without {DATA_SETTINGS_FILE}), so raw text cannot be annotated as its training "
                 f"data was: pass --annotation-settings-file PATH (hub: annotation_settings_file=PATH) naming the "
-                f"{raw_inference.ANNOTATION_FILE} of the data the model was trained on"
+                f"{DATA_SETTINGS_FILE} of the data the model was trained on"
             )
         return self.model_annotation
 
@@ -571,9 +573,9 @@ def language_pair_of_dictionaries(data_path: str, src: Optional[str] = None, tgt
     Raises:
         ValueError: naming the dictionaries found, when they do not tell the pair.
     """
-    streams = set(TAG_STREAMS) | {HEAD_STREAM}
-    langs = sorted(f[len("dict."):-len(".txt")] for f in os.listdir(data_path)
-                   if f.startswith("dict.") and f.endswith(".txt") and f[len("dict."):-len(".txt")] not in streams)
+    before, after = DICT_FILE.split("{}")
+    names = (f[len(before):-len(after)] for f in os.listdir(data_path) if f.startswith(before) and f.endswith(after))
+    langs = sorted(name for name in names if name not in STREAMS)
     if src is None and tgt is None:
         settings = raw_inference.data_settings(data_path)
         src = settings["src_lang"] if settings else None
@@ -581,9 +583,9 @@ def language_pair_of_dictionaries(data_path: str, src: Optional[str] = None, tgt
         if src in langs:
             return src, tgt or next(x for x in langs if x != src)
         return next(x for x in langs if x != tgt), tgt
-    found = ", ".join(f"dict.{x}.txt" for x in langs) or "no language dictionary"
+    found = ", ".join(DICT_FILE.format(x) for x in langs) or "no language dictionary"
     raise ValueError(f"cannot tell the language pair of {data_path}: it holds no binarized split and {found}"
-                     f"{'' if src or tgt else ' without an annotation.json naming the source language'}; "
+                     f"{'' if src or tgt else f' without an {DATA_SETTINGS_FILE} naming the source language'}; "
                      f"pass --source-lang and --target-lang (-s/-t)")
 
 

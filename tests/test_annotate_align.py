@@ -3,7 +3,7 @@
 import pytest
 
 from syntax_nmt.annotate.parsed import check_tree, resolve_roots
-from syntax_nmt.annotate.streams import align_streams, case_tag, subword_tags
+from syntax_nmt.annotate.align import align_streams, case_tag, subword_tags
 from syntax_nmt.annotate.subwords import (
     BpeSegmenter,
     Segmenter,

@@ -1,4 +1,4 @@
-"""Word-level parse + subword segmentation -> per-subword feature streams.
+"""Alignment of a word-level parse to its subwords: one field per subword for every stream.
 
 Pure alignment, no I/O and no parser: given one :class:`~syntax_nmt.syntax.conllu.Sentence`
 and the subword pieces of each of its words, :func:`align_streams` returns one list of
@@ -21,10 +21,8 @@ internal whitespace becomes ``_``.
 
 from typing import Dict, List, Sequence
 
+from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence
-
-#: Stream names in the order they are written (output file suffixes).
-STREAMS = ("pos", "case", "subword", "head", "dep")
 
 POS_TAGSETS = ("upos", "xpos")
 CASE_SCHEMES = ("binary", "rich")
@@ -120,6 +118,6 @@ def align_streams(
                  for h, s, k in zip(heads, first, sizes) for j in range(s, s + k)],
         "dep": [f for t, k in zip(sentence.deprels, sizes) for f in [_field(t)] * k],
     }
-    for name, fields in out.items():
-        assert len(fields) == m, (name, len(fields), m)
+    for name in STREAMS:
+        assert len(out[name]) == m, (name, len(out[name]), m)
     return out
