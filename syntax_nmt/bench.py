@@ -225,7 +225,7 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
     if name is None:
         return {}
     from syntax_nmt.annotate.online import OnlineAnnotator, ensure_data_settings, read_settings
-    from syntax_nmt.annotate.spacy_backend import load_pipeline
+    from syntax_nmt.annotate.backends.spacy_backend import load_pipeline
 
     a = bench.args
     bench.steps += 1

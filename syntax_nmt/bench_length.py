@@ -404,7 +404,7 @@ def parsed_trees(path: str, spacy_model: str) -> List[List[int]]:
     ``spacy_model``: word parents (-1 at the root) of every sentence made mostly of letters."""
     import re
 
-    from syntax_nmt.annotate.spacy_backend import load_pipeline
+    from syntax_nmt.annotate.backends.spacy_backend import load_pipeline
 
     with open(path, encoding="utf-8") as f:
         text = re.sub(r"\s+", " ", f.read())

@@ -10,7 +10,7 @@ import spacy
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from spacy.language import Language
 
-from syntax_nmt.annotate import spacy_backend
+from syntax_nmt.annotate.backends import spacy_backend
 from syntax_nmt.annotate.cli import check_args, build_parser, main
 from syntax_nmt.annotate.unescape import parser_form, parser_forms
 from syntax_nmt.syntax.conllu import read_conllu

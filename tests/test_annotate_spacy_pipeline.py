@@ -111,7 +111,7 @@ def test_a_pipeline_that_tags_nothing_is_warned_about(tmp_path, synth, caplog, t
         expected = [f"spaCy pipeline {names} assigns no {tagset} tags"] if untagged else []
         prefix = tmp_path / name / "valid"
         caplog.clear()
-        with caplog.at_level("WARNING", logger="syntax_nmt.annotate.spacy_backend"):
+        with caplog.at_level("WARNING", logger="syntax_nmt.annotate.backends.spacy_backend"):
             main(["--source", paths["valid"]["en"], "--src-lang", "en", "-o", str(prefix), "--spacy-model", path,
                   "--subword", "none", "--pos-tagset", tagset, "--quiet"])
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
@@ -120,7 +120,7 @@ def test_a_pipeline_that_tags_nothing_is_warned_about(tmp_path, synth, caplog, t
         pos = read(f"{prefix}.pos")
         assert all(set(line.split()) == {"_"} for line in pos) == bool(untagged), name
         caplog.clear()
-        with caplog.at_level("WARNING", logger="syntax_nmt.annotate.spacy_backend"):
+        with caplog.at_level("WARNING", logger="syntax_nmt.annotate.backends.spacy_backend"):
             annotated = OnlineAnnotator(read_settings(f"{prefix}.annotation.json")).annotate(lines)
         assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == warnings, name
         assert [a.streams["pos"] for a in annotated] == pos[:5]

@@ -5,8 +5,9 @@ Modules (one concern each):
 * :mod:`~syntax_nmt.annotate.cli`: the ``syntax-nmt-annotate`` command.
 * :mod:`~syntax_nmt.annotate.pipeline`: the job (scan, parse, learn, segment, merge).
 * :mod:`~syntax_nmt.annotate.chunks`: resumable, shardable chunk store.
-* :mod:`~syntax_nmt.annotate.spacy_backend`, :mod:`~syntax_nmt.annotate.conllu_backend`:
-  parsers producing :class:`syntax_nmt.syntax.conllu.Sentence` records.
+* :mod:`~syntax_nmt.annotate.backends`: the parsers (``--backend``), one module each (spaCy,
+  CoNLL-U), producing :class:`syntax_nmt.syntax.conllu.Sentence` records; a new parser is one
+  new module there (:mod:`~syntax_nmt.annotate.backends.base`).
 * :mod:`~syntax_nmt.annotate.parsed`: multi-root policy and tree check on those records.
 * :mod:`~syntax_nmt.annotate.subwords`: escaping, BPE/sentencepiece segmentation and learning.
 * :mod:`~syntax_nmt.annotate.align`: pure alignment of word annotations to subwords.

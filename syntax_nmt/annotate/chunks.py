@@ -34,7 +34,7 @@ import os
 import shutil
 import socket
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from .textio import atomic_write_lines
 
@@ -44,13 +44,10 @@ logger = logging.getLogger("syntax_nmt.annotate")
 LOCK_GRACE_S = 30.0
 
 
-#: Manifest keys holding an input file's identity ``[absolute path, size, sha256]``.
-FILE_ID_KEYS = ("source", "target", "conllu")
-
-
-def _content(key: str, value):
-    """A manifest value as compared: an input file by its size and SHA-256, not its path."""
-    if key in FILE_ID_KEYS and isinstance(value, list) and len(value) == 3:
+def _content(key: str, value, file_keys: Sequence[str]):
+    """A manifest value as compared: an input file (``file_keys``: ``[absolute path, size, sha256]``) by its
+    size and SHA-256, not its path."""
+    if key in file_keys and isinstance(value, list) and len(value) == 3:
         return value[1:]
     return value
 
@@ -90,8 +87,9 @@ class ChunkStore:
         return (lineno - 1) // self.chunk_size
 
     # -- manifest -----------------------------------------------------------------
-    def open(self, settings: Dict) -> None:
-        """Create the directory, or check that an existing one was made with ``settings``.
+    def open(self, settings: Dict, file_keys: Sequence[str] = ()) -> None:
+        """Create the directory, or check that an existing one was made with ``settings``, where the values of
+        ``file_keys`` are input files compared by content.
 
         Raises:
             ValueError: naming the settings that differ.
@@ -107,7 +105,7 @@ class ChunkStore:
                 except json.JSONDecodeError:
                     old = {"manifest": "unreadable"}
             diff = {k: (old.get(k), settings.get(k)) for k in set(old) | set(settings)
-                    if _content(k, old.get(k)) != _content(k, settings.get(k))}
+                    if _content(k, old.get(k), file_keys) != _content(k, settings.get(k), file_keys)}
             if not diff and old != settings:  # the same input files at other paths: identity is by content
                 logger.info("%s: the input files moved (same size and SHA-256); resuming", self.dir)
                 with open(manifest, encoding="utf-8") as f:

@@ -15,9 +15,10 @@ import logging
 import sys
 from typing import List, Optional, Sequence, Union
 
+from .align import CASE_SCHEMES, POS_TAGSETS
+from .backends import DEFAULT_BACKEND, PARSER_BACKENDS, get_backend
 from .parsed import MULTI_ROOT_POLICIES
 from .settings import parse_moses_settings
-from .align import CASE_SCHEMES, POS_TAGSETS
 from .subwords import SCHEMES
 
 EPILOG = """\
@@ -100,12 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "line-aligned); error = stop, naming file and line (default: %(default)s)")
 
     parse = p.add_argument_group("parsing")
-    parse.add_argument("--backend", choices=("spacy", "conllu"), default="spacy", help="parser (default: %(default)s)")
-    parse.add_argument("--spacy-model", metavar="NAME_OR_PATH",
-                       help="spaCy pipeline name or directory (default: en_core_web_sm for en, else "
-                       "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one")
-    parse.add_argument("--conllu", metavar="FILE", help="CoNLL-U from an external parser (--backend conllu), one "
-                       "sentence block per non-empty source line (run the parser without sentence splitting)")
+    parse.add_argument("--backend", choices=tuple(PARSER_BACKENDS), default=DEFAULT_BACKEND,
+                       help="parser (default: %(default)s)")
+    for backend in PARSER_BACKENDS.values():
+        backend.add_args(parse)
     parse.add_argument("--parser-unescape", action=argparse.BooleanOptionalAction, default=None,
                        help="with --pretokenized (spaCy backend; on by default there): show the parser the plain form "
                        "of Moses placeholders and escapes (@-@ -> -, @/@ -> /, &apos; -> ', &quot; -> \", &amp; -> &, "
@@ -156,22 +155,20 @@ def check_args(args: argparse.Namespace) -> None:
     Raises:
         ValueError: on an inconsistent command line.
     """
-    if args.backend == "spacy":
-        if not args.source:
-            raise ValueError("--backend spacy needs --source")
-        if args.conllu:
-            raise ValueError("--conllu is only used with --backend conllu")
-        if not args.spacy_model:
-            args.spacy_model = "en_core_web_sm" if args.src_lang == "en" else f"{args.src_lang}_core_news_sm"
-    elif not args.conllu:
-        raise ValueError("--backend conllu needs --conllu FILE")
+    backend = get_backend(args.backend)
+    backend.check_args(args)
+    for other in PARSER_BACKENDS.values():
+        for dest in other.exclusive_options if other is not backend else ():
+            if getattr(args, dest, None):
+                raise ValueError(f"--{dest.replace('_', '-')} is only used with --backend {other.name}")
     unescape = getattr(args, "parser_unescape", None)
     if unescape is None:
-        args.parser_unescape = bool(args.pretokenized and args.backend == "spacy")
+        args.parser_unescape = bool(args.pretokenized and backend.parses_text)
     elif unescape and not args.pretokenized:
         raise ValueError("--parser-unescape needs --pretokenized (raw text is tokenized by spaCy itself)")
-    elif unescape and args.backend != "spacy":
-        raise ValueError("--parser-unescape applies to the spaCy backend (a CoNLL-U parse is used as it is)")
+    elif unescape and not backend.parses_text:
+        raise ValueError(f"--parser-unescape applies to the spaCy backend, or another that parses the text "
+                         f"(--backend {backend.name} uses its parse as it is)")
     parse_moses_settings(getattr(args, "moses_settings", None))
     if args.target and not args.tgt_lang:
         raise ValueError("--target needs --tgt-lang")

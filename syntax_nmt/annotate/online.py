@@ -38,7 +38,8 @@ from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 
 from .parsed import check_tree, empty_sentence, resolve_roots
-from .pipeline import build_backend, make_record, output_names, render
+from .backends import get_backend
+from .pipeline import make_record, output_names, render
 from .subwords import file_sha256, load_segmenter
 from .textio import InputError, normalize, replace_lone_surrogates
 
@@ -192,7 +193,7 @@ class OnlineAnnotator:
                 )
             args.backend = "spacy"
             args.source = "<input>"
-            self._backend = build_backend(args)
+            self._backend = get_backend("spacy").from_args(args)
         return self._backend
 
     # -- line policies --------------------------------------------------------------------------------
@@ -294,7 +295,7 @@ class OnlineAnnotator:
         Raises:
             InputError: blocks run out, or do not spell their line, or a needed column is empty.
         """
-        from .conllu_backend import ConlluBackend
+        from .backends.conllu_backend import ConlluBackend
 
         checker = ConlluBackend(source_name, "<input>", pretokenized=self.settings["pretokenized"],
                                 multi_root=self.settings["multi_root"])
@@ -320,7 +321,7 @@ class OnlineAnnotator:
                 raise InputError(f"{source_name} has no sentence block for input line {self.lines_seen + i + 1} "
                                  f"(one block per non-empty line)")
             no, sentence = nxt
-            checker._check(no, sentence, self.lines_seen + i + 1, text)
+            checker.check_block(no, sentence, self.lines_seen + i + 1, text)
             self._check_columns(sentence, needed, f"{source_name} sentence block {no}")
             try:
                 check_tree(sentence)

@@ -21,8 +21,8 @@ Line policy: the outputs always have exactly one line per source line.
   target line as usual; ``--on-empty error`` stops at the scan, naming file and line.
 * An empty input file is an error (nothing to annotate; fairseq cannot binarize it).
 * Over-long lines: a line with more than ``--max-words`` whitespace-separated words, or
-  (spaCy backend) more than :data:`SPACY_MAX_CHARS` characters (spaCy's ``max_length``),
-  is found by the scan; a pair whose source or target has more than ``--max-subwords``
+  more characters than the backend parses (spaCy: 1,000,000, its ``max_length``; see
+  :attr:`~syntax_nmt.annotate.backends.base.ParserBackend.max_chars`), is found by the scan; a pair whose source or target has more than ``--max-subwords``
   subword tokens (what fairseq's ``--max-source-positions``/``--max-target-positions``
   bound) is found when it is segmented. ``--on-long blank`` (default) writes an empty
   line to *every* output, target included, so no pair is half-blanked; ``--on-long error``
@@ -31,7 +31,7 @@ Line policy: the outputs always have exactly one line per source line.
 
 Outputs and reruns: the settings that shaped the outputs go to ``P.annotation.json``
 (:mod:`~syntax_nmt.annotate.settings`) and the identity of the inputs (path, size and
-SHA-256 of the source, target and CoNLL-U files) with the output names to
+SHA-256 of the source, the target and the backend's input files, such as the CoNLL-U) with the output names to
 ``P.annotation.inputs.json``. A rerun into a prefix whose outputs exist does nothing if
 both still match (input files by content: size and SHA-256, wherever they are now), and is
 refused otherwise (``--overwrite`` redoes the work).
@@ -50,6 +50,7 @@ from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence, format_conllu
 
 from .align import align_streams
+from .backends import get_backend
 from .chunks import ChunkStore
 from .settings import settings_from_args, settings_path, write_settings
 from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter, spm_model_path
@@ -62,9 +63,6 @@ logger = logging.getLogger("syntax_nmt.annotate")
 ChunkHook = Callable[[int], None]
 
 _STAT_KEYS = ("sentences", "words", "subwords", "target_subwords", "empty", "blanked")
-#: Lines longer than this (characters) are over-long for the spaCy backend: spaCy's default
-#: ``nlp.max_length`` (its tokenizer and parser refuse longer texts).
-SPACY_MAX_CHARS = 1_000_000
 #: Settings that do not change how a parse is rendered (segmented and aligned): everything
 #: else in the settings, plus the output names, is part of the render key.
 _NOT_RENDER = ("version", "backend", "spacy_model", "pretokenized", "parser_unescape", "multi_root", "max_words",
@@ -91,8 +89,9 @@ def _file_id(path: Optional[str]) -> Optional[List]:
 
 
 def input_ids(args) -> Dict:
-    """Identity of the input files (source, target, CoNLL-U)."""
-    return {"source": _file_id(args.source), "target": _file_id(args.target), "conllu": _file_id(args.conllu)}
+    """Identity of the input files: source, target and the backend's own (the CoNLL-U)."""
+    files = {"source": args.source, "target": args.target, **get_backend(args.backend).input_files(args)}
+    return {role: _file_id(path) for role, path in files.items()}
 
 
 def inputs_path(prefix: str) -> str:
@@ -104,13 +103,11 @@ def parse_settings(args, num_lines: int, ids: Optional[Dict] = None) -> Dict:
     """Settings that determine the parse files (a resumed run must use the same ones)."""
     ids = ids if ids is not None else input_ids(args)
     return {
-        "source": ids["source"],
-        "target": ids["target"],
-        "conllu": ids["conllu"],
+        **ids,
         "num_lines": num_lines,
         "chunk_size": args.chunk_size,
         "backend": args.backend,
-        "spacy_model": args.spacy_model if args.backend == "spacy" else None,
+        **get_backend(args.backend).recorded_settings(args),
         "pretokenized": args.pretokenized,
         "parser_unescape": args.parser_unescape,
         "multi_root": args.multi_root,
@@ -138,12 +135,8 @@ def render_key(args, names: List[str]) -> str:
 
 # -- scan -------------------------------------------------------------------------------------
 def source_lines(args) -> Iterator[str]:
-    """Normalized source lines (from ``--source``, or the CoNLL-U words)."""
-    if args.source:
-        return read_lines(args.source)
-    from .conllu_backend import conllu_lines
-
-    return conllu_lines(args.conllu)
+    """Normalized source lines (from ``--source``, or the backend's input: the CoNLL-U words)."""
+    return get_backend(args.backend).source_lines(args)
 
 
 def _nwords(line: str) -> int:
@@ -160,8 +153,8 @@ def scan(args) -> Tuple[int, List[int], List[int]]:
         InputError: an empty input, different source/target line counts, or an empty/long
             line when the policy is ``error``.
     """
-    src_name = args.source or args.conllu
-    max_chars = SPACY_MAX_CHARS if args.backend == "spacy" else 0
+    backend = get_backend(args.backend)
+    src_name, max_chars = backend.source_name(args), backend.max_chars
     n, empty, long, why = 0, [], [], None
     for n, line in enumerate(source_lines(args), 1):
         if not line:
@@ -171,7 +164,7 @@ def scan(args) -> Tuple[int, List[int], List[int]]:
             why = why or f"line has {_nwords(line)} words, more than --max-words {args.max_words}"
         elif max_chars and len(line) > max_chars:
             long.append(n)
-            why = why or f"line has {len(line)} characters, more than spaCy's max_length {max_chars}"
+            why = why or f"line has {len(line)} characters, more than {backend.max_chars_name} {max_chars}"
     if n == 0:
         raise InputError(f"{src_name} is empty: nothing to annotate")
     if args.target:
@@ -184,32 +177,12 @@ def scan(args) -> Tuple[int, List[int], List[int]]:
     if long and args.on_long == "error":
         raise InputError(f"{src_name}:{long[0]}: {why} ({len(long)} over-long lines; --on-long blank writes them "
                          f"as empty lines)")
-    if args.backend == "conllu":
-        from .conllu_backend import ConlluBackend
-
-        msg = ConlluBackend(args.conllu, args.source).count_mismatch()
-        if msg:
-            raise InputError(msg)
+    backend.check_inputs(args)
     return n, empty, long
 
 
 def _some(lines: List[int], k: int = 5) -> str:
     return ", ".join(map(str, lines[:k])) + (", ..." if len(lines) > k else "")
-
-
-# -- backend ------------------------------------------------------------------------------------
-def build_backend(args):
-    """The parser backend chosen by ``--backend``."""
-    if args.backend == "spacy":
-        from .spacy_backend import SpacyBackend
-
-        return SpacyBackend(args.spacy_model, pretokenized=args.pretokenized, batch_size=args.batch_size,
-                            n_process=args.n_process, gpu_id=args.gpu_id, multi_root=args.multi_root,
-                            source_name=args.source, parser_unescape=args.parser_unescape,
-                            pos_tagset=args.pos_tagset)
-    from .conllu_backend import ConlluBackend
-
-    return ConlluBackend(args.conllu, args.source, pretokenized=args.pretokenized, multi_root=args.multi_root)
 
 
 # -- records and rendering --------------------------------------------------------------------
@@ -262,7 +235,8 @@ def render(records: List[Dict], segmenter: Segmenter, args, names: List[str]) ->
         if limit and max(len(flat), len(tpieces)) > limit:
             side, size = ("source", len(flat)) if len(flat) > limit else ("target", len(tpieces))
             if args.on_long == "error":
-                raise InputError(f"{args.source or args.conllu}:{rec['n']}: {side} line has {size} subword tokens, "
+                raise InputError(f"{get_backend(args.backend).source_name(args)}:{rec['n']}: {side} line has {size} "
+                                 f"subword tokens, "
                                  f"more than --max-subwords {limit} (--on-long blank writes such lines as empty "
                                  f"lines)")
             sentence, pieces, flat, tpieces, rec = record_sentence({**rec, **_BLANK}), [], [], [], {**rec, "b": 1}
@@ -334,7 +308,7 @@ class Job:
         nlines = sum(len(store.lines(k)) for k in todo)
         logger.info("shard %d/%d: parsing %d of its %d chunks (%d lines)", a.shard_id, a.num_shards, len(todo),
                     len(mine), nlines)
-        backend = build_backend(a)
+        backend = get_backend(a.backend).from_args(a)
 
         def items():
             tgt_lines = read_lines(a.target) if a.target else repeat(None)
@@ -476,8 +450,9 @@ class Job:
             raise ValueError(refuse % f"with other settings ({e})") from None
         with open(ipath, encoding="utf-8") as f:
             old = json.load(f)
-        for name in ("source", "target", "conllu"):
-            was, now = old.get("inputs", {}).get(name), self.inputs[name]
+        was_inputs = old.get("inputs", {})
+        for name in ["source", "target", *sorted((set(was_inputs) | set(self.inputs)) - {"source", "target"})]:
+            was, now = was_inputs.get(name), self.inputs.get(name)
             if (was[1:] if was else was) != (now[1:] if now else now):  # by content: [path, size, sha256]
                 what = (f"{now[0]} (size {now[1]}, sha256 {now[2][:12]}...)" if now else "none")
                 before = (f"{was[0]} (size {was[1]}, sha256 {was[2][:12]}...)" if was else "none")
@@ -513,14 +488,14 @@ class Job:
             os.makedirs(os.path.dirname(a.output_prefix), exist_ok=True)
 
         num_lines, empty, long = scan(a)
-        logger.info("%s: %d lines%s%s", a.source or a.conllu, num_lines,
+        logger.info("%s: %d lines%s%s", get_backend(a.backend).source_name(a), num_lines,
                     f", {len(empty)} empty (lines {_some(empty)})" if empty else "",
                     f", {len(long)} over --max-words {a.max_words}, blanked (lines {_some(long)})" if long else "")
         if not a.learn_subword:
             self._use_model(model_file(a))  # fails early on a bad model
 
         store = ChunkStore(a.output_prefix, num_lines, a.chunk_size, self.names)
-        store.open(parse_settings(a, num_lines, self.inputs))
+        store.open(parse_settings(a, num_lines, self.inputs), file_keys=tuple(self.inputs))
         parsed = dict.fromkeys(_STAT_KEYS, 0)
         if not a.merge_only:
             parsed = self.parse_shard(store, set(long))

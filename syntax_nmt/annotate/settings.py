@@ -40,6 +40,7 @@ from typing import Dict, Optional
 
 from syntax_nmt.constants import SETTINGS_SUFFIX
 
+from .backends import get_backend
 from .subwords import ESCAPE_VERSION, file_sha256, spm_model_path
 from .textio import atomic_write_lines
 
@@ -90,14 +91,6 @@ def parse_moses_settings(value: Optional[str]) -> Optional[Dict]:
     return {k: out[k] for k in MOSES_KEYS}
 
 
-def _spacy_model(name: Optional[str]) -> Optional[str]:
-    if name is None:
-        return None
-    if os.path.isdir(name) or os.sep in name or name.startswith("."):
-        return os.path.abspath(name)
-    return name
-
-
 def _model_file(args) -> Optional[str]:
     if args.subword == "none":
         return None
@@ -113,11 +106,11 @@ def settings_from_args(args) -> Dict:
     ``--learn-subword``, once it has been learned), else null.
     """
     model = _model_file(args)
-    return {
+    settings = {
         "version": SETTINGS_VERSION,
         "src_lang": args.src_lang,
         "backend": args.backend,
-        "spacy_model": _spacy_model(args.spacy_model) if args.backend == "spacy" else None,
+        "spacy_model": None,
         "pretokenized": bool(args.pretokenized),
         "parser_unescape": bool(getattr(args, "parser_unescape", False)),
         "pos_tagset": args.pos_tagset,
@@ -133,6 +126,8 @@ def settings_from_args(args) -> Dict:
         "on_empty": args.on_empty,
         "moses": parse_moses_settings(getattr(args, "moses_settings", None)),
     }
+    settings.update(get_backend(args.backend).recorded_settings(args))
+    return settings
 
 
 def settings_path(prefix: str) -> str:

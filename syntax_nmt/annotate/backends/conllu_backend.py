@@ -1,4 +1,4 @@
-"""CoNLL-U backend: use the output of any external dependency parser (Stanza, UDPipe...).
+"""CoNLL-U backend (``--backend conllu``): use the output of any external dependency parser (Stanza, UDPipe...).
 
 The CoNLL-U file must hold one sentence block per non-empty source line, in order (the
 parsers below skip empty lines, so an empty source line has no block). Syntactic words
@@ -31,12 +31,13 @@ Several roots in one block are resolved by the ``--multi-root`` policy of
 :mod:`syntax_nmt.annotate.parsed`; cyclic heads are an error.
 """
 
-from typing import Iterable, Iterator, Optional, Tuple
+from typing import Dict, Iterable, Iterator, Optional, Tuple
 
 from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 
-from .parsed import check_tree, empty_sentence, resolve_roots
-from .textio import InputError, read_lines
+from ..parsed import check_tree, empty_sentence, resolve_roots
+from ..textio import InputError, read_lines
+from .base import ParserBackend, register_backend
 
 
 def conllu_lines(path: str) -> Iterator[str]:
@@ -51,7 +52,8 @@ def _words_desc(words, n=12):
     return s + (" ..." if len(words) > n else "")
 
 
-class ConlluBackend:
+@register_backend("conllu")
+class ConlluBackend(ParserBackend):
     """Line-aligned reader of an external parser's CoNLL-U output.
 
     Args:
@@ -61,6 +63,45 @@ class ConlluBackend:
         pretokenized: the parser got pre-tokenized input (exact word check).
         multi_root: ``forest`` or ``attach``.
     """
+
+    parses_text = False  # the parse is used as it is: --parser-unescape does not apply
+    exclusive_options = ("conllu",)
+
+    @classmethod
+    def add_args(cls, group) -> None:
+        group.add_argument("--conllu", metavar="FILE", help="CoNLL-U from an external parser (--backend conllu), one "
+                           "sentence block per non-empty source line (run the parser without sentence splitting)")
+
+    @classmethod
+    def check_args(cls, args) -> None:
+        if not args.conllu:  # --source is optional: the words of the blocks are the source
+            raise ValueError("--backend conllu needs --conllu FILE")
+
+    @classmethod
+    def input_files(cls, args) -> Dict[str, Optional[str]]:
+        return {"conllu": args.conllu}
+
+    @classmethod
+    def source_lines(cls, args) -> Iterator[str]:
+        return read_lines(args.source) if args.source else conllu_lines(args.conllu)
+
+    @classmethod
+    def check_inputs(cls, args) -> None:
+        msg = cls(args.conllu, args.source).count_mismatch()
+        if msg:
+            raise InputError(msg)
+
+    @classmethod
+    def from_args(cls, args) -> "ConlluBackend":
+        return cls(args.conllu, args.source, pretokenized=args.pretokenized, multi_root=args.multi_root)
+
+    @classmethod
+    def for_raw_text(cls, settings, model=None, batch_size=256, gpu_id=-1):
+        raise ValueError(
+            "annotation setting backend='conllu': the training data was parsed by an external parser, so "
+            "raw text needs its parse too: pass --input-conllu FILE to fairseq-interactive (hub: "
+            "translate_conllu), or --annotate-spacy-model NAME_OR_PATH to parse with spaCy instead"
+        )
 
     def __init__(self, conllu_path: str, source_path: Optional[str] = None, pretokenized: bool = False,
                  multi_root: str = "forest"):
@@ -73,7 +114,12 @@ class ConlluBackend:
         with open_conllu(self.conllu_path) as f:
             yield from enumerate(read_conllu(f, self.conllu_path), 1)
 
-    def _check(self, block_no: int, sentence: Sentence, lineno: int, line: str) -> None:
+    def check_block(self, block_no: int, sentence: Sentence, lineno: int, line: str) -> None:
+        """Check that block ``block_no`` parses source line ``lineno`` (its words spell ``line``).
+
+        Raises:
+            InputError: naming the block, the line and the first difference.
+        """
         words = sentence.words
         where = f"{self.conllu_path} sentence block {block_no}"
         if "sent_id" in sentence.comments:
@@ -115,7 +161,7 @@ class ConlluBackend:
                     f"than the source has non-empty lines (was the parser run with sentence splitting?)"
                 )
             block_no, sentence = nxt
-            self._check(block_no, sentence, lineno, line)
+            self.check_block(block_no, sentence, lineno, line)
             yield lineno, sentence
         extra = next(blocks, None)
         if extra is not None:

@@ -1,4 +1,4 @@
-"""spaCy parser backend: one source line -> one word-level :class:`Sentence`.
+"""spaCy parser backend (``--backend spacy``, the default): one source line -> one word-level :class:`Sentence`.
 
 Raw text is tokenized by the pipeline's own tokenizer; with ``pretokenized=True`` the
 line's space-separated tokens are kept as they are: the backend builds
@@ -22,13 +22,14 @@ import functools
 import logging
 import os
 from collections import deque
-from typing import Iterable, Iterator, Tuple
+from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
 
 from syntax_nmt.syntax.conllu import Sentence
 
-from .parsed import check_tree, resolve_roots
-from .textio import InputError
-from .unescape import parser_forms
+from ..parsed import check_tree, resolve_roots
+from ..textio import InputError
+from ..unescape import parser_forms
+from .base import ParserBackend, register_backend
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,17 @@ def doc_to_sentence(doc) -> Sentence:
     )
 
 
-class SpacyBackend:
+def recorded_model(name: Optional[str]) -> Optional[str]:
+    """The pipeline as the settings record it: a name as it is, a directory by its absolute path."""
+    if name is None:
+        return None
+    if os.path.isdir(name) or os.sep in name or name.startswith("."):
+        return os.path.abspath(name)
+    return name
+
+
+@register_backend("spacy")
+class SpacyBackend(ParserBackend):
     """Parse lines with a spaCy pipeline.
 
     Args:
@@ -115,6 +126,39 @@ class SpacyBackend:
             that gives none of them to the first non-empty line (no tagger, morphologizer or
             tag-to-UPOS mapping) is warned about, as one without a parser is.
     """
+
+    #: spaCy's default ``nlp.max_length``: its tokenizer and parser refuse longer texts (an instance
+    #: has its pipeline's).
+    max_chars = 1_000_000
+    max_chars_name = "spaCy's max_length"
+
+    @classmethod
+    def add_args(cls, group) -> None:
+        group.add_argument("--spacy-model", metavar="NAME_OR_PATH",
+                           help="spaCy pipeline name or directory (default: en_core_web_sm for en, else "
+                           "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one")
+
+    @classmethod
+    def check_args(cls, args) -> None:
+        super().check_args(args)
+        if not args.spacy_model:
+            args.spacy_model = "en_core_web_sm" if args.src_lang == "en" else f"{args.src_lang}_core_news_sm"
+
+    @classmethod
+    def recorded_settings(cls, args) -> Dict[str, Any]:
+        return {"spacy_model": recorded_model(args.spacy_model)}
+
+    @classmethod
+    def from_args(cls, args) -> "SpacyBackend":
+        return cls(args.spacy_model, pretokenized=args.pretokenized, batch_size=args.batch_size,
+                   n_process=args.n_process, gpu_id=args.gpu_id, multi_root=args.multi_root, source_name=args.source,
+                   parser_unescape=args.parser_unescape, pos_tagset=args.pos_tagset)
+
+    @classmethod
+    def for_raw_text(cls, settings, model=None, batch_size=256, gpu_id=-1) -> "SpacyBackend":
+        return cls(model or settings.spacy_model, pretokenized=settings.pretokenized, batch_size=batch_size,
+                   gpu_id=gpu_id, multi_root=settings.multi_root, source_name="<input>",
+                   parser_unescape=settings.parser_unescape, pos_tagset=settings.pos_tagset)
 
     def __init__(self, model, pretokenized=False, batch_size=256, n_process=1, gpu_id=-1,
                  multi_root="forest", source_name="<source>", parser_unescape=False, pos_tagset="upos"):
@@ -150,7 +194,7 @@ class SpacyBackend:
                            "no morphologizer, nor a tagger with an attribute_ruler mapping its tags to UPOS")
 
     def parse(self, lines: Iterable[Tuple[int, str, object]]) -> Iterator[Tuple[int, Sentence, object]]:
-        """Parse ``(lineno, text, context)`` items, in order.
+        """Parse ``(lineno, text, context)`` items, in order (one ``nlp.pipe`` call for all of them).
 
         Args:
             lines: normalized lines with their 1-based line number and any context object
