@@ -224,7 +224,8 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
     """
     if name is None:
         return {}
-    from syntax_nmt.annotate.online import OnlineAnnotator, ensure_data_settings, read_settings
+    from syntax_nmt.annotate.online import OnlineAnnotator, ensure_data_settings
+    from syntax_nmt.annotate.settings import AnnotationSettings
     from syntax_nmt.annotate.backends.spacy_backend import load_pipeline
 
     a = bench.args
@@ -259,7 +260,7 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
     for _ in nlp.pipe(lines, batch_size=64):
         pass
     spacy_sps = len(lines) / (time.time() - start)
-    annotator = OnlineAnnotator(read_settings(settings), spacy_model=spacy_model, batch_size=64)
+    annotator = OnlineAnnotator(AnnotationSettings.read(settings), spacy_model=spacy_model, batch_size=64)
     annotator.annotate(lines[:64])  # warm-up
     start = time.time()
     for k in range(0, len(lines), 64):

@@ -168,7 +168,7 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
         """fairseq's ``bpe`` if one was given, else undo the annotation's subword scheme."""
         if self.bpe is not None:
             return self.bpe.decode(sentence)
-        scheme = self.task.annotator.settings["subword"]
+        scheme = self.task.annotator.settings.subword
         return post_process(sentence, POST_PROCESS[scheme]) if scheme in POST_PROCESS else sentence
 
 

@@ -7,6 +7,7 @@
 * a stale or empty ``finalize.lock`` is detected and reported.
 """
 
+import json
 import os
 import socket
 import time
@@ -64,6 +65,31 @@ def test_rerun_with_other_input_or_settings_is_refused(tmp_path, spacy_model, co
     os.remove(tmp_path / "run/train.pos")
     main(args)
     assert outputs(tmp_path / "run/train", NAMES) == redone
+
+
+def test_records_written_before_backends_named_their_inputs_still_match(tmp_path, spacy_model, codes):  # noqa: F811
+    """Outputs and chunks of a spaCy run recorded ``"conllu": null`` (the CoNLL-U input is now the CoNLL-U
+    backend's own): a rerun finds them up to date, a resumed run resumes."""
+    args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
+    main(args)
+    ref = outputs(tmp_path / "run/train", NAMES)
+    record = tmp_path / "run/train.annotation.inputs.json"
+    old = json.loads(record.read_text(encoding="utf-8"))
+    assert "conllu" not in old["inputs"]
+    old["inputs"]["conllu"] = None
+    record.write_text(json.dumps(old, indent=1) + "\n", encoding="utf-8")
+    stamp = os.stat(tmp_path / "run/train.en").st_mtime_ns
+    main(args)  # up to date: nothing redone
+    assert os.stat(tmp_path / "run/train.en").st_mtime_ns == stamp
+    # a run killed after its first chunk, with the manifest of before
+    with pytest.raises(Killed):
+        main(args + ["-o", str(tmp_path / "kill/train")], on_chunk_done=lambda k: (_ for _ in ()).throw(Killed()))
+    manifest = tmp_path / "kill/train.chunks/manifest.json"
+    old = json.loads(manifest.read_text(encoding="utf-8"))
+    assert "conllu" not in old
+    manifest.write_text(json.dumps(dict(old, conllu=None), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    main(args + ["-o", str(tmp_path / "kill/train")])
+    assert outputs(tmp_path / "kill/train", NAMES) == ref
 
 
 def test_failed_run_before_any_chunk_does_not_block_the_next(tmp_path, spacy_model, codes):  # noqa: F811

@@ -10,11 +10,11 @@ from syntax_nmt.annotate.cli import main
 from syntax_nmt.annotate.settings import (
     KEYS,
     SETTINGS_VERSION,
+    AnnotationSettings,
+    MosesSettings,
     check_compatible,
     parse_moses_settings,
-    read_settings,
     settings_path,
-    write_settings,
 )
 from syntax_nmt.annotate.subwords import file_sha256
 from syntax_nmt.data import binarize
@@ -44,18 +44,18 @@ def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):
         "max_words": 50, "max_subwords": 0, "on_long": "blank", "on_empty": "keep",
         "moses": {"lang": "en", "normalize": True, "aggressive_dash_splits": True, "escape": False},
     }
-    assert read_settings(settings_path(prefix)) == raw
+    assert AnnotationSettings.read(settings_path(prefix)).to_dict() == raw
     # a learned model is recorded with its final path and hash; conllu: no spaCy model; no moses
     conllu = tmp_path / "in.conllu"
     conllu.write_text("1\tThe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t0\troot\t_\t_\n\n"
                       "1\tDogs\t_\tNOUN\tNNS\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
     main(["--backend", "conllu", "--conllu", str(conllu), "--src-lang", "en", "-o", str(tmp_path / "c/train"),
           "--subword", "bpe", "--learn-subword", "5", "--subword-model-out", "learned.codes", "--quiet"])
-    got = read_settings(str(tmp_path / "c/train.annotation.json"))
-    assert (got["backend"], got["spacy_model"], got["pretokenized"], got["parser_unescape"], got["moses"]) == (
-        "conllu", None, False, False, None)
-    assert got["subword_model"] == str(tmp_path / "learned.codes")
-    assert got["subword_model_sha256"] == file_sha256(str(tmp_path / "learned.codes"))
+    got = AnnotationSettings.read(str(tmp_path / "c/train.annotation.json"))
+    assert (got.backend, got.spacy_model, got.pretokenized, got.parser_unescape, got.moses, got.extra) == (
+        "conllu", None, False, False, None, {})
+    assert got.subword_model == str(tmp_path / "learned.codes")
+    assert got.subword_model_sha256 == file_sha256(str(tmp_path / "learned.codes"))
 
 
 @pytest.mark.parametrize("spec,expected", [
@@ -74,11 +74,12 @@ def test_parse_moses_settings(spec, expected):
         with pytest.raises(ValueError, match=re.escape(expected)):
             parse_moses_settings(spec)
     else:
-        assert parse_moses_settings(spec) == expected
-        assert list(parse_moses_settings(spec)) == ["lang", "normalize", "aggressive_dash_splits", "escape"]
+        assert parse_moses_settings(spec) == MosesSettings(**expected)
+        assert list(parse_moses_settings(spec).to_dict()) == ["lang", "normalize", "aggressive_dash_splits", "escape"]
 
 
-def _settings(**changes):
+def _raw(**changes):
+    """A settings object as the file holds it."""
     s = {"version": 1, "src_lang": "en", "backend": "spacy", "spacy_model": "en_core_web_sm", "pretokenized": True,
          "parser_unescape": True, "pos_tagset": "upos", "case": "binary", "multi_root": "forest", "subword": "bpe",
          "subword_model": "/x/bpe.codes", "subword_model_sha256": "ab" * 32, "escape": "v1", "max_words": 0,
@@ -87,33 +88,123 @@ def _settings(**changes):
     return s
 
 
+def _settings(**changes):
+    return AnnotationSettings.from_dict(_raw(**changes), "test")
+
+
+def _write_raw(path, raw):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(raw, f)
+
+
+#: P.annotation.json as syntax-nmt-annotate wrote it before the settings were one typed object
+#: (--backend conllu --pretokenized --learn-subword 3 --moses-settings ... --max-words 250 --case rich).
+FILE_BEFORE = """{
+ "backend": "conllu",
+ "case": "rich",
+ "escape": "v1",
+ "max_subwords": 0,
+ "max_words": 250,
+ "moses": {
+  "aggressive_dash_splits": true,
+  "escape": false,
+  "lang": "en",
+  "normalize": true
+ },
+ "multi_root": "forest",
+ "on_empty": "keep",
+ "on_long": "blank",
+ "parser_unescape": false,
+ "pos_tagset": "upos",
+ "pretokenized": true,
+ "spacy_model": null,
+ "src_lang": "en",
+ "subword": "bpe",
+ "subword_model": "/work/x/bpe.codes",
+ "subword_model_sha256": "be2a1eb6e44fbf4572b13d843e9a7744e1dca1a88600603a47f6aa191fab7d50",
+ "version": 1
+}
+"""
+
+
+def test_a_file_written_before_reads_typed_and_writes_back_byte_for_byte(tmp_path):
+    before = tmp_path / "before.annotation.json"
+    before.write_text(FILE_BEFORE, encoding="utf-8")
+    settings = AnnotationSettings.read(str(before))
+    assert (settings.backend, settings.spacy_model, settings.case, settings.max_words, settings.extra) == (
+        "conllu", None, "rich", 250, {})
+    assert settings.moses == MosesSettings(lang="en", normalize=True, aggressive_dash_splits=True, escape=False)
+    assert settings.to_dict() == json.loads(FILE_BEFORE)
+    settings.write(str(tmp_path / "again.json"))
+    assert (tmp_path / "again.json").read_bytes() == before.read_bytes()
+
+
+def test_settings_a_checkpoint_recorded_before_read_typed_and_record_the_same_string():
+    """The model argument ``annotation_settings``, as fairseq-train stored it in checkpoints before."""
+    from argparse import Namespace
+
+    from syntax_nmt.tasks import raw_inference
+
+    text = json.dumps(json.loads(FILE_BEFORE), sort_keys=True)
+    settings = raw_inference.recorded_settings(Namespace(annotation_settings=text))
+    assert settings.to_dict() == json.loads(FILE_BEFORE) and settings.moses.aggressive_dash_splits is True
+    again = Namespace()
+    raw_inference.record_settings(again, settings)
+    assert again.annotation_settings == text
+    assert raw_inference.recorded_settings(Namespace()) is None  # a checkpoint from before settings were recorded
+    with pytest.raises(ValueError, match="the checkpoint: annotation setting 'escape' is missing"):
+        raw_inference.recorded_settings(Namespace(annotation_settings=json.dumps(
+            {k: v for k, v in json.loads(text).items() if k != "escape"})))
+
+
 def test_read_settings_validates(tmp_path):
     path = str(tmp_path / "a.annotation.json")
-    write_settings(path, _settings())
-    assert read_settings(path) == _settings()
+    _settings().write(path)
+    assert AnnotationSettings.read(path) == _settings()
+    assert AnnotationSettings.read(path).to_dict() == _raw()
     for key in KEYS:
-        s = _settings()
+        s = _raw()
         del s[key]
-        write_settings(path, s)
+        _write_raw(path, s)
         with pytest.raises(ValueError, match=f"{re.escape(path)}: annotation setting '{key}' is missing"):
-            read_settings(path)
-    write_settings(path, _settings(version=SETTINGS_VERSION + 1))
+            AnnotationSettings.read(path)
+    _write_raw(path, _raw(version=SETTINGS_VERSION + 1))
     with pytest.raises(ValueError, match="version 2, this syntax-nmt reads version 1"):
-        read_settings(path)
-    write_settings(path, _settings(moses={"lang": "en", "normalize": True, "escape": False}))
+        AnnotationSettings.read(path)
+    _write_raw(path, _raw(moses={"lang": "en", "normalize": True, "escape": False}))
     with pytest.raises(ValueError, match="'moses.aggressive_dash_splits' is missing"):
-        read_settings(path)
+        AnnotationSettings.read(path)
+    _write_raw(path, _raw(moses={"lang": "en", "normalize": True, "escape": False, "aggressive_dash_splits": True,
+                                 "x": 1}))
+    with pytest.raises(ValueError, match="'moses.x' is unknown"):
+        AnnotationSettings.read(path)
+    _write_raw(path, [1])
+    with pytest.raises(ValueError, match="expected a JSON object"):
+        AnnotationSettings.read(path)
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ValueError, match="bad.json: not a valid annotation settings file"):
-        read_settings(str(tmp_path / "bad.json"))
+        AnnotationSettings.read(str(tmp_path / "bad.json"))
+
+
+def test_keys_beyond_the_format_are_kept_and_compared(tmp_path):
+    """A backend's own settings (and any other key of a file) round-trip in ``extra``."""
+    path = str(tmp_path / "a.annotation.json")
+    _write_raw(path, _raw(parser_package="ud-2.12"))
+    settings = AnnotationSettings.read(path)
+    assert settings.extra == {"parser_package": "ud-2.12"}
+    assert settings.to_dict() == _raw(parser_package="ud-2.12")
+    assert settings.differences(_settings()) == ["parser_package"]
+    assert _settings(case="rich").differences(settings) == ["case", "parser_package"]
 
 
 def test_check_compatible_names_the_first_differing_key():
     check_compatible(_settings(), _settings(), "a", "b")
     with pytest.raises(ValueError, match=r"setting 'case' differs: 'binary' in train, 'rich' in test"):
         check_compatible(_settings(), _settings(case="rich", subword="spm"), "train", "test")
-    with pytest.raises(ValueError, match=r"setting 'moses' differs: None in a, \{'lang': 'en'\} in b"):
-        check_compatible(_settings(), _settings(moses={"lang": "en"}), "a", "b")
+    moses = {"lang": "en", "normalize": True, "aggressive_dash_splits": True, "escape": False}
+    with pytest.raises(ValueError, match=r"setting 'moses' differs: None in a, \{'lang': 'en', 'normalize': True, "
+                                         r"'aggressive_dash_splits': True, 'escape': False\} in b"):
+        check_compatible(_settings(), _settings(moses=moses), "a", "b")
     with pytest.raises(ValueError, match=r"setting 'zz' differs: missing in a, 1 in b"):
         check_compatible(_settings(), _settings(zz=1), "a", "b")
 
@@ -132,11 +223,11 @@ def test_binarize_copies_checks_or_warns(tmp_path, caplog):
     assert "no annotation settings" in caplog.text
     # every split has the same settings: copied
     for split in ("train", "valid"):
-        write_settings(settings_path(corpus[split]), _settings())
+        _settings().write(settings_path(corpus[split]))
     _binarize(corpus, str(tmp_path / "same"))
-    assert read_settings(str(tmp_path / "same/annotation.json")) == _settings()
+    assert AnnotationSettings.read(str(tmp_path / "same/annotation.json")) == _settings()
     # they differ: an error naming the setting and both files, before anything is written
-    write_settings(settings_path(corpus["valid"]), _settings(pos_tagset="xpos"))
+    _settings(pos_tagset="xpos").write(settings_path(corpus["valid"]))
     with pytest.raises(ValueError, match=rf"'pos_tagset' differs: 'upos' in {re.escape(corpus['train'])}"
                                          rf"\.annotation\.json, 'xpos' in {re.escape(corpus['valid'])}"):
         _binarize(corpus, str(tmp_path / "diff"))
@@ -155,8 +246,8 @@ def test_recipe_records_its_moses_settings():
     spec = re.search(r'MOSES_SETTINGS="([^"]+)"', script).group(1)
     assert '--moses-settings "$MOSES_SETTINGS"' in script
     # prepare.py: MosesPunctNormalizer, aggressive dash splits, escaping only with --escape (not passed)
-    assert parse_moses_settings(spec) == {"lang": "en", "normalize": True, "aggressive_dash_splits": True,
-                                          "escape": False}
+    assert parse_moses_settings(spec) == MosesSettings(lang="en", normalize=True, aggressive_dash_splits=True,
+                                                       escape=False)
     prepare_call = re.search(r'"\$HERE/prepare.py"[^\n]*(\n[^\n]*\\\n)*[^\n]*', script).group(0)
     assert "--workers" in prepare_call and "--escape" not in prepare_call
 
@@ -172,7 +263,7 @@ def test_the_same_subword_model_at_another_path_is_compatible(tmp_path):
                          "a", "b")
     # the issue's input: train annotated with the codes at one path, valid with a copy at another
     corpus = write_corpus(str(tmp_path / "text"), sizes={"train": 12, "valid": 4}, seed=5)
-    write_settings(settings_path(corpus["train"]), _settings())
-    write_settings(settings_path(corpus["valid"]), moved)
+    _settings().write(settings_path(corpus["train"]))
+    moved.write(settings_path(corpus["valid"]))
     _binarize(corpus, str(tmp_path / "bin"))
-    assert read_settings(str(tmp_path / "bin/annotation.json")) == _settings()
+    assert AnnotationSettings.read(str(tmp_path / "bin/annotation.json")) == _settings()

@@ -97,7 +97,8 @@ def test_a_pipeline_that_tags_nothing_is_warned_about(tmp_path, synth, caplog, t
     """Issue 23.4: a pipeline without a tagger gave an all-``_`` pos stream without a word, at annotation
     and at inference (the online annotator of fairseq-interactive and the hub). Without the morphologizer
     the tagger still gives XPOS, but nothing gives UPOS."""
-    from syntax_nmt.annotate.online import OnlineAnnotator, read_settings
+    from syntax_nmt.annotate.online import OnlineAnnotator
+    from syntax_nmt.annotate.settings import AnnotationSettings
 
     paths, model = synth
     pipelines = {"full": (model, [])}
@@ -121,6 +122,6 @@ def test_a_pipeline_that_tags_nothing_is_warned_about(tmp_path, synth, caplog, t
         assert all(set(line.split()) == {"_"} for line in pos) == bool(untagged), name
         caplog.clear()
         with caplog.at_level("WARNING", logger="syntax_nmt.annotate.backends.spacy_backend"):
-            annotated = OnlineAnnotator(read_settings(f"{prefix}.annotation.json")).annotate(lines)
+            annotated = OnlineAnnotator(AnnotationSettings.read(f"{prefix}.annotation.json")).annotate(lines)
         assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == warnings, name
         assert [a.streams["pos"] for a in annotated] == pos[:5]

@@ -5,6 +5,7 @@ Each test annotates the same lines twice: with the command line (files), and wit
 small batches as fairseq-interactive sends them. Every output line must be identical.
 """
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -15,13 +16,8 @@ import pytest
 pytest.importorskip("spacy")
 
 from syntax_nmt.annotate.cli import build_parser, check_args, main  # noqa: E402
-from syntax_nmt.annotate.online import (  # noqa: E402
-    OnlineAnnotator,
-    conllu_blocks,
-    read_settings,
-    settings_from_args,
-    write_settings,
-)
+from syntax_nmt.annotate.online import OnlineAnnotator, conllu_blocks  # noqa: E402
+from syntax_nmt.annotate.settings import AnnotationSettings, MosesSettings  # noqa: E402
 from syntax_nmt.annotate.textio import InputError  # noqa: E402
 from syntax_nmt.syntax.conllu import Sentence, write_conllu  # noqa: E402
 
@@ -48,7 +44,7 @@ def cli_outputs(tmp_path, argv, lines, name="cli"):
     assert main(["--source", src, "--src-lang", "en", "-o", str(prefix), "--quiet", *argv]) == 0
     args = build_parser().parse_args(["--source", src, "--src-lang", "en", "-o", str(prefix), *argv])
     check_args(args)
-    return {n: read(f"{prefix}.{n}") for n in ("en",) + STREAMS}, settings_from_args(args)
+    return {n: read(f"{prefix}.{n}") for n in ("en",) + STREAMS}, AnnotationSettings.from_args(args)
 
 
 def online_outputs(annotator, lines, batch=3):
@@ -86,7 +82,7 @@ def test_online_blanks_what_would_crash_a_session(tmp_path, spacy_model, codes):
     """Past spaCy's max_length and past max_subwords the line becomes empty (with a note), never an error."""
     _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "bpe", "--subword-model", codes],
                               ["x"])
-    ann = OnlineAnnotator(dict(settings, max_subwords=5))
+    ann = OnlineAnnotator(dataclasses.replace(settings, max_subwords=5))
     ann.backend.max_chars = 30
     out = ann.annotate(["the cat sat on the mat .", "The cat sat", "The cat " * 10])
     assert out[0].source == "" and "max_subwords=5" in out[0].note  # 12 subwords
@@ -98,21 +94,25 @@ def test_online_blanks_what_would_crash_a_session(tmp_path, spacy_model, codes):
 def test_settings_reader_names_what_is_wrong(tmp_path, spacy_model):
     _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "none"], ["x"])
     path = str(tmp_path / "annotation.json")
-    write_settings(path, settings)
-    assert read_settings(path) == settings
+    settings.write(path)
+    assert AnnotationSettings.read(path) == settings
+
+    def write(values):
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(values, f)
+
     for key in ("case", "moses", "subword_model_sha256"):
-        broken = {k: v for k, v in settings.items() if k != key}
-        write_settings(path, broken)
+        write({k: v for k, v in settings.to_dict().items() if k != key})
         with pytest.raises(ValueError, match=f"{path}: annotation setting '{key}' is missing"):
-            read_settings(path)
-    write_settings(path, dict(settings, version=2))
+            AnnotationSettings.read(path)
+    write(dict(settings.to_dict(), version=2))
     with pytest.raises(ValueError, match="version 2"):
-        read_settings(path)
-    write_settings(path, dict(settings, moses={"lang": "en"}))
+        AnnotationSettings.read(path)
+    write(dict(settings.to_dict(), moses={"lang": "en"}))
     with pytest.raises(ValueError, match="annotation setting 'moses.normalize' is missing"):
-        read_settings(path)
+        AnnotationSettings.read(path)
     with pytest.raises(ValueError, match="escape='v0'"):
-        OnlineAnnotator(dict(settings, escape="v0"))
+        OnlineAnnotator(dataclasses.replace(settings, escape="v0"))
 
 
 def test_subword_model_is_checked_by_hash(tmp_path, spacy_model, codes):
@@ -200,17 +200,18 @@ def test_moses_settings_apply_the_recipe_tokenization(tmp_path, spacy_model, cod
     assert "@-@" in tokenized[0] and "&" in tokenized[3]
     argv = ["--spacy-model", spacy_model, "--pretokenized", "--subword", "bpe", "--subword-model", codes]
     expected, settings = cli_outputs(tmp_path, argv, tokenized)
-    settings["moses"] = {"lang": "en", "normalize": True, "aggressive_dash_splits": True, "escape": False}
+    settings = dataclasses.replace(settings, moses=MosesSettings(lang="en", normalize=True,
+                                                                 aggressive_dash_splits=True, escape=False))
     got = online_outputs(OnlineAnnotator(settings), raw, batch=2)
     assert got == expected
-    plain = online_outputs(OnlineAnnotator(dict(settings, moses=None)), raw, batch=2)
+    plain = online_outputs(OnlineAnnotator(dataclasses.replace(settings, moses=None)), raw, batch=2)
     assert plain["en"] != expected["en"]  # without the recorded Moses step the input would differ
 
 
 def test_settings_of_the_command_line_are_json(tmp_path, spacy_model):
     _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "none"], ["x"])
-    assert json.loads(json.dumps(settings)) == settings
-    assert settings["spacy_model"] == os.path.abspath(spacy_model)
+    assert json.loads(json.dumps(settings.to_dict())) == settings.to_dict()
+    assert settings.spacy_model == os.path.abspath(spacy_model)
 
 
 def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes):

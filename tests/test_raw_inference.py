@@ -8,6 +8,7 @@ on the fly, must then give exactly the source tokens, streams and hypotheses of 
 binarized test split.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -21,7 +22,7 @@ generate = pytest.importorskip("syntax_nmt.synthetic.generate")
 from syntax_nmt.annotate.cli import main as annotate  # noqa: E402
 from syntax_nmt.annotate.spacy_train import train_spacy_pipeline  # noqa: E402
 
-from syntax_nmt.annotate.online import ensure_data_settings, write_settings  # noqa: E402
+from syntax_nmt.annotate.online import ensure_data_settings  # noqa: E402
 from conftest import USER_DIR, run_cli  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -395,21 +396,25 @@ def test_checkpoint_without_settings_fails_only_for_raw_text(pipeline, tmp_path)
         pipeline, "features")[0][0][0][0])
 
 
+def _write_json(path, values):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(values, f)
+
+
 def test_conflicting_or_broken_settings_are_named(pipeline, tmp_path):
-    import json
     import shutil
 
     data = tmp_path / "data"
     shutil.copytree(pipeline["data"], data)
     with open(data / "annotation.json", encoding="utf-8") as f:
         settings = json.load(f)
-    write_settings(str(data / "annotation.json"), dict(settings, case="rich"))
+    _write_json(data / "annotation.json", dict(settings, case="rich"))
     proc = run_cli("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation",
                    "--path", pipeline["ckpt"]["features"], *DECODE, check=False)
     assert proc.returncode != 0
     assert "annotation setting 'case' differs: 'binary' in the checkpoint, 'rich' in" in proc.stderr
     del settings["multi_root"]
-    write_settings(str(data / "annotation.json"), settings)
+    _write_json(data / "annotation.json", settings)
     proc = run_cli("fairseq-interactive", data, "--user-dir", USER_DIR, "--task", "syntax_translation",
                    "--path", pipeline["ckpt"]["features"], check=False)
     assert proc.returncode != 0 and "annotation setting 'multi_root' is missing" in proc.stderr
@@ -503,7 +508,7 @@ def test_dictionaries_only_directory_names_its_language_pair(stream_bin, tmp_pat
     task, _, _ = build_task_and_model(str(tmp_path), "--syntax-attention", "sgnet", "-s", "de")
     assert (task.cfg.source_lang, task.cfg.target_lang) == ("de", "en")
     for src, pair in (("en", ("en", "de")), ("de", ("de", "en"))):
-        write_settings(str(tmp_path / "annotation.json"), _settings_naming(src))
+        _write_json(tmp_path / "annotation.json", _settings_naming(src))
         task, _, _ = build_task_and_model(str(tmp_path), "--syntax-attention", "sgnet")
         assert (task.cfg.source_lang, task.cfg.target_lang) == pair
         assert task.streams == ["pos", "case", "subword", "head"]

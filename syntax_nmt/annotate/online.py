@@ -1,9 +1,10 @@
 """In-memory annotation of raw input lines, exactly as ``syntax-nmt-annotate`` annotated the training data.
 
 Used by the ``syntax_translation`` task to translate raw text (``fairseq-interactive``,
-the Python hub). Given the annotation settings recorded with the data and the model
-(``annotation.json``, see ``SETTINGS_FORMAT``), :class:`OnlineAnnotator` runs, on lines
-held in memory, the *same* functions as the annotation job:
+the Python hub, ``syntax-nmt-analyze attention --text``). Given the annotation settings
+recorded with the data and the model (``annotation.json``, an
+:class:`~syntax_nmt.annotate.settings.AnnotationSettings`), :class:`OnlineAnnotator` runs, on
+lines held in memory, the *same* functions as the annotation job:
 
 1. the Moses normalization and tokenization the WMT recipe applied before annotating
    (only when the settings record one, ``"moses"``);
@@ -13,9 +14,9 @@ held in memory, the *same* functions as the annotation job:
    naming the line, instead of ending the session inside spaCy);
 3. the line policies: an empty line stays empty; a line over ``max_words`` words is
    blanked (``on_long``; at inference ``error`` cannot stop a session, so it blanks too,
-   with a warning); a line longer than spaCy's ``max_length`` characters is blanked;
-4. :func:`~syntax_nmt.annotate.pipeline.build_backend` (spaCy, batched through one
-   ``nlp.pipe`` call per batch of lines, with the recorded tokenization, multi-root
+   with a warning); a line longer than the parser takes (spaCy's ``max_length``) is blanked;
+4. the recorded parser backend (:meth:`~syntax_nmt.annotate.backends.base.ParserBackend.for_raw_text`;
+   spaCy: one ``nlp.pipe`` call per batch of lines, with the recorded tokenization, multi-root
    policy...), or the parse a user brings as CoNLL-U (:meth:`OnlineAnnotator.annotate_conllu`,
    checked word for word against the line like ``--backend conllu``);
 5. :func:`~syntax_nmt.annotate.pipeline.make_record` and
@@ -27,7 +28,7 @@ Each input line gives one :class:`Annotated` line: the subword source line and o
 line per stream, as they would appear in ``P.en``, ``P.pos``... No fairseq import.
 """
 
-import argparse
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -40,15 +41,11 @@ from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 from .parsed import check_tree, empty_sentence, resolve_roots
 from .backends import get_backend
 from .pipeline import make_record, output_names, render
-from .subwords import file_sha256, load_segmenter
+from .settings import AnnotationSettings, MosesSettings
+from .subwords import ESCAPE_VERSION, file_sha256, load_segmenter
 from .textio import InputError, normalize, replace_lone_surrogates
 
 logger = logging.getLogger("syntax_nmt.annotate.online")
-
-# -- the settings file: syntax_nmt/annotate/settings.py (written by syntax-nmt-annotate) -------------
-from .settings import ESCAPE_VERSION as ESCAPE_RULES  # noqa: E402
-from .settings import KEYS as SETTINGS_KEYS  # noqa: E402
-from .settings import MOSES_KEYS, SETTINGS_VERSION, read_settings, settings_from_args, write_settings  # noqa: E402,F401
 
 
 def ensure_data_settings(data_dir: str, annotate_argv: Sequence[str]) -> str:
@@ -60,13 +57,8 @@ def ensure_data_settings(data_dir: str, annotate_argv: Sequence[str]) -> str:
     if not os.path.exists(path):
         args = build_parser().parse_args([str(a) for a in annotate_argv])
         check_args(args)
-        write_settings(path, settings_from_args(args))
+        AnnotationSettings.from_args(args).write(path)
     return path
-
-
-def settings_differences(a: Dict, b: Dict) -> List[str]:
-    """Keys whose values differ between two settings (in :data:`SETTINGS_KEYS` order)."""
-    return [k for k in SETTINGS_KEYS if a.get(k) != b.get(k)]
 
 
 @dataclass
@@ -87,7 +79,7 @@ class Annotated:
     note: Optional[str] = None
 
 
-def moses_preprocess(settings_moses: Dict):
+def moses_preprocess(settings_moses: MosesSettings):
     """The sacremoses normalization + tokenization recorded in the settings, as a function of a line.
 
     Mirrors ``examples/wmt14_en_de/prepare.py``: ``MosesPunctNormalizer`` (control characters
@@ -96,10 +88,10 @@ def moses_preprocess(settings_moses: Dict):
     """
     from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-    lang = settings_moses["lang"]
-    norm = MosesPunctNormalizer(lang=lang, post_remove_control_chars=True) if settings_moses["normalize"] else None
+    lang = settings_moses.lang
+    norm = MosesPunctNormalizer(lang=lang, post_remove_control_chars=True) if settings_moses.normalize else None
     tok = MosesTokenizer(lang=lang)
-    dash, escape = bool(settings_moses["aggressive_dash_splits"]), bool(settings_moses["escape"])
+    dash, escape = bool(settings_moses.aggressive_dash_splits), bool(settings_moses.escape)
 
     def apply(line: str) -> str:
         if norm is not None:
@@ -109,34 +101,13 @@ def moses_preprocess(settings_moses: Dict):
     return apply
 
 
-def annotation_args(settings: Dict, spacy_model: Optional[str] = None, batch_size: int = 256,
-                    gpu_id: int = -1, with_target: bool = False) -> argparse.Namespace:
-    """A ``syntax-nmt-annotate`` namespace equivalent to ``settings``, for the pipeline's functions.
-
-    Every settings key becomes the attribute of the same name (the command-line ``dest``);
-    the rest are the run-time options of a single in-memory batch.
-    """
-    args = argparse.Namespace(**{k: settings[k] for k in SETTINGS_KEYS})
-    if spacy_model:
-        args.spacy_model = spacy_model
-    args.source = None
-    args.conllu = None
-    args.target = "<target>" if with_target else None
-    args.tgt_lang = "tgt" if with_target else None
-    args.write_conllu = False
-    args.batch_size = batch_size
-    args.n_process = 1
-    args.gpu_id = gpu_id
-    args.quiet = True
-    return args
-
-
 class OnlineAnnotator:
     """Annotate raw lines in memory with recorded annotation settings.
 
     Args:
-        settings: the annotation settings (:func:`read_settings`).
-        spacy_model: another name or path of the same spaCy pipeline (default: the recorded one).
+        settings: the annotation settings (:meth:`AnnotationSettings.read`, or a checkpoint's).
+        spacy_model: another name or path of the same spaCy pipeline (default: the recorded one); with the
+            settings of a backend that does not parse text (CoNLL-U), spaCy parses with this pipeline.
         subword_model: another path of the same subword model (its SHA-256 must match the recorded one).
         batch_size: ``nlp.pipe`` batch size.
         gpu_id: GPU for spaCy (``-1``: CPU).
@@ -146,54 +117,45 @@ class OnlineAnnotator:
             from the recorded one (naming the setting and the option that overrides it).
     """
 
-    def __init__(self, settings: Dict, spacy_model: Optional[str] = None, subword_model: Optional[str] = None,
-                 batch_size: int = 256, gpu_id: int = -1):
-        if settings["escape"] != ESCAPE_RULES:
-            raise ValueError(f"annotation setting escape={settings['escape']!r}: this syntax-nmt escapes words with "
-                             f"rules {ESCAPE_RULES!r}; annotate and train again, or use the syntax-nmt version that "
+    def __init__(self, settings: AnnotationSettings, spacy_model: Optional[str] = None,
+                 subword_model: Optional[str] = None, batch_size: int = 256, gpu_id: int = -1):
+        if settings.escape != ESCAPE_VERSION:
+            raise ValueError(f"annotation setting escape={settings.escape!r}: this syntax-nmt escapes words with "
+                             f"rules {ESCAPE_VERSION!r}; annotate and train again, or use the syntax-nmt version that "
                              f"annotated the data")
         self.settings = settings
         self.spacy_model = spacy_model
         self.batch_size = batch_size
         self.gpu_id = gpu_id
         self.segmenter = self._segmenter(settings, subword_model)
-        self._moses = moses_preprocess(settings["moses"]) if settings["moses"] else None
+        self._moses = moses_preprocess(settings.moses) if settings.moses else None
         self._backend = None
         self.lines_seen = 0
 
     @staticmethod
-    def _segmenter(settings: Dict, override: Optional[str]):
-        scheme = settings["subword"]
+    def _segmenter(settings: AnnotationSettings, override: Optional[str]):
+        scheme = settings.subword
         if scheme == "none":
             return load_segmenter("none")
-        path = override or settings["subword_model"]
+        path = override or settings.subword_model
         hint = "pass the path of the same model with --annotate-subword-model (hub: annotate_subword_model=...)"
         if not path or not os.path.isfile(path):
             raise ValueError(f"annotation setting subword_model: {path!r} does not exist; {hint}")
-        expected = settings.get("subword_model_sha256")
+        expected = settings.subword_model_sha256
         if expected and file_sha256(path) != expected:
             raise ValueError(f"annotation setting subword_model_sha256: {path} is not the subword model the data "
                              f"was annotated with (sha256 {file_sha256(path)[:12]}..., recorded {expected[:12]}...); "
                              f"{hint}")
         return load_segmenter(scheme, path)
 
-    def _args(self, with_target: bool = False) -> argparse.Namespace:
-        return annotation_args(self.settings, self.spacy_model, self.batch_size, self.gpu_id, with_target)
-
     @property
     def backend(self):
         """The recorded parser (built on first use; a spaCy pipeline is loaded once per process)."""
         if self._backend is None:
-            args = self._args()
-            if args.backend != "spacy" and not self.spacy_model:
-                raise ValueError(
-                    "annotation setting backend='conllu': the training data was parsed by an external parser, so "
-                    "raw text needs its parse too: pass --input-conllu FILE to fairseq-interactive (hub: "
-                    "translate_conllu), or --annotate-spacy-model NAME_OR_PATH to parse with spaCy instead"
-                )
-            args.backend = "spacy"
-            args.source = "<input>"
-            self._backend = get_backend("spacy").from_args(args)
+            backend = get_backend(self.settings.backend)
+            if not backend.parses_text and self.spacy_model:  # the data's parse came from elsewhere: spaCy parses
+                backend = get_backend("spacy")
+            self._backend = backend.for_raw_text(self.settings, self.spacy_model, self.batch_size, self.gpu_id)
         return self._backend
 
     # -- line policies --------------------------------------------------------------------------------
@@ -206,9 +168,9 @@ class OnlineAnnotator:
         text = normalize(line)
         s = self.settings
         nwords = text.count(" ") + 1 if text else 0
-        if s["max_words"] and nwords > s["max_words"]:
-            return "", (f"{nwords} words, more than max_words={s['max_words']} of the annotation "
-                        f"(on_long={s['on_long']}): translated as an empty line")
+        if s.max_words and nwords > s.max_words:
+            return "", (f"{nwords} words, more than max_words={s.max_words} of the annotation "
+                        f"(on_long={s.on_long}): translated as an empty line")
         return text, None
 
     def _valid(self, line: str, i: int) -> str:
@@ -220,36 +182,35 @@ class OnlineAnnotator:
         return text
 
     def _blank_long(self, out: Dict[str, List[str]], i: int, names: Sequence[str]) -> Optional[str]:
-        limit = self.settings["max_subwords"]
-        n = len(out[self.settings["src_lang"]][i].split())
+        limit = self.settings.max_subwords
+        n = len(out[self.settings.src_lang][i].split())
         if limit and n > limit:
             for name in names:
                 out[name][i] = ""
             return (f"{n} subwords, more than max_subwords={limit} of the annotation "
-                    f"(on_long={self.settings['on_long']}): translated as an empty line")
+                    f"(on_long={self.settings.on_long}): translated as an empty line")
         return None
 
     def _finish(self, sentences: Iterable[Tuple[int, Sentence, object]], notes: Dict[int, str],
                 targets: Optional[Sequence[str]]) -> List[Annotated]:
         """Render parsed sentences with the pipeline's own functions."""
-        args = self._args(with_target=targets is not None)
-        # the limit is applied below, with a note for the user, instead of by render (which would
-        # blank silently, or stop on on_long=error: a session never stops)
-        args.max_subwords = 0
-        names = output_names(args)
+        src = self.settings.src_lang
+        tgt_lang = "tgt" if targets is not None else None
+        names = output_names(src, tgt_lang)
         records = []
         for k, sentence, blank in sentences:
             tgt = None if targets is None else ("" if blank else normalize(targets[k]))
             records.append(make_record(k + 1, sentence, tgt, blank))
-        out, _ = render(records, self.segmenter, args, names)
-        src = self.settings["src_lang"]
+        # the subword limit is applied below, with a note for the user, instead of by render (which
+        # would blank silently, or stop on on_long=error: a session never stops)
+        out, _ = render(records, self.segmenter, dataclasses.replace(self.settings, max_subwords=0), tgt_lang)
         result = []
         for i in range(len(records)):
             note = notes.get(i) or self._blank_long(out, i, names)
             if note:
                 logger.warning("input line %d: %s", self.lines_seen + i + 1, note)
             result.append(Annotated(out[src][i], {name: out[name][i] for name in STREAMS},
-                                    out[args.tgt_lang][i] if targets is not None else None, note))
+                                    out[tgt_lang][i] if tgt_lang else None, note))
         self.lines_seen += len(records)
         return result
 
@@ -269,8 +230,9 @@ class OnlineAnnotator:
         texts, notes = [], {}
         for i, line in enumerate(lines):
             text, note = self.prepare(self._valid(line, i))
-            if note is None and len(text) > self.backend.max_chars:
-                text, note = "", (f"{len(text)} characters, more than spaCy's max_length {self.backend.max_chars}: "
+            max_chars = self.backend.max_chars
+            if note is None and max_chars and len(text) > max_chars:
+                text, note = "", (f"{len(text)} characters, more than {self.backend.max_chars_name} {max_chars}: "
                                   f"translated as an empty line")
             texts.append(text)
             if note:
@@ -297,8 +259,8 @@ class OnlineAnnotator:
         """
         from .backends.conllu_backend import ConlluBackend
 
-        checker = ConlluBackend(source_name, "<input>", pretokenized=self.settings["pretokenized"],
-                                multi_root=self.settings["multi_root"])
+        checker = ConlluBackend(source_name, "<input>", pretokenized=self.settings.pretokenized,
+                                multi_root=self.settings.multi_root)
         notes, sentences = {}, []
         words_given = lines is None
         if words_given:
@@ -327,18 +289,18 @@ class OnlineAnnotator:
                 check_tree(sentence)
             except ValueError as e:
                 raise InputError(f"{source_name} sentence block {no}: {e}") from None
-            sentences.append((i, resolve_roots(sentence, self.settings["multi_root"]), False))
+            sentences.append((i, resolve_roots(sentence, self.settings.multi_root), False))
         return self._finish(sentences, notes, None)
 
     def _check_columns(self, sentence: Sentence, needed: Sequence[str], where: str) -> None:
-        columns = {"pos": ("UPOS", 4, sentence.upos) if self.settings["pos_tagset"] == "upos"
+        columns = {"pos": ("UPOS", 4, sentence.upos) if self.settings.pos_tagset == "upos"
                    else ("XPOS", 5, sentence.xpos), "dep": ("DEPREL", 8, sentence.deprels)}
         for stream in needed:
             if stream in columns:
                 name, col, values = columns[stream]
                 if values and all(v in ("", "_") for v in values):
                     raise InputError(f"{where} has no {name} (column {col}), which the model's {stream!r} stream "
-                                     f"needs (pos_tagset={self.settings['pos_tagset']})")
+                                     f"needs (pos_tagset={self.settings.pos_tagset})")
 
 
 def conllu_blocks(path: str) -> Iterator[Tuple[int, Sentence]]:

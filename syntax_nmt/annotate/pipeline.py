@@ -52,8 +52,8 @@ from syntax_nmt.syntax.conllu import Sentence, format_conllu
 from .align import align_streams
 from .backends import get_backend
 from .chunks import ChunkStore
-from .settings import settings_from_args, settings_path, write_settings
-from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter, spm_model_path
+from .settings import AnnotationSettings, check_compatible, settings_path, subword_model_file
+from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter
 from .textio import InputError, atomic_write_lines, read_lines
 
 logger = logging.getLogger("syntax_nmt.annotate")
@@ -64,20 +64,22 @@ ChunkHook = Callable[[int], None]
 
 _STAT_KEYS = ("sentences", "words", "subwords", "target_subwords", "empty", "blanked")
 #: Settings that do not change how a parse is rendered (segmented and aligned): everything
-#: else in the settings, plus the output names, is part of the render key.
+#: else in the settings but what the backend records, plus the output names, is part of the
+#: render key.
 _NOT_RENDER = ("version", "backend", "spacy_model", "pretokenized", "parser_unescape", "multi_root", "max_words",
                "on_empty", "moses", "subword_model")
 
 
 # -- names and settings -----------------------------------------------------------------
-def output_names(args) -> List[str]:
-    """Output suffixes: ``[src, tgt?, pos, case, subword, head, dep, src.conllu?]``."""
-    names = [args.src_lang]
-    if args.target:
-        names.append(args.tgt_lang)
+def output_names(src_lang: str, tgt_lang: Optional[str] = None, write_conllu: bool = False) -> List[str]:
+    """Output suffixes: ``[src, tgt?, pos, case, subword, head, dep, src.conllu?]`` (``tgt_lang``: with a
+    target; ``write_conllu``: with the word-level parse)."""
+    names = [src_lang]
+    if tgt_lang:
+        names.append(tgt_lang)
     names += list(STREAMS)
-    if args.write_conllu:
-        names.append(f"{args.src_lang}.conllu")
+    if write_conllu:
+        names.append(f"{src_lang}.conllu")
     if len(set(names)) != len(names):
         raise ValueError(f"output suffixes collide: {names} (choose other --src-lang/--tgt-lang)")
     return names
@@ -115,21 +117,12 @@ def parse_settings(args, num_lines: int, ids: Optional[Dict] = None) -> Dict:
     }
 
 
-def model_file(args) -> Optional[str]:
-    """The subword model file used for segmentation (given, or to be learned)."""
-    if args.subword == "none":
-        return None
-    if args.learn_subword:
-        return spm_model_path(args.subword_model_out) if args.subword == "spm" else args.subword_model_out
-    return args.subword_model
-
-
-def render_key(args, names: List[str]) -> str:
+def render_key(settings: AnnotationSettings, names: List[str]) -> str:
     """Hash of everything the rendered outputs depend on besides the parse: the output names
     and every annotation setting but the parse-only ones (so a setting added later is part of
-    it unless excluded on purpose)."""
-    settings = settings_from_args(args)
-    blob = json.dumps([names, {k: v for k, v in sorted(settings.items()) if k not in _NOT_RENDER}], sort_keys=True)
+    it unless excluded on purpose; the backend's own settings are the parser's)."""
+    values = {k: v for k, v in sorted(settings.to_dict().items()) if k not in _NOT_RENDER and k not in settings.extra}
+    blob = json.dumps([names, values], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -212,18 +205,28 @@ def record_sentence(rec: Dict) -> Sentence:
 _BLANK = {"w": [], "u": [], "x": [], "h": [], "d": [], "ns": []}
 
 
-def render(records: List[Dict], segmenter: Segmenter, args, names: List[str]) -> Tuple[Dict[str, List[str]], Dict]:
+def render(records: List[Dict], segmenter: Segmenter, settings: AnnotationSettings, tgt_lang: Optional[str] = None,
+           write_conllu: bool = False, source_name: str = "<source>") -> Tuple[Dict[str, List[str]], Dict]:
     """Segment and align one chunk's records into output lines.
 
+    Args:
+        records: parse records (:func:`make_record`), with the target line when ``tgt_lang`` is given.
+        segmenter: the subword model of ``settings``.
+        settings: the annotation settings (subword scheme, stream options, ``max_subwords``, ``on_long``).
+        tgt_lang: the target language, to render the target too.
+        write_conllu: also render the word-level parse (``{src}.conllu``).
+        source_name: the source in messages.
+
     Returns:
-        ``({name: lines}, stats)``; every stream line has as many fields as the source line.
+        ``({name: lines}, stats)`` for the names of :func:`output_names`; every stream line has as
+        many fields as the source line.
     """
-    scheme = args.subword
-    src, tgt = args.src_lang, (args.tgt_lang if args.target else None)
-    out = {name: [] for name in names}
-    conllu = f"{src}.conllu" if args.write_conllu else None
+    scheme = settings.subword
+    src, tgt = settings.src_lang, tgt_lang
+    out = {name: [] for name in output_names(src, tgt, write_conllu)}
+    conllu = f"{src}.conllu" if write_conllu else None
     stats = dict.fromkeys(_STAT_KEYS, 0)
-    limit = getattr(args, "max_subwords", 0)
+    limit = settings.max_subwords
     for rec in records:
         sentence = record_sentence(rec)
         pieces = segmenter.segment([escape_word(w, scheme) for w in sentence.words])
@@ -234,13 +237,12 @@ def render(records: List[Dict], segmenter: Segmenter, args, names: List[str]) ->
             tpieces = [p for ps in segmenter.segment([escape_word(w, scheme) for w in tokens]) for p in ps]
         if limit and max(len(flat), len(tpieces)) > limit:
             side, size = ("source", len(flat)) if len(flat) > limit else ("target", len(tpieces))
-            if args.on_long == "error":
-                raise InputError(f"{get_backend(args.backend).source_name(args)}:{rec['n']}: {side} line has {size} "
-                                 f"subword tokens, "
+            if settings.on_long == "error":
+                raise InputError(f"{source_name}:{rec['n']}: {side} line has {size} subword tokens, "
                                  f"more than --max-subwords {limit} (--on-long blank writes such lines as empty "
                                  f"lines)")
             sentence, pieces, flat, tpieces, rec = record_sentence({**rec, **_BLANK}), [], [], [], {**rec, "b": 1}
-        streams = align_streams(sentence, pieces, args.pos_tagset, args.case)
+        streams = align_streams(sentence, pieces, settings.pos_tagset, settings.case)
         out[src].append(" ".join(flat))
         for name in STREAMS:
             out[name].append(" ".join(streams[name]))
@@ -270,19 +272,24 @@ class Job:
     def __init__(self, args, on_chunk_done: Optional[ChunkHook] = None):
         self.args = args
         self.on_chunk_done = on_chunk_done
-        self.names = output_names(args)
+        self.tgt_lang = args.tgt_lang if args.target else None
+        self.names = output_names(args.src_lang, self.tgt_lang, args.write_conllu)
+        self.backend = get_backend(args.backend)
+        self.settings: Optional[AnnotationSettings] = None  # with the subword model's hash, once it is known
         self.segmenter: Optional[Segmenter] = None
         self.key: Optional[str] = None
         self.inputs: Optional[Dict] = None  # input_ids(args), computed once per run
 
     def _use_model(self, path: Optional[str]) -> None:
         self.segmenter = load_segmenter(self.args.subword, path)
-        self.key = render_key(self.args, self.names)
+        self.settings = AnnotationSettings.from_args(self.args)
+        self.key = render_key(self.settings, self.names)
 
     def _render_chunk(self, store: ChunkStore, k: int, records: Optional[List[Dict]] = None) -> Dict:
         if records is None:
             records = store.read_parse(k)
-        outputs, stats = render(records, self.segmenter, self.args, self.names)
+        outputs, stats = render(records, self.segmenter, self.settings, self.tgt_lang, self.args.write_conllu,
+                                self.backend.source_name(self.args))
         store.write_outputs(k, outputs, stats, self.key)
         return stats
 
@@ -308,7 +315,7 @@ class Job:
         nlines = sum(len(store.lines(k)) for k in todo)
         logger.info("shard %d/%d: parsing %d of its %d chunks (%d lines)", a.shard_id, a.num_shards, len(todo),
                     len(mine), nlines)
-        backend = get_backend(a.backend).from_args(a)
+        backend = self.backend.from_args(a)
 
         def items():
             tgt_lines = read_lines(a.target) if a.target else repeat(None)
@@ -378,7 +385,7 @@ class Job:
                 for k in tqdm(todo, unit="chunk", disable=a.quiet, desc="segment"):
                     self._render_chunk(store, k)
             store.merge()
-            write_settings(settings_path(a.output_prefix), settings_from_args(a))
+            AnnotationSettings.from_args(a).write(settings_path(a.output_prefix))
             atomic_write_lines(inputs_path(a.output_prefix),
                                [json.dumps({"inputs": self.inputs, "outputs": self.names}, indent=1)])
             totals = dict.fromkeys(_STAT_KEYS, 0)
@@ -398,7 +405,7 @@ class Job:
 
     def _learn(self, store: ChunkStore) -> None:
         a = self.args
-        path = model_file(a)
+        path = subword_model_file(a)
         stamp = os.path.join(store.dir, "learned.json")
         if os.path.exists(stamp) and os.path.exists(path):
             with open(stamp, encoding="utf-8") as f:
@@ -442,10 +449,9 @@ class Job:
         if not (os.path.exists(spath) and os.path.exists(ipath)):
             raise ValueError(refuse % f"without a record of their input and settings ({os.path.basename(spath)} or "
                                        f"{os.path.basename(ipath)} is missing: an older or interrupted run)")
-        from .settings import check_compatible, read_settings
-
         try:
-            check_compatible(read_settings(spath), settings_from_args(a), "the existing outputs", "this run")
+            check_compatible(AnnotationSettings.read(spath), AnnotationSettings.from_args(a), "the existing outputs",
+                             "this run")
         except ValueError as e:
             raise ValueError(refuse % f"with other settings ({e})") from None
         with open(ipath, encoding="utf-8") as f:
@@ -488,11 +494,11 @@ class Job:
             os.makedirs(os.path.dirname(a.output_prefix), exist_ok=True)
 
         num_lines, empty, long = scan(a)
-        logger.info("%s: %d lines%s%s", get_backend(a.backend).source_name(a), num_lines,
+        logger.info("%s: %d lines%s%s", self.backend.source_name(a), num_lines,
                     f", {len(empty)} empty (lines {_some(empty)})" if empty else "",
                     f", {len(long)} over --max-words {a.max_words}, blanked (lines {_some(long)})" if long else "")
         if not a.learn_subword:
-            self._use_model(model_file(a))  # fails early on a bad model
+            self._use_model(subword_model_file(a))  # fails early on a bad model
 
         store = ChunkStore(a.output_prefix, num_lines, a.chunk_size, self.names)
         store.open(parse_settings(a, num_lines, self.inputs), file_keys=tuple(self.inputs))

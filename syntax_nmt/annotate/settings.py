@@ -1,15 +1,18 @@
-"""The annotation settings file: everything that shapes the text and streams of an annotation.
+"""The annotation settings: everything that shapes the text and streams of an annotation.
 
-``syntax-nmt-annotate -o P`` writes ``P.annotation.json`` beside its outputs;
-``syntax-nmt-binarize`` checks that every split it binarizes was annotated with the same
-settings and copies them to ``DESTDIR/annotation.json``; inference on raw text reads them
-to annotate new input exactly as the training data was annotated. The file is one JSON
-object (format version :data:`SETTINGS_VERSION`) with the keys of :data:`KEYS`:
+One typed object, :class:`AnnotationSettings`, built from the ``syntax-nmt-annotate`` command
+line (:meth:`AnnotationSettings.from_args`) and used as it is everywhere after that. The
+annotator writes it as ``P.annotation.json`` beside its outputs; ``syntax-nmt-binarize``
+checks that every split it binarizes was annotated with the same settings and copies them to
+``DESTDIR/annotation.json``; ``fairseq-train`` stores them in the checkpoint; inference on raw
+text (:mod:`~syntax_nmt.annotate.online`) annotates new input with them exactly as the training
+data was annotated. The file is one JSON object (format version :data:`SETTINGS_VERSION`) with
+the keys of :data:`KEYS`, the fields of the object:
 
 ==========================  ==================================================================
 ``version``                 1
 ``src_lang``                source language (``en``)
-``backend``                 ``spacy`` or ``conllu``
+``backend``                 the parser backend (``spacy``, ``conllu``: :mod:`~syntax_nmt.annotate.backends`)
 ``spacy_model``             pipeline name, or the ABSOLUTE path of a pipeline directory (null for conllu)
 ``pretokenized``            the source was tokenized before annotation (``--pretokenized``)
 ``parser_unescape``         the parser saw Moses placeholders/escapes in plain form
@@ -29,6 +32,11 @@ object (format version :data:`SETTINGS_VERSION`) with the keys of :data:`KEYS`:
                             (``--moses-settings``)
 ==========================  ==================================================================
 
+A backend may record settings of its own beside these
+(:meth:`~syntax_nmt.annotate.backends.base.ParserBackend.recorded_settings`); they, and any other
+key of a file, are kept in :attr:`AnnotationSettings.extra`, written back and compared like the
+others.
+
 Escaping rules ``v1`` (:func:`syntax_nmt.annotate.subwords.escape_word`): ``@@`` -> ``＠＠``
 (bpe), ``▁`` -> ``_`` (spm), and fairseq's special symbols ``<s> </s> <pad> <unk>`` inside
 a word with their angle brackets as ``‹ ›``. Bump :data:`ESCAPE_VERSION` when they change.
@@ -36,7 +44,8 @@ a word with their angle brackets as ``‹ ›``. Bump :data:`ESCAPE_VERSION` whe
 
 import json
 import os
-from typing import Dict, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional
 
 from syntax_nmt.constants import SETTINGS_SUFFIX
 
@@ -46,18 +55,29 @@ from .textio import atomic_write_lines
 
 SETTINGS_VERSION = 1
 
-#: Every key of the settings file, in the order they are compared.
-KEYS = ("version", "src_lang", "backend", "spacy_model", "pretokenized", "parser_unescape", "pos_tagset", "case",
-        "multi_root", "subword", "subword_model", "subword_model_sha256", "escape", "max_words", "max_subwords",
-        "on_long", "on_empty", "moses")
-#: Keys of the ``moses`` object, with their types.
-MOSES_KEYS = {"lang": str, "normalize": bool, "aggressive_dash_splits": bool, "escape": bool}
-
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def parse_moses_settings(value: Optional[str]) -> Optional[Dict]:
-    """``"lang=en,normalize=1,aggressive_dash_splits=1,escape=0"`` -> the ``moses`` object.
+@dataclass(frozen=True)
+class MosesSettings:
+    """How the text was Moses-processed before annotation (``--moses-settings``), so that raw text at
+    inference is processed the same way (``sacremoses``)."""
+
+    lang: str
+    normalize: bool
+    aggressive_dash_splits: bool
+    escape: bool
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in MOSES_KEYS}
+
+
+#: Keys of the ``moses`` object, with their types.
+MOSES_KEYS = {f.name: f.type for f in fields(MosesSettings)}
+
+
+def parse_moses_settings(value: Optional[str]) -> Optional[MosesSettings]:
+    """``"lang=en,normalize=1,aggressive_dash_splits=1,escape=0"`` -> :class:`MosesSettings`.
 
     Every key of :data:`MOSES_KEYS` must be given once; booleans are ``1/0``, ``true/false``,
     ``yes/no`` or ``on/off``.
@@ -88,10 +108,12 @@ def parse_moses_settings(value: Optional[str]) -> Optional[Dict]:
     missing = [k for k in MOSES_KEYS if k not in out]
     if missing:
         raise ValueError(f"--moses-settings: missing {', '.join(missing)} (give all of {', '.join(MOSES_KEYS)})")
-    return {k: out[k] for k in MOSES_KEYS}
+    return MosesSettings(**out)
 
 
-def _model_file(args) -> Optional[str]:
+def subword_model_file(args) -> Optional[str]:
+    """The subword model file of a ``syntax-nmt-annotate`` command line: given, or to be learned (the
+    file ``--learn-subword`` writes), or None (``--subword none``)."""
     if args.subword == "none":
         return None
     if getattr(args, "learn_subword", 0):
@@ -99,35 +121,133 @@ def _model_file(args) -> Optional[str]:
     return args.subword_model
 
 
-def settings_from_args(args) -> Dict:
-    """The settings of a parsed (and checked) ``syntax-nmt-annotate`` namespace.
+@dataclass(frozen=True)
+class AnnotationSettings:
+    """The annotation settings (see the module docstring for each field). Values are kept as the file
+    holds them, so that a file read and written again is the same file."""
 
-    The subword model's hash is read from the file when it exists (with
-    ``--learn-subword``, once it has been learned), else null.
-    """
-    model = _model_file(args)
-    settings = {
-        "version": SETTINGS_VERSION,
-        "src_lang": args.src_lang,
-        "backend": args.backend,
-        "spacy_model": None,
-        "pretokenized": bool(args.pretokenized),
-        "parser_unescape": bool(getattr(args, "parser_unescape", False)),
-        "pos_tagset": args.pos_tagset,
-        "case": args.case,
-        "multi_root": args.multi_root,
-        "subword": args.subword,
-        "subword_model": os.path.abspath(model) if model else None,
-        "subword_model_sha256": file_sha256(model) if model and os.path.isfile(model) else None,
-        "escape": ESCAPE_VERSION,
-        "max_words": int(args.max_words),
-        "max_subwords": int(getattr(args, "max_subwords", 0) or 0),
-        "on_long": args.on_long,
-        "on_empty": args.on_empty,
-        "moses": parse_moses_settings(getattr(args, "moses_settings", None)),
-    }
-    settings.update(get_backend(args.backend).recorded_settings(args))
-    return settings
+    version: int
+    src_lang: str
+    backend: str
+    spacy_model: Optional[str]
+    pretokenized: bool
+    parser_unescape: bool
+    pos_tagset: str
+    case: str
+    multi_root: str
+    subword: str
+    subword_model: Optional[str]
+    subword_model_sha256: Optional[str]
+    escape: str
+    max_words: int
+    max_subwords: int
+    on_long: str
+    on_empty: str
+    moses: Optional[MosesSettings]
+    #: Settings beyond :data:`KEYS`: those the backend records, and any other key of a file.
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args) -> "AnnotationSettings":
+        """The settings of a parsed (and checked) ``syntax-nmt-annotate`` namespace.
+
+        The subword model's hash is read from the file when it exists (with ``--learn-subword``,
+        once it has been learned), else null.
+        """
+        model = subword_model_file(args)
+        values = {
+            "version": SETTINGS_VERSION,
+            "src_lang": args.src_lang,
+            "backend": args.backend,
+            "spacy_model": None,
+            "pretokenized": bool(args.pretokenized),
+            "parser_unescape": bool(getattr(args, "parser_unescape", False)),
+            "pos_tagset": args.pos_tagset,
+            "case": args.case,
+            "multi_root": args.multi_root,
+            "subword": args.subword,
+            "subword_model": os.path.abspath(model) if model else None,
+            "subword_model_sha256": file_sha256(model) if model and os.path.isfile(model) else None,
+            "escape": ESCAPE_VERSION,
+            "max_words": int(args.max_words),
+            "max_subwords": int(getattr(args, "max_subwords", 0) or 0),
+            "on_long": args.on_long,
+            "on_empty": args.on_empty,
+            "moses": parse_moses_settings(getattr(args, "moses_settings", None)),
+            **get_backend(args.backend).recorded_settings(args),
+        }
+        known = {k: values.pop(k) for k in KEYS}
+        return cls(**known, extra=values)
+
+    @classmethod
+    def from_dict(cls, values: Dict[str, Any], where: str) -> "AnnotationSettings":
+        """Validate a settings object (as JSON holds it) and type it.
+
+        Raises:
+            ValueError: naming ``where`` and the missing key, a newer format version, or a malformed
+                ``moses`` object.
+        """
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}: not a valid annotation settings file (expected a JSON object)")
+        for key in KEYS:
+            if key not in values:
+                raise ValueError(f"{where}: annotation setting {key!r} is missing")
+        if values["version"] != SETTINGS_VERSION:
+            raise ValueError(f"{where}: annotation settings version {values['version']!r}, this syntax-nmt reads "
+                             f"version {SETTINGS_VERSION}")
+        moses = values["moses"]
+        if moses is not None:
+            if not isinstance(moses, dict):
+                raise ValueError(f"{where}: annotation setting 'moses' must be null or an object")
+            for key in MOSES_KEYS:
+                if key not in moses:
+                    raise ValueError(f"{where}: annotation setting 'moses.{key}' is missing")
+            for key in moses:
+                if key not in MOSES_KEYS:
+                    raise ValueError(f"{where}: annotation setting 'moses.{key}' is unknown (keys: "
+                                     f"{', '.join(MOSES_KEYS)})")
+            moses = MosesSettings(**moses)
+        return cls(**{k: values[k] for k in KEYS if k != "moses"}, moses=moses,
+                   extra={k: v for k, v in values.items() if k not in KEYS})
+
+    @classmethod
+    def read(cls, path: str) -> "AnnotationSettings":
+        """Read and validate a settings file.
+
+        Raises:
+            ValueError: unreadable JSON, or what :meth:`from_dict` refuses (naming the file).
+            FileNotFoundError: if ``path`` does not exist.
+        """
+        with open(path, encoding="utf-8") as f:
+            try:
+                values = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}: not a valid annotation settings file ({e})") from None
+        return cls.from_dict(values, path)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON object: :data:`KEYS` in order, then :attr:`extra`."""
+        values = {k: getattr(self, k) for k in KEYS}
+        values["moses"] = self.moses.to_dict() if self.moses is not None else None
+        return {**values, **self.extra}
+
+    def write(self, path: str) -> None:
+        """Write the settings as JSON (atomically)."""
+        atomic_write_lines(path, [json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)])
+
+    def differences(self, other: "AnnotationSettings") -> List[str]:
+        """Keys whose values differ (in :data:`KEYS` order, then the other keys alphabetically)."""
+        a, b = self.to_dict(), other.to_dict()
+        missing = object()
+        return [k for k in _key_order(a, b) if a.get(k, missing) != b.get(k, missing)]
+
+
+#: Every key of the settings file, in the order they are compared.
+KEYS = tuple(f.name for f in fields(AnnotationSettings) if f.name != "extra")
+
+
+def _key_order(a: Dict, b: Dict) -> List[str]:
+    return list(KEYS) + sorted((set(a) | set(b)) - set(KEYS))
 
 
 def settings_path(prefix: str) -> str:
@@ -135,43 +255,7 @@ def settings_path(prefix: str) -> str:
     return prefix + SETTINGS_SUFFIX
 
 
-def write_settings(path: str, settings: Dict) -> None:
-    """Write ``settings`` as JSON (atomically)."""
-    atomic_write_lines(path, [json.dumps(settings, indent=1, sort_keys=True, ensure_ascii=False)])
-
-
-def read_settings(path: str) -> Dict:
-    """Read and validate a settings file.
-
-    Raises:
-        ValueError: unreadable JSON, a missing key (named, with the file), a newer format
-            version, or a malformed ``moses`` object.
-        FileNotFoundError: if ``path`` does not exist.
-    """
-    with open(path, encoding="utf-8") as f:
-        try:
-            settings = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not a valid annotation settings file ({e})") from None
-    if not isinstance(settings, dict):
-        raise ValueError(f"{path}: not a valid annotation settings file (expected a JSON object)")
-    for key in KEYS:
-        if key not in settings:
-            raise ValueError(f"{path}: annotation setting {key!r} is missing")
-    if settings["version"] != SETTINGS_VERSION:
-        raise ValueError(f"{path}: annotation settings version {settings['version']!r}, this syntax-nmt reads "
-                         f"version {SETTINGS_VERSION}")
-    moses = settings["moses"]
-    if moses is not None:
-        if not isinstance(moses, dict):
-            raise ValueError(f"{path}: annotation setting 'moses' must be null or an object")
-        for key in MOSES_KEYS:
-            if key not in moses:
-                raise ValueError(f"{path}: annotation setting 'moses.{key}' is missing")
-    return settings
-
-
-def check_compatible(a: Dict, b: Dict, what_a: str, what_b: str) -> None:
+def check_compatible(a: AnnotationSettings, b: AnnotationSettings, what_a: str, what_b: str) -> None:
     """Raise unless ``a`` and ``b`` agree on every key (the subword model by its SHA-256: the same
     codes at another path agree).
 
@@ -179,14 +263,13 @@ def check_compatible(a: Dict, b: Dict, what_a: str, what_b: str) -> None:
         ValueError: naming the first differing key (in :data:`KEYS` order, then other keys
             alphabetically) and both values with where they come from.
     """
-    extra = sorted((set(a) | set(b)) - set(KEYS))
+    da, db = a.to_dict(), b.to_dict()
     missing = object()
-    same_model = bool(a.get("subword_model_sha256")) and a.get("subword_model_sha256") == b.get("subword_model_sha256")
-    for key in list(KEYS) + extra:
-        va, vb = a.get(key, missing), b.get(key, missing)
+    same_model = bool(a.subword_model_sha256) and a.subword_model_sha256 == b.subword_model_sha256
+    for key in a.differences(b):
         if key == "subword_model" and same_model:
             continue  # the same model (by SHA-256) at another path
-        if va != vb:
-            show_a = "missing" if va is missing else repr(va)
-            show_b = "missing" if vb is missing else repr(vb)
-            raise ValueError(f"annotation setting {key!r} differs: {show_a} in {what_a}, {show_b} in {what_b}")
+        va, vb = da.get(key, missing), db.get(key, missing)
+        show_a = "missing" if va is missing else repr(va)
+        show_b = "missing" if vb is missing else repr(vb)
+        raise ValueError(f"annotation setting {key!r} differs: {show_a} in {what_a}, {show_b} in {what_b}")

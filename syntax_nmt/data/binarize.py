@@ -45,12 +45,7 @@ from syntax_nmt.data.streams import (
     stream_dict_path,
 )
 
-from syntax_nmt.annotate.settings import (
-    check_compatible,
-    read_settings,
-    settings_path,
-    write_settings,
-)
+from syntax_nmt.annotate.settings import AnnotationSettings, check_compatible, settings_path
 
 logger = logging.getLogger("syntax_nmt.binarize")
 
@@ -169,7 +164,7 @@ def check_stream_sizes(data_path: str, split: str, src: str, tgt: str, streams: 
             )
 
 
-def annotation_settings(splits: List[tuple]) -> Optional[dict]:
+def annotation_settings(splits: List[tuple]) -> Optional[AnnotationSettings]:
     """The annotation settings shared by every split, or None if no split has any.
 
     Raises:
@@ -180,7 +175,7 @@ def annotation_settings(splits: List[tuple]) -> Optional[dict]:
     for prefix, _ in splits:
         path = settings_path(prefix)
         if os.path.exists(path):
-            found[path] = read_settings(path)
+            found[path] = AnnotationSettings.read(path)
         else:
             missing.append(path)
     if not found:
@@ -247,18 +242,18 @@ def _same_file_content(a: Optional[str], b: str) -> bool:
     return bool(a) and os.path.isfile(a) and os.path.isfile(b) and filecmp.cmp(a, b, shallow=False)
 
 
-def _settings_agree(existing_path: str, settings: Optional[dict]) -> bool:
+def _settings_agree(existing_path: str, settings: Optional[AnnotationSettings]) -> bool:
     """Whether the settings file already at ``existing_path`` agrees with this run's ``settings``."""
     if settings is None:
         return False
     try:
-        check_compatible(read_settings(existing_path), settings, existing_path, "this run")
+        check_compatible(AnnotationSettings.read(existing_path), settings, existing_path, "this run")
     except ValueError:
         return False
     return True
 
 
-def check_destination(args, splits: List[tuple], streams: List[str], settings: Optional[dict]) -> None:
+def check_destination(args, splits: List[tuple], streams: List[str], settings: Optional[AnnotationSettings]) -> None:
     """Refuse, before anything is written, a ``--dataset-impl`` the streams cannot be stored with
     and a ``--destdir`` that already holds a file this run would write (fairseq-preprocess would
     stop on the dictionary with the bare path as its message, or overwrite splits).
@@ -307,7 +302,7 @@ def check_destination(args, splits: List[tuple], streams: List[str], settings: O
                               f"remove it or choose another --destdir (nothing was written)")
 
 
-def publish(stage: str, dest: str, settings: Optional[dict]) -> None:
+def publish(stage: str, dest: str, settings: Optional[AnnotationSettings]) -> None:
     """Move everything built in ``stage`` into ``dest`` (created if need be), refusing to replace
     a file of other content; fairseq's ``preprocess.log`` is appended to."""
     names = sorted(os.listdir(stage))
@@ -376,7 +371,7 @@ def main(args: Namespace) -> None:
 
 
 def _binarize(args: Namespace, splits: List[tuple], streams: List[str], streamdict_dir: Optional[str],
-              settings: Optional[dict]) -> None:
+              settings: Optional[AnnotationSettings]) -> None:
     """Binarize text and streams into ``args.destdir`` (checked beforehand by :func:`main`)."""
     from fairseq.data import Dictionary
     from fairseq_cli import preprocess
@@ -406,7 +401,7 @@ def _binarize(args: Namespace, splits: List[tuple], streams: List[str], streamdi
         check_stream_sizes(args.destdir, split, args.source_lang, args.target_lang, streams, args.dataset_impl,
                            text_prefix=prefix)
     if settings is not None:
-        write_settings(os.path.join(args.destdir, DATA_SETTINGS_FILE), settings)
+        settings.write(os.path.join(args.destdir, DATA_SETTINGS_FILE))
 
 
 def cli_main(argv=None) -> None:

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional
 import torch
 from fairseq.data import iterators
 
-from syntax_nmt.annotate.online import read_settings, settings_differences
+from syntax_nmt.annotate.settings import AnnotationSettings
 from syntax_nmt.constants import DATA_SETTINGS_FILE
 
 logger = logging.getLogger(__name__)
@@ -60,21 +60,21 @@ def lenient_stdin() -> None:
         stdin.reconfigure(errors="surrogateescape")
 
 
-def data_settings(data_path: str) -> Optional[Dict]:
+def data_settings(data_path: str) -> Optional[AnnotationSettings]:
     """``DATA/annotation.json`` (validated), or None if the data directory has none."""
     path = os.path.join(data_path, DATA_SETTINGS_FILE)
-    return read_settings(path) if os.path.exists(path) else None
+    return AnnotationSettings.read(path) if os.path.exists(path) else None
 
 
-def recorded_settings(model_args) -> Optional[Dict]:
+def recorded_settings(model_args) -> Optional[AnnotationSettings]:
     """The settings recorded in a checkpoint's model arguments, or None (older checkpoints)."""
     text = getattr(model_args, MODEL_ARG, None) if model_args is not None else None
-    return json.loads(text) if text else None
+    return AnnotationSettings.from_dict(json.loads(text), "the checkpoint") if text else None
 
 
-def record_settings(model_args, settings: Dict) -> None:
-    """Store ``settings`` in the model arguments (a Namespace, or a DictConfig)."""
-    text = json.dumps(settings, sort_keys=True)
+def record_settings(model_args, settings: AnnotationSettings) -> None:
+    """Store ``settings`` in the model arguments (a Namespace, or a DictConfig), as a JSON string."""
+    text = json.dumps(settings.to_dict(), sort_keys=True)
     try:
         setattr(model_args, MODEL_ARG, text)
     except Exception:  # omegaconf struct mode (dataclass-configured models)
@@ -84,17 +84,18 @@ def record_settings(model_args, settings: Dict) -> None:
             setattr(model_args, MODEL_ARG, text)
 
 
-def check_agree(a: Dict, b: Dict, what_a: str, what_b: str) -> None:
+def check_agree(a: AnnotationSettings, b: AnnotationSettings, what_a: str, what_b: str) -> None:
     """Raise ``ValueError`` naming the first setting on which ``a`` and ``b`` differ.
 
     Paths (``spacy_model``, ``subword_model``) may differ (another machine); a different
     spaCy path is only logged, and a subword model is compared by its recorded hash.
     """
-    for key in settings_differences(a, b):
+    da, db = a.to_dict(), b.to_dict()
+    for key in a.differences(b):
         if key in PATH_SETTINGS:
-            logger.info("annotation setting %s: %r in %s, %r in %s", key, a.get(key), what_a, b.get(key), what_b)
+            logger.info("annotation setting %s: %r in %s, %r in %s", key, da.get(key), what_a, db.get(key), what_b)
             continue
-        raise ValueError(f"annotation setting {key!r} differs: {a.get(key)!r} in {what_a}, {b.get(key)!r} in "
+        raise ValueError(f"annotation setting {key!r} differs: {da.get(key)!r} in {what_a}, {db.get(key)!r} in "
                          f"{what_b}")
 
 

@@ -27,6 +27,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from syntax_nmt.data.stream_pair_dataset import StreamLanguagePairDataset, TruncateSourceDataset
+from syntax_nmt.annotate.settings import AnnotationSettings
 from syntax_nmt.constants import DATA_SETTINGS_FILE, DICT_FILE
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
@@ -167,7 +168,7 @@ class SyntaxTranslationTask(TranslationTask):
             f"{n} ({len(self.stream_dicts[n])} types)" if n in self.stream_dicts else n for n in self.streams
         ) or "none")
         self.data_annotation = raw_inference.data_settings(data_path)
-        self.model_annotation: Optional[Dict] = None  # what the loaded checkpoint(s) record
+        self.model_annotation: Optional[AnnotationSettings] = None  # what the loaded checkpoint(s) record
         self.max_source_tokens = cfg.max_source_positions
         self.annotation_options: Dict[str, Optional[str]] = {}
         self._annotator = None
@@ -397,7 +398,7 @@ class SyntaxTranslationTask(TranslationTask):
     def _option(self, name: str, cfg_name: str):
         return self.annotation_options.get(name) or getattr(self.cfg, cfg_name, None)
 
-    def annotation_settings(self) -> Dict:
+    def annotation_settings(self) -> AnnotationSettings:
         """The settings raw input is annotated with: ``--annotation-settings-file``, else the checkpoint's.
 
         Raises:
@@ -405,7 +406,7 @@ class SyntaxTranslationTask(TranslationTask):
         """
         path = self._option("settings_file", "annotation_settings_file")
         if path:
-            settings = raw_inference.read_settings(path)
+            settings = AnnotationSettings.read(path)
             if self.model_annotation is not None:
                 raw_inference.check_agree(settings, self.model_annotation, path, "the checkpoint")
             return settings
@@ -429,7 +430,7 @@ class SyntaxTranslationTask(TranslationTask):
                 spacy_model=self._option("spacy_model", "annotate_spacy_model"),
                 subword_model=self._option("subword_model", "annotate_subword_model"),
             )
-            logger.info("annotating raw input with: %s", json.dumps(self._annotator.settings, sort_keys=True))
+            logger.info("annotating raw input with: %s", json.dumps(self._annotator.settings.to_dict(), sort_keys=True))
         return self._annotator
 
     def annotate_lines(self, lines: Sequence[str], targets: Optional[Sequence[str]] = None,
@@ -578,7 +579,7 @@ def language_pair_of_dictionaries(data_path: str, src: Optional[str] = None, tgt
     langs = sorted(name for name in names if name not in STREAMS)
     if src is None and tgt is None:
         settings = raw_inference.data_settings(data_path)
-        src = settings["src_lang"] if settings else None
+        src = settings.src_lang if settings else None
     if len(langs) == 2 and (src in langs or tgt in langs):
         if src in langs:
             return src, tgt or next(x for x in langs if x != src)
