@@ -92,6 +92,28 @@ def test_records_written_before_backends_named_their_inputs_still_match(tmp_path
     assert outputs(tmp_path / "kill/train", NAMES) == ref
 
 
+def test_rerun_with_another_conllu_parse_is_refused(tmp_path):
+    """The CoNLL-U backend's input is part of the identity of the outputs, by content like the source."""
+    from syntax_nmt.syntax.conllu import write_conllu
+
+    from test_annotate import SENTS
+
+    conllu = tmp_path / "in.conllu"
+    with open(conllu, "w", encoding="utf-8") as f:
+        write_conllu(SENTS, f)
+    src = write(tmp_path / "in.en", ["The cat sat .", "", "Dogs run quickly"])
+    args = ["--backend", "conllu", "--conllu", str(conllu), "--source", src, "--pretokenized", "--src-lang", "en",
+            "-o", str(tmp_path / "out/train"), "--subword", "none", "--quiet"]
+    main(args)
+    moved = tmp_path / "moved.conllu"
+    os.replace(conllu, moved)
+    main([a if a != str(conllu) else str(moved) for a in args])  # the same parse at another path: up to date
+    # another parse of the same lines (one label changed)
+    moved.write_text(moved.read_text(encoding="utf-8").replace("\tnsubj\t", "\tobj\t", 1), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"exist but were made from another conllu file \(.*in\.conllu"):
+        main([a if a != str(conllu) else str(moved) for a in args])
+
+
 def test_failed_run_before_any_chunk_does_not_block_the_next(tmp_path, spacy_model, codes):  # noqa: F811
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
     bad = [a if a != spacy_model else "xx_misspelled_model" for a in args]
