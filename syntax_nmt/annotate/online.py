@@ -38,8 +38,8 @@ from syntax_nmt.constants import DATA_SETTINGS_FILE
 from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 
-from .parsed import check_tree, empty_sentence, resolve_roots
 from .backends import get_backend
+from .parsed import check_tree, empty_sentence, resolve_roots
 from .pipeline import make_record, output_names, render
 from .settings import AnnotationSettings, MosesSettings
 from .subwords import ESCAPE_VERSION, file_sha256, load_segmenter

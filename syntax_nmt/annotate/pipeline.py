@@ -22,17 +22,18 @@ Line policy: the outputs always have exactly one line per source line.
 * An empty input file is an error (nothing to annotate; fairseq cannot binarize it).
 * Over-long lines: a line with more than ``--max-words`` whitespace-separated words, or
   more characters than the backend parses (spaCy: 1,000,000, its ``max_length``; see
-  :attr:`~syntax_nmt.annotate.backends.base.ParserBackend.max_chars`), is found by the scan; a pair whose source or target has more than ``--max-subwords``
-  subword tokens (what fairseq's ``--max-source-positions``/``--max-target-positions``
-  bound) is found when it is segmented. ``--on-long blank`` (default) writes an empty
+  :attr:`~syntax_nmt.annotate.backends.base.ParserBackend.max_chars`), is found by the
+  scan; a pair whose source or target has more than ``--max-subwords`` subword tokens
+  (what fairseq's ``--max-source-positions``/``--max-target-positions`` bound) is found
+  when it is segmented. ``--on-long blank`` (default) writes an empty
   line to *every* output, target included, so no pair is half-blanked; ``--on-long error``
   stops (at the scan, or at segmentation for ``--max-subwords``), naming file and line.
   Blanked lines are counted in the summary and in the log.
 
 Outputs and reruns: the settings that shaped the outputs go to ``P.annotation.json``
 (:mod:`~syntax_nmt.annotate.settings`) and the identity of the inputs (path, size and
-SHA-256 of the source, the target and the backend's input files, such as the CoNLL-U) with the output names to
-``P.annotation.inputs.json``. A rerun into a prefix whose outputs exist does nothing if
+SHA-256 of the source, the target and the backend's input files, such as the CoNLL-U) with
+the output names to ``P.annotation.inputs.json``. A rerun into a prefix whose outputs exist does nothing if
 both still match (input files by content: size and SHA-256, wherever they are now), and is
 refused otherwise (``--overwrite`` redoes the work).
 """

@@ -61,7 +61,8 @@ def get_backend(name: str) -> Type["ParserBackend"]:
     try:
         return PARSER_BACKENDS[name]
     except KeyError:
-        raise ValueError(f"unknown parser backend {name!r}; this syntax-nmt has: {', '.join(PARSER_BACKENDS)}") from None
+        known = ", ".join(PARSER_BACKENDS)
+        raise ValueError(f"unknown parser backend {name!r}; this syntax-nmt has: {known}") from None
 
 
 class ParserBackend(abc.ABC):
