@@ -6,9 +6,10 @@ line's space-separated tokens are kept as they are: the backend builds
 parser...) run on it. With ``parser_unescape=True`` as well, the Doc is built from the
 tokens' plain forms (:func:`syntax_nmt.annotate.unescape.parser_form`: Moses placeholders
 such as ``@-@`` and escapes such as ``&apos;`` become ``-`` and ``'``), and the words of
-the returned sentence are the input tokens again: only the parser sees the plain forms. Whitespace tokens (``token.is_space``) are dropped; a word whose
-head was a dropped token is re-attached to that token's nearest non-space ancestor (or
-becomes a root). spaCy's ``ROOT`` label is written as ``root``.
+the returned sentence are the input tokens again: only the parser sees the plain forms.
+Whitespace tokens (``token.is_space``) are dropped; a word whose head was a dropped token
+is re-attached to that token's nearest non-space ancestor (or becomes a root). spaCy's
+``ROOT`` label is written as ``root``.
 
 A line that spaCy splits into several sentences has several roots; this is resolved by
 the ``--multi-root`` policy of :mod:`syntax_nmt.annotate.parsed`.
