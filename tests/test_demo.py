@@ -135,18 +135,18 @@ def test_auto_seeds_resumed_jobs_count_with_their_recorded_time(job_seconds, exp
 def test_results_md_opens_with_the_budget_decision(tmp_path, monkeypatch):
     """--seeds auto: results.md says first what the demo chose and why (the measured speed, the plan), as it
     printed it; the table follows."""
-    args = demo.get_parser().parse_args(["--out", str(tmp_path)])
+    args = cli.get_parser().parse_args(["--out", str(tmp_path)])
     args.systems, args.jobs, args.threads = ["transformer", "sgnet", "lisa"], 1, 2
-    d = demo.Demo(args)
+    d = pipeline.Demo(args)
 
     def fake(name, seed, data=None, group="", quiet=False, on_line=None):
         return {"system": name, "seed": seed, "train_seconds": 190.0, "generate_seconds": 10.0,
                 "sacrebleu": 20.0 + seed, "compound_split_bleu": 21.0 + seed, "sentences": 9, "signature": "sig"}
 
     d.job = fake
-    monkeypatch.setattr(demo, "_count_params", lambda path: 100)
+    monkeypatch.setattr(pipeline, "count_params", lambda path: 100)
     monkeypatch.setattr(d, "significance", lambda rows: None)
-    monkeypatch.setattr(demo, "plot_bleu", lambda *a, **k: None)
+    monkeypatch.setattr(pipeline, "plot_bleu", lambda *a, **k: None)
     rows = d.compare()
     # 200 s a job, one at a time, reserve 90 x 1.9 = 171 s: after the first job (200 s) 2 seeds of 3 systems end at
     # 200 + 5 x 200 + 171 > 1200 s, of 2 at 200 + 3 x 200 + 171 = 971 s
