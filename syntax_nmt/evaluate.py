@@ -97,7 +97,7 @@ def multi_bleu() -> BLEU:
     fairseq output are), this is ``multi-bleu.perl`` to the last digit: both split on whitespace,
     clip n-gram counts by the reference, take the corpus brevity penalty ``exp(1 - r/c)`` when
     ``c < r``, and give a zero n-gram precision the log ``-9999999999`` (BLEU 0, no smoothing).
-    ``multi-bleu.perl`` prints 2 decimals; ``tests/test_wmt_recipe_units.py`` checks the equality
+    ``multi-bleu.perl`` prints 2 decimals; ``tests/unit/test_wmt_recipe_units.py`` checks the equality
     against a transcription of the Perl script.
     """
     return BLEU(tokenize="none", smooth_method="none", force=True)

@@ -12,7 +12,7 @@ import fairseq  # noqa: E402,F401  (import first so the plugin registers itself)
 
 import syntax_nmt  # noqa: E402
 
-from streamdata import write_corpus  # noqa: E402
+from support.streamdata import write_corpus  # noqa: E402
 
 USER_DIR = os.path.dirname(os.path.abspath(syntax_nmt.__file__))
 BIN = os.path.dirname(sys.executable)

@@ -20,7 +20,7 @@ comparable with the README's table):
    nothing), marked as over the budget, with its expected end.
 
 Everything here is pure (no clock, no training), so the rule is tested on simulated timings
-(tests/test_demo_budget.py).
+(tests/unit/test_demo_budget.py).
 """
 
 import heapq

@@ -150,7 +150,7 @@ class SyntaxMethod:
     system_losses: Sequence[str] = ()
     #: the method's identity setting: model options under which the model, as built and after
     #: :meth:`set_identity`, computes what the stock Transformer computes with the same weights (up to float
-    #: rounding; ``tests/test_method_contract.py`` checks it). ``None``: the method has none, and
+    #: rounding; ``tests/integration/test_method_contract.py`` checks it). ``None``: the method has none, and
     #: :attr:`no_identity` says why
     identity_args: Optional[Sequence[str]] = None
     no_identity: str = ""

@@ -1,6 +1,6 @@
 """Syntax-BERT's attention layer (Bai et al. 2021, sec. 3.3, eq. 1-2) against a slow reference that
 materialises every sub-network output ``H_j`` with plain loops, from masks of the naive reference
-(tests/naive_syntax.py), on random forests with several roots, multi-piece words, left/right
+(tests/support/naive.py), on random forests with several roots, multi-piece words, left/right
 padding and BOS; and tokens with no sub-network get a zero output whatever the biases.
 """
 
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from conftest import USER_DIR, run_cli
-from naive_syntax import NaiveRow, _random_sentence
-from naive_tree import make_batch, make_row
+from support.naive import NaiveRow, _random_sentence
+from support.naive import make_batch, make_row
 import syntax_nmt.models.modules.methods.syntax_bert as sbmod
 from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
 from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState

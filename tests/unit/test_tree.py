@@ -1,5 +1,5 @@
 """Tests for syntax_nmt.syntax.tree (and SG-Net's SDOI mask built on it) against the naive per-sentence
-reference of naive_tree.py.
+reference of tests/support/naive.py.
 
 Every function of the module is compared with a plain-Python loop written from the
 definitions (SG-Net eq. 6: SDOI(i) = i and all its ancestors; distances by breadth-first
@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from naive_tree import Ref, closure, make_batch, make_row
+from support.naive import Ref, closure, make_batch, make_row
 from syntax_nmt.models.modules.methods.sgnet_masks import sdoi_mask
 from syntax_nmt.syntax import tree as T_
 

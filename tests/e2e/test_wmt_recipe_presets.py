@@ -18,7 +18,7 @@ import torch
 
 from conftest import USER_DIR
 
-RECIPE = Path(__file__).resolve().parent.parent / "examples" / "wmt14_en_de"
+RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
 PRESETS = ["fairseq", "sit-paper", "sgnet-paper"]
 CONFIGS = ["baseline", "syntax", "syntax_concat", "sgnet", "syntax_sgnet"]
 ARCH = {"baseline": "transformer_wmt_en_de", "syntax": "syntax_transformer_wmt_en_de",

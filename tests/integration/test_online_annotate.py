@@ -181,7 +181,7 @@ def test_bring_your_own_parse_errors(tmp_path, codes):
 
 
 def _recipe():
-    path = os.path.join(os.path.dirname(__file__), "..", "examples", "wmt14_en_de", "prepare.py")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "wmt14_en_de", "prepare.py")
     spec = importlib.util.spec_from_file_location("wmt14_prepare", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -24,7 +24,7 @@ from sacrebleu.significance import PairedTest
 
 from syntax_nmt import evaluate
 
-RECIPE = Path(__file__).resolve().parent.parent / "examples" / "wmt14_en_de"
+RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
 SIZES = {"train": 400, "valid": 24, "test": 30}
 CONFIGS = "baseline syntax_sgnet"  # stock fairseq vs. features + SG-Net (covers every model flag of the recipe)
 

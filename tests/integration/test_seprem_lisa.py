@@ -1,7 +1,7 @@
 """SEPREM's D̃ (eq. 3-4) and layer (eq. 1, 5), LISA's parse head, the DP/HP helpers.
 
 The D̃ reference is written from the definition in the README / issue (word-level BFS distances
-from tests/naive_syntax.py, exact fractions), not from syntax_nmt.syntax.tree.
+from tests/support/naive.py, exact fractions), not from syntax_nmt.syntax.tree.
 """
 
 import math
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import build_task_and_model
-from naive_syntax import NaiveRow, batch_tensors, random_rows
+from support.naive import NaiveRow, batch_tensors, random_rows
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES, LisaAttention, LisaLoss
 from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
 from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState

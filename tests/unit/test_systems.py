@@ -117,7 +117,7 @@ def test_readme_states_the_seprem_systems_loss_weights():
     import os
     import re
 
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
     m = re.search(r"gives its\s+`seprem` and `all` systems ([0-9.]+) each", readme)
     assert m, "the README's sentence on the seprem systems' loss weights is gone"
     for name in ("seprem", "all"):

@@ -9,7 +9,7 @@ import pytest
 from syntax_nmt.data import binarize
 from syntax_nmt.data.binarize import StreamMismatchError, binarize_heads, check_stream_sizes
 
-from streamdata import write_corpus
+from support.streamdata import write_corpus
 
 
 def _cli(capsys, *argv):

@@ -19,7 +19,7 @@ from syntax_nmt.annotate.settings import (
 from syntax_nmt.annotate.subwords import file_sha256
 from syntax_nmt.data import binarize
 
-from streamdata import write_corpus
+from support.streamdata import write_corpus
 from test_annotate import CODES, spacy_model, write  # noqa: F401  (fixture)
 
 MOSES = "lang=en,normalize=1,aggressive_dash_splits=1,escape=0"
@@ -240,7 +240,7 @@ def test_binarize_copies_checks_or_warns(tmp_path, caplog):
 
 
 def test_recipe_records_its_moses_settings():
-    here = os.path.join(os.path.dirname(__file__), "..", "examples", "wmt14_en_de")
+    here = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "wmt14_en_de")
     with open(os.path.join(here, "run_all.sh"), encoding="utf-8") as f:
         script = f.read()
     spec = re.search(r'MOSES_SETTINGS="([^"]+)"', script).group(1)

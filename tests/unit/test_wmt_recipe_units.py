@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-RECIPE = Path(__file__).resolve().parent.parent / "examples" / "wmt14_en_de"
+RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
 
 
 def load_recipe_module(name: str):

@@ -1,5 +1,5 @@
 """``--checkpoint-activations`` on the real command line. In-process, every method alone and all together
-give the gradients of the same step without recomputation: tests/test_method_contract.py."""
+give the gradients of the same step without recomputation: tests/integration/test_method_contract.py."""
 
 import re
 

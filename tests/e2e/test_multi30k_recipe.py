@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-RECIPE = Path(__file__).resolve().parent.parent / "examples" / "multi30k_en_de"
+RECIPE = Path(__file__).resolve().parents[2] / "examples" / "multi30k_en_de"
 SPLITS = "valid test2017"
 SYSTEMS = "transformer sgnet"
 

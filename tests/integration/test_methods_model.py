@@ -1,7 +1,7 @@
 """SLA, Syntax-BERT and the method registry inside the model: the masks the layers apply,
 composition, one syntax context per forward, Syntax-BERT without its global sub-network in low
 precision, decoding. What every method guarantees (identity setting, low precision, gradients,
-batching, padding, recomputation): tests/test_method_contract.py."""
+batching, padding, recomputation): tests/integration/test_method_contract.py."""
 
 import os
 from argparse import Namespace
@@ -189,7 +189,7 @@ def test_composition_places_each_method_where_asked(stream_bin):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_no_nan_without_the_global_sub_network(stream_bin, dtype):
     """Tokens with no key in any Syntax-BERT mask (EOS, pads, one-word lines) get a zero attention output, no
-    NaN (each method with its default options: tests/test_method_contract.py)."""
+    NaN (each method with its default options: tests/integration/test_method_contract.py)."""
     task, model, _ = build_task_and_model(stream_bin, *ALL, "--no-syntax-bert-global")
     model.eval()
     model.to(dtype)

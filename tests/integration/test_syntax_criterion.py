@@ -10,7 +10,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEn
 from fairseq.logging import metrics
 
 from conftest import build_task_and_model
-from naive_syntax import NaiveRow
+from support.naive import NaiveRow
 from syntax_nmt.criterions.label_smoothed_cross_entropy_with_syntax import (
     LabelSmoothedCrossEntropyWithSyntaxCriterion,
 )

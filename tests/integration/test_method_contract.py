@@ -39,7 +39,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 
 from conftest import BIN, USER_DIR, build_task_and_model
-from streamdata import write_corpus
+from support.streamdata import write_corpus
 from syntax_nmt import systems
 from syntax_nmt.models.modules.methods import SYNTAX_METHODS
 

@@ -1,11 +1,11 @@
-"""SLA, WLA and Syntax-BERT masks against the naive reference (tests/naive_syntax.py)."""
+"""SLA, WLA and Syntax-BERT masks against the naive reference (tests/support/naive.py)."""
 
 import random
 
 import pytest
 import torch
 
-from naive_syntax import NaiveRow, batch_tensors, random_rows
+from support.naive import NaiveRow, batch_tensors, random_rows
 from syntax_nmt.models.modules.methods.sla_masks import sla_mask, wla_mask
 from syntax_nmt.models.modules.methods.syntax_bert_masks import syntax_bert_masks, syntax_bert_num_masks
 from syntax_nmt.syntax import tree as T_

@@ -1,12 +1,12 @@
-"""Writes the committed checkpoint of ``tests/test_legacy_checkpoint.py`` (run once; not part of the tests).
+"""Writes the committed checkpoint of ``tests/e2e/test_legacy_checkpoint.py`` (run once; not part of the tests).
 
 A tiny ``all`` system (features and every syntax method on a 3-layer encoder, the syntax criterion) trained a
-few updates with fairseq-train on the tiny stream corpus of ``tests/streamdata.py``, then ``fairseq-generate``
+few updates with fairseq-train on the tiny stream corpus of ``tests/support/streamdata.py``, then ``fairseq-generate``
 on its test split. Kept: the checkpoint without its optimizer state, the binarized test split with its
 dictionaries, the generation command line and its output (``expected.txt``). The test checks that the code
 of the day loads the checkpoint and gives the same hypotheses and scores.
 
-Usage: ``python tests/data/legacy_all/make.py`` (writes next to this file; the commit the checkpoint was
+Usage: ``python tests/e2e/data/legacy_all/make.py`` (writes next to this file; the commit the checkpoint was
 made with goes into ``made_with.txt``).
 """
 
@@ -19,8 +19,8 @@ import tempfile
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-from streamdata import write_corpus  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))  # tests/
+from support.streamdata import write_corpus  # noqa: E402
 
 import syntax_nmt  # noqa: E402
 

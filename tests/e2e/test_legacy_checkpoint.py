@@ -1,6 +1,6 @@
 """A checkpoint made by an older version of the plugin loads and translates as it did then.
 
-``tests/data/legacy_all/``: a tiny ``all`` system (the features and every syntax method; see ``make.py`` there,
+``tests/e2e/data/legacy_all/``: a tiny ``all`` system (the features and every syntax method; see ``make.py`` there,
 ``made_with.txt`` names the commit) with the binarized test split it was generated on, and what
 ``fairseq-generate`` printed then (``expected.txt``). Modules, classes and functions may move and change names
 (a checkpoint pickles only an argparse Namespace and tensors), but the translations must not change.

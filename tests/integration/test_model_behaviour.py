@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from conftest import build_task_and_model
-from naive_tree import Ref, make_row
+from support.naive import Ref, make_row
 
 SPLIT = "valid"
 
