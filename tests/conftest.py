@@ -76,3 +76,17 @@ def build_task_and_model(data, *extra, arch="syntax_transformer_tiny", task="syn
     t = tasks.setup_task(cfg.task)
     model = t.build_model(cfg.model)
     return t, model, cfg
+
+
+def analyze_in_memory(monkeypatch, task, model, cfg):
+    """Make ``syntax-nmt-analyze``'s checkpoint loading (:func:`syntax_nmt.analyze.models.load`) return ``model``
+    (in eval mode, with ``task`` and ``cfg``) whatever the checkpoint, e.g. a model of a method defined in a test."""
+    from syntax_nmt.analyze import models
+
+    def load(name, path, data, split="test"):
+        if split is not None:
+            task.load_dataset(split)
+        model.eval()
+        return models.Loaded(name, path, model, task, cfg)
+
+    monkeypatch.setattr(models, "load", load)

@@ -5,15 +5,19 @@
   for several checkpoints side by side (Syntax-Infused Transformer, Fig. 3): each row is a
   target subword of the model's own beam translation (``--reference``: of the reference,
   so that the rows of every panel are the same), each column a source subword.
-* SG-Net's syntax-guided self-attention next to its SDOI mask (SG-Net, Fig. 6).
-* SLA's local and global attention and its per-token gate (SLA, Fig. 3), for one layer.
+* What each recording module of the encoder shows of the sentence, through its ``analysis_maps``
+  hook (the schema of :mod:`.models`): named maps, per-token vectors and masks, one figure and
+  one table per method (for a method in several layers, the layer of ``--layer``, else its last).
+  E.g. SG-Net's syntax-guided self-attention next to its SDOI mask (SG-Net, Fig. 6); SLA's local
+  and global attention and its per-token gate (SLA, Fig. 3); Syntax-BERT's attention and topical
+  weights per sub-network. Modules that show nothing are listed as such.
 
 Rows of every attention matrix are distributions over the source (they sum to 1).
-The encoder maps come from the modules' ``record`` contract (:mod:`.models`).
+Nothing here knows a method by name.
 """
 
 from argparse import Namespace
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -52,27 +56,22 @@ def cross_attention(loaded: models.Loaded, smp: Dict, target: torch.Tensor) -> n
     return attn[0][0].float().cpu().numpy()
 
 
-def encoder_maps(loaded: models.Loaded, smp: Dict) -> List[Dict]:
-    """What every recording module of the encoder recorded for the one-sentence batch ``smp``."""
-    out = []
+def encoder_maps(loaded: models.Loaded, smp: Dict) -> Tuple[List[Dict], List[Dict]]:
+    """What every recording module of the encoder shows of the one-sentence batch ``smp``: entries
+    ``{"module", "layer", "kind", "title", "masks", "maps", "vectors", NAME: values, ...}``
+    (:func:`.models.analysis_pieces`), and the modules that show nothing, ``{"module", "layer", "kind", "why"}``."""
+    length = int(smp["net_input"]["src_tokens"].shape[1])
+    shown, skipped = [], []
     with models.recording(loaded.model) as mods:
         models.encode(loaded, smp["net_input"])
         for name, m in mods:
-            rec = m.recorded
-            if not rec:
-                continue
-            kind = models.kind_of(m)
-            entry = {"module": name, "layer": models.layer_of(name), "kind": kind}
-            if kind == "sgnet":
-                entry.update(attn=rec["attn"][0].float().mean(0).numpy(), heads=rec["attn"][0].float().numpy(),
-                             mask=rec["mask"][0].numpy())
-            elif kind == "sla":
-                entry.update(gate=rec["gate"][0].float().numpy(), local=rec["local"][0].float().mean(0).numpy(),
-                             **{"global": rec["global"][0].float().mean(0).numpy()})
+            head = {"module": name, "layer": models.layer_of(name), "kind": models.kind_of(m)}
+            pieces, why = models.analysis_pieces(name, m, length)
+            if pieces is None:
+                skipped.append({**head, "why": why})
             else:
-                continue
-            out.append(entry)
-    return out
+                shown.append({**head, **pieces})
+    return shown, skipped
 
 
 def text_id(text: str) -> str:
@@ -109,8 +108,9 @@ def analyze(systems, data: str, sentence: Optional[int] = 0, split: str = "test"
         tgt_dict = loaded.task.target_dictionary
         target = (_strip_pad(smp["target"][0], tgt_dict.pad()) if reference
                   else translate(loaded, smp, beam, lenpen))
+        shown, skipped = encoder_maps(loaded, smp)
         entry = {"name": name, "checkpoint": path, "target": _labels(tgt_dict, target),
-                 "cross_attention": cross_attention(loaded, smp, target), "encoder": encoder_maps(loaded, smp)}
+                 "cross_attention": cross_attention(loaded, smp, target), "encoder": shown, "not_shown": skipped}
         result["systems"].append(entry)
     result["source"] = src_labels
     return result
@@ -126,11 +126,71 @@ def _heatmap(ax, matrix, xlabels, ylabels, title, cmap="viridis", vmax=None):
     return im
 
 
-def plots(result: Dict, sla_layer: Optional[int] = None) -> Dict[str, object]:
+def _by_kind(entries: List[Dict]) -> Dict[str, List[Dict]]:
+    """Encoder entries grouped by kind, in the order of their first module."""
+    out: Dict[str, List[Dict]] = {}
+    for e in entries:
+        out.setdefault(e["kind"], []).append(e)
+    return out
+
+
+def _chosen(entries: List[Dict], layer: Optional[int]) -> Dict:
+    """The entry of one kind to plot: the one in encoder layer ``layer`` if there is one, else the last."""
+    return next((e for e in entries if layer is not None and e["layer"] == layer), entries[-1])
+
+
+def _titled(e: Dict) -> str:
+    return e["title"] + ("" if e["layer"] is None else f", layer {e['layer']}")
+
+
+def _encoder_figure(plt, system: str, e: Dict, src: List[str]):
+    """One row of panels: the entry's masks (black: True), maps (one colour scale) and vectors (bars)."""
+    side = max(4.0, 0.28 * len(src) + 2)
+    panels = [(kind, name) for kind in models.PIECE_KINDS for name in e[kind]]
+    widths = [2.5 if kind == "vectors" else max(2.5, 0.28 * len(e[kind][name].get("columns", src)) + 2)
+              for kind, name in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(sum(widths), side), layout="constrained", squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
+    axes = axes[0]
+    vmax = max((float(np.max(e[name])) for name in e["maps"]), default=None)
+    image, map_axes = None, []
+    for ax, (kind, name) in zip(axes, panels):
+        meta = e[kind][name]
+        columns = meta.get("columns", src)
+        if kind == "masks":
+            _heatmap(ax, np.asarray(e[name], dtype=float), columns, src, meta["title"], cmap="Greys", vmax=1.0)
+        elif kind == "maps":
+            image = _heatmap(ax, e[name], columns, src, meta["title"], vmax=vmax)
+            map_axes.append(ax)
+        else:
+            values = np.asarray(e[name], dtype=float)
+            ax.barh(range(len(src)), values, color="tab:red")
+            ax.set_ylim(len(src) - 0.5, -0.5)
+            ax.set_yticks(range(len(src)))
+            ax.set_yticklabels(src, fontsize=7)
+            ax.set_xlim(min(0.0, float(values.min())), max(1.0, float(values.max())))
+            ax.set_title(meta["title"], fontsize=9)
+    if image is not None:
+        fig.colorbar(image, ax=map_axes, shrink=0.8)
+    fig.suptitle(f"{system}: {_titled(e)} ({e['module']})", fontsize=10)
+    return fig
+
+
+def plots(result: Dict, layer: Optional[int] = None) -> Dict[str, object]:
+    """The cross-attention panels (``attention-ID-cross``) and, per system and kind of encoder module, the
+    entry of encoder layer ``layer`` (else its last) (``attention-ID-SYSTEM-KIND``).
+
+    Raises:
+        AnalyzeError: ``layer`` is given but no system has encoder maps in that layer.
+    """
     plt = common.pyplot()
     src = result["source"]
     sid = result["sentence"]
     systems = result["systems"]
+    layered = sorted({e["layer"] for s in systems for e in s["encoder"] if e["layer"] is not None})
+    if layer is not None and layer not in layered:
+        raise AnalyzeError(f"no encoder module of these systems shows maps in layer {layer} "
+                           f"(layers with maps: {layered or 'none'})")
     figs = {}
     n = len(systems)
     ncols = min(n, 3)
@@ -150,37 +210,34 @@ def plots(result: Dict, sla_layer: Optional[int] = None) -> Dict[str, object]:
         ax.axis("off")
     fig.colorbar(im, ax=flat[:n], shrink=0.6)
     figs[f"attention-{sid}-cross"] = fig
-    side = max(4.0, 0.28 * len(src) + 2)
     for s in systems:
-        sg = [e for e in s["encoder"] if e["kind"] == "sgnet"]
-        for e in sg:
-            fig, axes = plt.subplots(1, 2, figsize=(2 * side, side), layout="constrained")
-            _heatmap(axes[0], e["mask"].astype(float), src, src,
-                     f"{s['name']}: SDOI mask (row: token, black: keys it may attend)", cmap="Greys", vmax=1.0)
-            im = _heatmap(axes[1], e["attn"], src, src, f"{s['name']}: syntax-guided self-attention")
-            fig.colorbar(im, ax=axes[1], shrink=0.8)
-            figs[f"attention-{sid}-{s['name']}-sgnet"] = fig
-        sla = [e for e in s["encoder"] if e["kind"] == "sla"]
-        if sla:
-            layers = {e["layer"]: e for e in sla}
-            want = max(layers) if sla_layer is None else sla_layer
-            if want not in layers:
-                raise AnalyzeError(f"{s['name']} has SLA in encoder layers {sorted(layers)}, not {want}")
-            e = layers[want]
-            fig, axes = plt.subplots(1, 3, figsize=(2 * side + 2.5, side), layout="constrained",
-                                     gridspec_kw={"width_ratios": [side, side, 2.5]})
-            vmax = float(max(np.max(e["local"]), np.max(e["global"])))
-            _heatmap(axes[0], e["local"], src, src, f"{s['name']}: SLA local attention, layer {want}", vmax=vmax)
-            im = _heatmap(axes[1], e["global"], src, src, f"global attention, layer {want}", vmax=vmax)
-            axes[2].barh(range(len(src)), e["gate"], color="tab:red")
-            axes[2].set_ylim(len(src) - 0.5, -0.5)
-            axes[2].set_yticks(range(len(src)))
-            axes[2].set_yticklabels(src, fontsize=7)
-            axes[2].set_xlim(0, 1)
-            axes[2].set_title("gate g (local weight)", fontsize=9)
-            fig.colorbar(im, ax=axes[:2].tolist(), shrink=0.8)
-            figs[f"attention-{sid}-{s['name']}-sla"] = fig
+        for kind, entries in _by_kind(s["encoder"]).items():
+            figs[f"attention-{sid}-{s['name']}-{kind}"] = _encoder_figure(plt, s["name"], _chosen(entries, layer), src)
     return figs
+
+
+def _entry_table(e: Dict, src: List[str]) -> str:
+    """One row per token: the columns where each mask is True, each vector's value, each map's most weighted
+    column (and its weight outside the mask it should stay within)."""
+    headers = ["token", *e["masks"], *e["vectors"]]
+    for name, meta in e["maps"].items():
+        headers.append(f"{name} argmax")
+        if "within" in meta:
+            headers.append(f"{name} weight outside {meta['within']}")
+    rows = []
+    for i, tok in enumerate(src):
+        row = [tok]
+        for name, meta in e["masks"].items():
+            columns = meta.get("columns", src)
+            row.append(" ".join(columns[j] for j in np.flatnonzero(e[name][i])))
+        row += [float(e[name][i]) for name in e["vectors"]]
+        for name, meta in e["maps"].items():
+            values = np.asarray(e[name][i], dtype=float)
+            row.append(meta.get("columns", src)[int(values.argmax())])
+            if "within" in meta:
+                row.append(float(values[~np.asarray(e[meta["within"]][i], dtype=bool)].sum()))
+        rows.append(row)
+    return common.markdown_table(headers, rows)
 
 
 def markdown(result: Dict) -> str:
@@ -195,17 +252,12 @@ def markdown(result: Dict) -> str:
         parts += ["", f"## {s['name']}: last decoder layer cross-attention", "",
                   common.markdown_table(["target", "most attended source", "weight"], rows)]
         for e in s["encoder"]:
-            if e["kind"] == "sgnet":
-                rows = [[tok, " ".join(src[j] for j in np.flatnonzero(e["mask"][i])), src[int(e["attn"][i].argmax())],
-                         float(e["attn"][i][~e["mask"][i]].sum())] for i, tok in enumerate(src)]
-                parts += ["", f"## {s['name']}: SG-Net ({e['module']})", "",
-                          common.markdown_table(["token", "SDOI (allowed keys)", "most attended",
-                                                 "weight outside SDOI"], rows)]
-            elif e["kind"] == "sla":
-                rows = [[tok, float(e["gate"][i]), src[int(e["local"][i].argmax())], src[int(e["global"][i].argmax())]]
-                        for i, tok in enumerate(src)]
-                parts += ["", f"## {s['name']}: SLA layer {e['layer']} ({e['module']})", "",
-                          common.markdown_table(["token", "gate", "local argmax", "global argmax"], rows)]
+            legend = [f"* `{name}`: {e[kind][name]['title']}" for kind in models.PIECE_KINDS for name in e[kind]]
+            parts += ["", f"## {s['name']}: {_titled(e)} ({e['module']})", "", *legend, "", _entry_table(e, src)]
+        if s.get("not_shown"):
+            parts += ["", f"## {s['name']}: encoder modules not shown", ""]
+            parts += [f"* `{e['module']}` ({e['kind']}" + ("" if e["layer"] is None else f", layer {e['layer']}")
+                      + f"): {e['why']}" for e in s["not_shown"]]
     return "\n".join(parts)
 
 
@@ -216,7 +268,7 @@ def run(args) -> List[str]:
                   "settings_file": args.annotation_settings_file}
     result = analyze(systems, args.data, args.sentence, args.split, args.reference, args.beam, args.lenpen,
                      text=args.text, text_target=args.text_target, annotation=annotation)
-    figs = plots(result, args.sla_layer)
+    figs = plots(result, args.layer)
     return common.write_outputs(args.out, f"attention-{result['sentence']}", result, markdown(result), figs)
 
 
@@ -240,5 +292,7 @@ def add_args(p) -> None:
                    "system's own beam translation")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--lenpen", type=float, default=0.6)
-    p.add_argument("--sla-layer", type=int, default=None, help="SLA layer to plot (default: the last SLA layer)")
+    p.add_argument("--layer", "--sla-layer", dest="layer", type=int, default=None,
+                   help="encoder layer whose maps are plotted for a method in several layers (default: the method's "
+                   "last; a method not in this layer shows its last)")
     p.add_argument("--out", required=True, help="output directory (attention-ID.json/.md and PNGs)")

@@ -26,7 +26,8 @@ EPILOG = """examples (paths of `make demo`):
 
 SUBCOMMANDS = {
     "attention": ("attention maps of one test sentence (or raw text): cross-attention of several checkpoints side by side, "
-                  "SG-Net's syntax-guided attention with its SDOI mask, SLA's local/global attention and gate"),
+                  "and what each syntax method's encoder modules show (e.g. SG-Net's syntax-guided attention with its "
+                  "SDOI mask, SLA's local/global attention and gate, Syntax-BERT's topical weights)"),
     "gates": "mean SLA gate per encoder layer over a test set; learned alphas of SG-Net / SEPREM",
     "length": "sacreBLEU by source length bucket (words and subwords) for several systems",
     "noise": "sacreBLEU against a fraction r of random wrong heads / POS tags in the test streams",

@@ -7,10 +7,27 @@ attribute ``record_kind`` naming what it records; when ``record`` is True, its f
 
 * ``record_kind = "sla"``: ``{"gate": (B, T), "local": (B, H, T, T), "global": (B, H, T, T)}``;
 * ``record_kind = "sgnet"``: ``{"attn": (B, H, T, T), "mask": (B, T, T) bool}``;
+* ``record_kind = "syntax_bert"``: ``{"topical": (B, M, T), "valid": (B, M, T) bool, "attn": (B, H, T, T)}``;
 
 and a module with a scalar learned mix (SG-Net's aggregation, SEPREM per layer) exposes
 ``alpha``, a 0-d tensor, and ``alpha_weighs``, a string naming what ``alpha`` weighs (SG-Net:
 the ordinary states; SEPREM: the syntax-aware representation). Nothing here knows the model classes.
+
+What ``syntax-nmt-analyze attention`` shows of a recording module comes from its hook
+``analysis_maps(recorded) -> dict``: the pieces of the first sentence of the batch (``T`` tokens), as
+tensors or numpy arrays, in this schema (:func:`analysis_pieces` checks it)::
+
+    {"title": "SLA",                                    # what the module is (default: its record_kind)
+     "maps": {NAME: {"title": str, "values": (T, K)}},  # float, rows the tokens: e.g. attention
+                                                        # (mean over heads), each row over the keys
+     "vectors": {NAME: {"title": str, "values": (T,)}}, # float, one value per token: e.g. a gate
+     "masks": {NAME: {"title": str, "values": (T, K)}}} # bool, e.g. the keys a token may attend
+
+each of ``maps``, ``vectors`` and ``masks`` optional. The ``K`` columns of a map or mask are the
+source tokens (``K = T``) unless its piece names them (``"columns": [K labels]``, e.g. sub-networks);
+a map may name a mask of the same columns it should stay within (``"within": MASK``: the analysis
+reports its weight outside the mask). A module without the hook, with nothing recorded, or whose hook
+returns None or no pieces is listed as not shown.
 """
 
 import contextlib
@@ -21,6 +38,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 
 from syntax_nmt.analyze.common import AnalyzeError
@@ -161,6 +179,72 @@ def kind_of(module: torch.nn.Module) -> str:
     """What a recording module records, as it declares it (its ``record_kind``: ``"sgnet"``, ``"sla"``,
     ``"syntax_bert"``, ...; ``"other"`` for a module that declares none)."""
     return getattr(module, "record_kind", "") or "other"
+
+
+#: the kinds of pieces of a module's ``analysis_maps``, in the order a figure shows them
+PIECE_KINDS = ("masks", "maps", "vectors")
+#: the keys of an encoder entry of ``syntax-nmt-analyze attention`` besides its pieces' names
+ENTRY_KEYS = ("module", "layer", "kind", "title", *PIECE_KINDS)
+
+
+def _as_array(values, boolean: bool) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu()
+        return values.bool().numpy() if boolean else values.float().numpy()
+    return np.asarray(values, dtype=bool if boolean else np.float32)
+
+
+def analysis_pieces(name: str, module: torch.nn.Module, length: int) -> Tuple[Optional[Dict], str]:
+    """What a recording module shows after a forward pass on a one-sentence batch of ``length`` tokens:
+    its ``analysis_maps(recorded)`` (the schema of the module docstring) checked and as numpy arrays, as
+    ``({"title": ..., "masks": {NAME: {"title": ...[, "columns": ...]}}, "maps": ..., "vectors": ...,
+    NAME: values, ...}, "")``; or ``(None, why it shows nothing)``.
+
+    Raises:
+        AnalyzeError: naming ``name``, where the hook's answer does not follow the schema.
+    """
+    hook = getattr(module, "analysis_maps", None)
+    if hook is None:
+        return None, "it has no analysis_maps hook"
+    if not module.recorded:
+        return None, "it recorded nothing"
+    answer = hook(module.recorded)
+    if not answer or not any(answer.get(k) for k in PIECE_KINDS):
+        return None, "its analysis_maps returned no pieces"
+
+    def bad(what: str):
+        return AnalyzeError(f"{name}: analysis_maps {what}")
+
+    unknown = sorted(set(answer) - {"title", *PIECE_KINDS})
+    if unknown:
+        raise bad(f"returned unknown keys {unknown} (expected title, {', '.join(PIECE_KINDS)})")
+    out: Dict = {"title": str(answer.get("title") or kind_of(module))}
+    for kind in PIECE_KINDS:
+        out[kind] = {}
+        allowed = {"title", "values"} | ({"columns"} if kind != "vectors" else set())
+        allowed |= {"within"} if kind == "maps" else set()
+        for piece, spec in (answer.get(kind) or {}).items():
+            if piece in ENTRY_KEYS or piece in out:
+                raise bad(f"names a piece {piece!r}, a name taken (by {ENTRY_KEYS} or another piece)")
+            if "title" not in spec or "values" not in spec or set(spec) - allowed:
+                raise bad(f"{kind} piece {piece!r} has keys {sorted(spec)}: title and values needed, "
+                          f"only {sorted(allowed)} allowed")
+            values = _as_array(spec["values"], kind == "masks")
+            meta = {"title": str(spec["title"])}
+            if spec.get("columns") is not None:
+                meta["columns"] = [str(c) for c in spec["columns"]]
+            if "within" in spec:
+                meta["within"] = str(spec["within"])
+            want = (length,) if kind == "vectors" else (length, len(meta.get("columns", range(length))))
+            if values.shape != want:
+                raise bad(f"{kind} piece {piece!r} has shape {tuple(values.shape)}, expected {want}")
+            out[kind][piece] = meta
+            out[piece] = values
+    for piece, meta in out["maps"].items():
+        mask = meta.get("within")
+        if mask is not None and (mask not in out["masks"] or out[mask].shape != out[piece].shape):
+            raise bad(f"map {piece!r} is within {mask!r}, which is no mask of its shape")
+    return out, ""
 
 
 def alphas(model: torch.nn.Module) -> List[Tuple[str, float, bool, str]]:

@@ -1,17 +1,23 @@
 """A syntax method is one module: a method defined here, in the test, joins the model's options, the table of
-systems, the syntax criterion's losses and ``syntax-nmt-analyze``'s recordings, with no other file changing."""
+systems, the syntax criterion's losses and ``syntax-nmt-analyze``'s recordings and attention maps, with no other
+file changing."""
 
 import argparse
+import json
+import os
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 import torch
 from fairseq.dataclass import FairseqDataclass
 from torch import nn
 
-from conftest import build_task_and_model
+from conftest import analyze_in_memory, build_task_and_model
 from syntax_nmt import systems as S
+from syntax_nmt.analyze import attention, cli, common
 from syntax_nmt.analyze import models as analyze_models
+from syntax_nmt.analyze.common import AnalyzeError
 from syntax_nmt.criterions.label_smoothed_cross_entropy_with_syntax import (
     LabelSmoothedCrossEntropyWithSyntaxCriterion as Criterion,
 )
@@ -30,7 +36,7 @@ class ToyLossConfig(FairseqDataclass):
 
 
 class ToyInput(nn.Module):
-    """Scales a layer input by a fixed factor and records the first sentence's word index."""
+    """Scales a layer input by a fixed factor and records the batch's word index and word starts."""
 
     record_kind = "toy"
 
@@ -40,8 +46,18 @@ class ToyInput(nn.Module):
 
     def forward(self, x, ctx):
         if self.record:
-            self.recorded = {"word_index": ctx.tree.word_index.detach()}
+            self.recorded = {"word_index": ctx.tree.word_index.detach(), "word_start": ctx.word_start.detach()}
         return x * self.scale
+
+    def analysis_maps(self, recorded):
+        """The first sentence's pieces of the same word (a mask), a distribution over them (a map) and its word
+        starts (a vector)."""
+        w = recorded["word_index"][0]
+        same = w.unsqueeze(0) == w.unsqueeze(1)
+        return {"title": "Toy", "masks": {"same_word": {"title": "pieces of the same word", "values": same}},
+                "maps": {"spread": {"title": "uniform over the word's pieces", "within": "same_word",
+                                    "values": same.float() / same.sum(1, keepdim=True)}},
+                "vectors": {"first": {"title": "first piece of a word", "values": recorded["word_start"][0]}}}
 
 
 class ToyLoss(base.AuxLoss):
@@ -90,7 +106,7 @@ def toy(monkeypatch):
     Criterion.add_args(argparse.ArgumentParser())  # fairseq's registered criterion config without the toy again
 
 
-def test_a_method_defined_in_a_test_joins_options_table_criterion_and_analyses(stream_bin, toy):
+def test_a_method_defined_in_a_test_joins_options_table_criterion_and_analyses(stream_bin, toy, monkeypatch, tmp_path):
     table = S.systems()
     assert table["toy"].note == "A toy method: scales the inputs of its layers, trains ToyLoss"  # its docstring
     from syntax_nmt.models.syntax_transformer import syntax_attention_help
@@ -129,6 +145,55 @@ def test_a_method_defined_in_a_test_joins_options_table_criterion_and_analyses(s
                       src_streams=batch["net_input"]["src_streams"])
         kinds = {analyze_models.kind_of(m) for _, m in mods if m.recorded}
     assert kinds == {"toy"}
+
+    # syntax-nmt-analyze attention shows its maps (JSON, markdown, a figure), with no change to the analysis
+    analyze_in_memory(monkeypatch, task, model, cfg)
+    (tmp_path / "toy.pt").touch()
+    argv = ["attention", "--data", stream_bin, "--split", "valid", "--sentence", "1", "--reference",
+            "--system", f"toy={tmp_path / 'toy.pt'}"]
+    paths = cli.main(cli.get_parser().parse_args([*argv, "--out", str(tmp_path / "out"), "--layer", "0"]))
+    assert cli.get_parser().parse_args([*argv, "--out", "x", "--sla-layer", "1"]).layer == 1  # the option's old name
+    assert sorted(os.path.basename(p) for p in paths) == [
+        "attention-1-cross.png", "attention-1-toy-toy.png", "attention-1.json", "attention-1.md"]
+    result = json.loads((tmp_path / "out" / "attention-1.json").read_text())
+    smp = ds.collater([ds[1]])
+    ctx = model.encoder(smp["net_input"]["src_tokens"], src_lengths=smp["net_input"]["src_lengths"],
+                        src_streams=smp["net_input"]["src_streams"])["syntax"]
+    w = ctx.tree.word_index[0].numpy()
+    same = w[None, :] == w[:, None]
+    assert len(result["source"]) == len(w) and len(set(w.tolist())) < len(w)  # a word of several pieces
+    entries = result["systems"][0]["encoder"]
+    assert [(e["kind"], e["layer"]) for e in entries] == [("toy", k) for k in range(len(model.encoder.layers))]
+    assert result["systems"][0]["not_shown"] == []
+    for e in entries:
+        assert e["title"] == "Toy" and e["masks"] == {"same_word": {"title": "pieces of the same word"}}
+        assert e["maps"] == {"spread": {"title": "uniform over the word's pieces", "within": "same_word"}}
+        np.testing.assert_array_equal(np.array(e["same_word"]), same)
+        np.testing.assert_allclose(np.array(e["spread"]), same / same.sum(1, keepdims=True), rtol=1e-6)
+        np.testing.assert_array_equal(np.array(e["first"]), ctx.word_start[0].float().numpy())
+    md = (tmp_path / "out" / "attention-1.md").read_text()
+    src = result["source"]
+    k = int(np.flatnonzero(same.sum(1) > 1)[0])  # a piece of a word of several pieces
+    for e in entries:
+        assert f"## toy: Toy, layer {e['layer']} ({e['module']})" in md
+    assert "* `same_word`: pieces of the same word" in md and "* `first`: first piece of a word" in md
+    assert "| token | same_word | first | spread argmax | spread weight outside same_word |" in md
+    pieces = " ".join(src[j] for j in np.flatnonzero(same[k]))
+    assert f"| {src[k]} | {pieces} | {float(ctx.word_start[0, k]):.2f} | " in md
+
+    # a module without the hook is listed as not shown, not dropped silently; --layer then has no maps to plot
+    monkeypatch.delattr(ToyInput, "analysis_maps")
+    result = attention.analyze([("toy", "toy.pt")], stream_bin, 1, "valid", reference=True)
+    assert result["systems"][0]["encoder"] == []
+    md = attention.markdown(result)
+    assert "## toy: encoder modules not shown" in md
+    for k, (name, _) in enumerate(analyze_models.recording_modules(model)):
+        assert f"* `{name}` (toy, layer {k}): it has no analysis_maps hook" in md
+    figs = attention.plots(result)
+    assert list(figs) == ["attention-1-cross"]
+    common.pyplot().close("all")
+    with pytest.raises(AnalyzeError, match=r"no encoder module of these systems shows maps in layer 0 "):
+        attention.plots(result, layer=0)
 
 
 def test_without_the_toy_its_options_are_gone(stream_bin):

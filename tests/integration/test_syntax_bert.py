@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from conftest import USER_DIR, run_cli
+from conftest import USER_DIR, analyze_in_memory, build_task_and_model, run_cli
 from support.naive import NaiveRow, _random_sentence
 from support.naive import make_batch, make_row
 import syntax_nmt.models.modules.methods.syntax_bert as sbmod
@@ -218,6 +218,51 @@ def test_checkpoints_keep_their_sibling_reading(stream_bin, tmp_path, monkeypatc
     with torch.no_grad():
         paper = model.encoder(**enc_in)["encoder_out"][0]
     assert (paper - now).abs().max() > 1e-4
+
+
+def test_analyze_attention_shows_syntax_bert(stream_bin, monkeypatch):
+    """``syntax-nmt-analyze attention`` shows what Syntax-BERT records, per layer: the layer's attention (rows
+    are distributions over the keys) and the topical weights of the sub-networks, named and ordered as the
+    naive reference's masks, non-zero only in the sub-networks in which the token has a key."""
+    from syntax_nmt.analyze import attention, common
+
+    D = 2
+    task, model, cfg = build_task_and_model(stream_bin, "--syntax-attention", "syntax_bert",
+                                            "--syntax-bert-max-distance", D)
+    analyze_in_memory(monkeypatch, task, model, cfg)
+    sid = 2
+    result = attention.analyze([("sb", "sb.pt")], stream_bin, sid, "valid", reference=True)
+    system = result["systems"][0]
+    entries = system["encoder"]
+    assert [(e["kind"], e["layer"], e["title"]) for e in entries] == [
+        ("syntax_bert", k, "Syntax-BERT") for k in range(len(model.encoder.layers))]
+    assert system["not_shown"] == []
+    names = ["parent d=1", "parent d=2", "child d=1", "child d=2", "sibling d=1", "sibling d=2", "global"]
+    ds = task.dataset("valid")
+    ctx = model.encoder(**{k: v for k, v in ds.collater([ds[sid]])["net_input"].items()
+                          if k != "prev_output_tokens"})["syntax"]
+    row = NaiveRow(ctx.heads[0].tolist(), ctx.word_start[0].tolist(), ctx.special[0].tolist())
+    has_key = [[any(r) for r in grid] for grid in row.syntax_bert(D)] + [[True] * row.T]  # M x T
+    expected_valid = torch.tensor(has_key).t()  # T x M
+    assert len(result["source"]) == row.T and expected_valid[:, :-1].any()
+    for e in entries:
+        assert e["maps"]["topical"] == {"title": "topical weight of each sub-network (eq. 2)", "columns": names,
+                                        "within": "valid"}
+        assert e["masks"]["valid"]["columns"] == names
+        valid, topical, attn = (torch.tensor(e[k]) for k in ("valid", "topical", "attn"))
+        assert torch.equal(valid, expected_valid)
+        torch.testing.assert_close(topical.sum(1), torch.ones(row.T))
+        assert topical[~valid].abs().max() == 0 and (topical[valid] > 0).all()
+        assert attn.shape == (row.T, row.T)
+        torch.testing.assert_close(attn.sum(1), torch.ones(row.T))
+    md = attention.markdown(result)
+    assert "## sb: Syntax-BERT, layer 0 (encoder.layers.0.self_attn)" in md
+    assert "| token | valid | attn argmax | topical argmax | topical weight outside valid |" in md
+    assert f"| {result['source'][-1]} | global | " in md  # EOS: no key in any syntax mask
+    figs = attention.plots(result, layer=0)
+    assert list(figs) == [f"attention-{sid}-cross", f"attention-{sid}-sb-syntax_bert"]
+    assert "layer 0" in figs[f"attention-{sid}-sb-syntax_bert"].get_suptitle()
+    common.pyplot().close("all")
 
 
 # -- the fused path against the implementation before it -------------------------------------------

@@ -9,7 +9,7 @@ fairseq's own softmax does) and blocked entries get a large finite negative valu
 blocked row gives a uniform distribution, never NaN, in fp32, fp16 and bf16.
 """
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from fairseq.modules import MultiheadAttention
@@ -36,6 +36,13 @@ class MixedSelfAttention(MultiheadAttention):
         #: ``record_kind`` (a class attribute) names for ``syntax-nmt-analyze``
         self.record = False
         self.recorded = None
+
+    def analysis_maps(self, recorded: Dict[str, Tensor]) -> Optional[Dict]:
+        """What ``syntax-nmt-analyze attention`` shows of ``recorded`` (this module's record of a batch): named
+        ``(T, T)`` maps (e.g. attention, mean over heads), per-token vectors and bool masks of the batch's first
+        sentence, each with a title, in the schema of :mod:`syntax_nmt.analyze.models`. None (this default):
+        nothing, and the analysis lists the module as not shown."""
+        return None
 
     def probabilities(self, scores: Tensor, x: Tensor, ctx, key_padding_mask: Optional[Tensor]) -> Tensor:
         """``(B, H, T, T)`` float32 attention probabilities from float32 scaled ``scores``.

@@ -171,6 +171,16 @@ class SGNetLayer(nn.Module):
         probs = torch.softmax(scores.masked_fill(~allowed.unsqueeze(1), fill), dim=-1)
         self.recorded = {"attn": probs.detach(), "mask": allowed.detach()}
 
+    def analysis_maps(self, recorded):
+        """For ``syntax-nmt-analyze attention`` (the schema of :mod:`syntax_nmt.analyze.models`): the SDOI mask
+        and the syntax-guided self-attention (mean over heads) of the batch's first sentence (the paper's
+        Fig. 6)."""
+        return {"title": "SG-Net",
+                "masks": {"mask": {"title": "SDOI mask (row: token, black: keys it may attend)",
+                                   "values": recorded["mask"][0]}},
+                "maps": {"attn": {"title": "syntax-guided self-attention", "values": recorded["attn"][0].mean(0),
+                                  "within": "mask"}}}
+
 
 def sgnet_layer_config(cfg, layer_norm: str = "post"):
     """A copy of a fairseq TransformerConfig for SG-Net's layer: GELU feed-forward (sec. 3.2) and,

@@ -98,6 +98,13 @@ class SyntaxLocalAttention(MixedSelfAttention):
             self.recorded = {"gate": g.view(B, T).detach(), "local": p_loc.detach(), "global": p_glb.detach()}
         return g * p_loc + (1 - g) * p_glb
 
+    def analysis_maps(self, recorded):
+        """The local and global attention (mean over heads) and the gate, as in the paper's Fig. 3."""
+        return {"title": "SLA",
+                "maps": {"local": {"title": "local attention S_loc (eq. 4)", "values": recorded["local"][0].mean(0)},
+                         "global": {"title": "global attention S_glb", "values": recorded["global"][0].mean(0)}},
+                "vectors": {"gate": {"title": "gate g (local weight)", "values": recorded["gate"][0]}}}
+
 
 @register_syntax_method("sla")
 class SLA(SyntaxMethod):

@@ -10,8 +10,8 @@ from torch import Tensor, nn
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
 from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive
-from syntax_nmt.models.modules.methods.syntax_bert_masks import (SYNTAX_BERT_SIBLINGS, syntax_bert_masks,
-                                                                 syntax_bert_num_masks)
+from syntax_nmt.models.modules.methods.syntax_bert_masks import (SYNTAX_BERT_SIBLINGS, syntax_bert_mask_names,
+                                                                 syntax_bert_masks, syntax_bert_num_masks)
 
 MASK_MODES = ("exclude", "product")
 #: ``--syntax-bert-sibling`` of a checkpoint trained before the option (its saved args lack it)
@@ -81,7 +81,7 @@ class SyntaxBertAttention(MixedSelfAttention):
             (see :func:`~syntax_nmt.models.modules.methods.syntax_bert_masks.syntax_bert_masks`).
     """
 
-    #: ``recorded``: ``topical`` weights and ``valid`` sub-networks
+    #: ``recorded``: ``topical`` weights and ``valid`` sub-networks (B, M, T), the mixed ``attn`` (B, H, T, T)
     record_kind = "syntax_bert"
 
     def __init__(self, embed_dim, num_heads, dropout, state, max_distance: int = 3, global_subnet: bool = True,
@@ -212,8 +212,25 @@ class SyntaxBertAttention(MixedSelfAttention):
         weights = self.topical_weights(p, x, valid)  # B M T
         mixed = torch.einsum("bmhik,bmi->bhik", p, weights)
         if self.record:
-            self.recorded = {"topical": weights.detach(), "valid": valid.detach()}
+            self.recorded = {"topical": weights.detach(), "valid": valid.detach(), "attn": mixed.detach()}
         return mixed
+
+    def subnet_names(self) -> List[str]:
+        """Names of the sub-networks in the order of :meth:`probabilities` (the masks', then ``global``)."""
+        names = syntax_bert_mask_names(self.max_distance, self.sibling)
+        return names + ["global"] if self.global_subnet or not names else names
+
+    def analysis_maps(self, recorded):
+        """The attention of the layer (the sub-networks' distributions mixed by the topical weights, mean over
+        heads) and the topical weights of every sub-network in which the token has a key (eq. 2)."""
+        names = self.subnet_names()
+        return {"title": "Syntax-BERT",
+                "maps": {"attn": {"title": "attention (sub-networks mixed by topical attention)",
+                                  "values": recorded["attn"][0].mean(0)},
+                         "topical": {"title": "topical weight of each sub-network (eq. 2)",
+                                     "values": recorded["topical"][0].t(), "columns": names, "within": "valid"}},
+                "masks": {"valid": {"title": "sub-networks in which the token has a key",
+                                    "values": recorded["valid"][0].t(), "columns": names}}}
 
     def topic_direction(self) -> Tensor:
         """``(H, hd)`` float32 ``r = W^O^T W^K^T q_task / sqrt(d)``, split per head: eq. 2's topical logit of

@@ -2,6 +2,8 @@
 Syntax Trees", sec. 3.2): pure torch, no fairseq, batched with no Python loop over tokens or sentences.
 """
 
+from typing import List
+
 import torch
 
 from syntax_nmt.syntax.tree import WordTree, expand_word_matrix, real_pairs
@@ -21,6 +23,15 @@ def syntax_bert_num_masks(max_distance: int, sibling: str = "lca") -> int:
     if max_distance <= 0:
         return 0
     return 3 * max_distance - (sibling == "disjoint")
+
+
+def syntax_bert_mask_names(max_distance: int, sibling: str = "lca") -> List[str]:
+    """Names of the masks of :func:`syntax_bert_masks`, in their order: ``parent d=1`` .. ``parent d=D``,
+    ``child d=1`` .., ``sibling d=1`` .. (``disjoint``: from ``d=2``)."""
+    syntax_bert_num_masks(max_distance, sibling)  # checks ``sibling``
+    first_sibling = 2 if sibling == "disjoint" else 1
+    return [f"{relation} d={d}" for relation, lo in (("parent", 1), ("child", 1), ("sibling", first_sibling))
+            for d in range(lo, max_distance + 1)]
 
 
 def syntax_bert_masks(tree: WordTree, max_distance: int, sibling: str = "lca") -> torch.Tensor:
