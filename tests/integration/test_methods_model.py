@@ -1,6 +1,6 @@
 """SLA, Syntax-BERT and the method registry inside the model: the masks the layers apply,
 composition, one syntax context per forward, Syntax-BERT without its global sub-network in low
-precision, decoding. What every method guarantees (identity setting, low precision, gradients,
+precision, decoding, what ``syntax-nmt-analyze attention`` shows of each method's records. What every method guarantees (identity setting, low precision, gradients,
 batching, padding, recomputation): tests/integration/test_method_contract.py."""
 
 import os
@@ -268,3 +268,56 @@ def test_sgnet_checkpoint_activations_gives_identical_gradients(stream_bin):
         torch.testing.assert_close(grads[0][n], grads[1][n], atol=1e-6, rtol=1e-5, msg=n)
     layer_grads = [n for n in grads[0] if ".syntax_modules.sgnet.layer." in n]
     assert layer_grads and all(grads[1][n].abs().sum() > 0 for n in layer_grads)
+
+
+def test_attention_analysis_shows_what_each_method_records(stream_bin):
+    """``syntax-nmt-analyze attention``'s encoder maps are what each module records for the sentence (attention as
+    a mean over heads), under the names, titles and figure order its ``analysis_maps`` gives."""
+    from syntax_nmt.analyze import attention, models
+
+    task, model, cfg = build_task_and_model(stream_bin, *ALL, "--syntax-bert-max-distance", 1)
+    model.eval()
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    smp = ds.collater([ds[3]])
+    shown, skipped = attention.encoder_maps(models.Loaded("all", "-", model, task, cfg), smp)
+    assert skipped == []
+    assert [(e["kind"], e["layer"], e["title"], e["module"]) for e in shown] == [
+        ("sla", 0, "SLA", "encoder.layers.0.self_attn"),
+        ("syntax_bert", 1, "Syntax-BERT", "encoder.layers.1.self_attn"),
+        ("sgnet", None, "SG-Net", "encoder.syntax_modules.sgnet")]
+    sla, sb, sg = shown
+    recorded = {m.record_kind: m.recorded for m in model.encoder.modules() if getattr(m, "recorded", None)}
+
+    def same(got, want):
+        torch.testing.assert_close(torch.as_tensor(got), want.float() if want.is_floating_point() else want)
+
+    assert sla["maps"] == {"local": {"title": "local attention S_loc (eq. 4)"},
+                           "global": {"title": "global attention S_glb"}}
+    assert sla["vectors"] == {"gate": {"title": "gate g (local weight)"}} and sla["masks"] == {}
+    for key in ("local", "global"):
+        same(sla[key], recorded["sla"][key][0].mean(0))
+    same(sla["gate"], recorded["sla"]["gate"][0])
+    assert sg["masks"] == {"mask": {"title": "SDOI mask (row: token, black: keys it may attend)"}}
+    assert sg["maps"] == {"attn": {"title": "syntax-guided self-attention", "within": "mask"}} and sg["vectors"] == {}
+    same(sg["mask"], recorded["sgnet"]["mask"][0])
+    same(sg["attn"], recorded["sgnet"]["attn"][0].mean(0))
+    names = ["parent d=1", "child d=1", "sibling d=1", "global"]
+    assert sb["maps"] == {"attn": {"title": "attention (sub-networks mixed by topical attention)"},
+                          "topical": {"title": "topical weight of each sub-network (eq. 2)", "columns": names,
+                                      "within": "valid"}}
+    assert sb["masks"] == {"valid": {"title": "sub-networks in which the token has a key", "columns": names}}
+    same(sb["attn"], recorded["syntax_bert"]["attn"][0].mean(0))
+    same(sb["topical"], recorded["syntax_bert"]["topical"][0].t())
+    same(sb["valid"], recorded["syntax_bert"]["valid"][0].t())
+    # the recorded attention is the one the layer applies: what it returns as its weights (mean over heads)
+    layer = model.encoder.layers[1].self_attn
+    seen = {}
+    hook = layer.register_forward_hook(lambda m, args, kwargs, out: seen.update(kwargs), with_kwargs=True)
+    with torch.no_grad():
+        out = model.encoder(**_enc_in(smp))
+    hook.remove()
+    q, pad = seen["query"], seen["key_padding_mask"]
+    with model.encoder.syntax_state.bound(out["syntax"]), torch.no_grad():
+        _, weights = layer(q, q, q, key_padding_mask=pad, need_weights=True)
+    same(sb["attn"], weights[0])
