@@ -275,7 +275,9 @@ def test_attention_analysis_shows_what_each_method_records(stream_bin):
     a mean over heads), under the names, titles and figure order its ``analysis_maps`` gives."""
     from syntax_nmt.analyze import attention, models
 
-    task, model, cfg = build_task_and_model(stream_bin, *ALL, "--syntax-bert-max-distance", 1)
+    task, model, cfg = build_task_and_model(stream_bin, "--syntax-attention", "sgnet,sla,syntax_bert,lisa",
+                                            "--encoder-layers", 3, "--sla-layers", "0", "--syntax-bert-layers", "1", "--lisa-layer", "2",
+                                            "--syntax-bert-max-distance", 1)
     model.eval()
     task.load_dataset("valid")
     ds = task.dataset("valid")
@@ -285,8 +287,9 @@ def test_attention_analysis_shows_what_each_method_records(stream_bin):
     assert [(e["kind"], e["layer"], e["title"], e["module"]) for e in shown] == [
         ("sla", 0, "SLA", "encoder.layers.0.self_attn"),
         ("syntax_bert", 1, "Syntax-BERT", "encoder.layers.1.self_attn"),
+        ("lisa", 2, "LISA", "encoder.layers.2.self_attn"),
         ("sgnet", None, "SG-Net", "encoder.syntax_modules.sgnet")]
-    sla, sb, sg = shown
+    sla, sb, lisa, sg = shown
     recorded = {m.record_kind: m.recorded for m in model.encoder.modules() if getattr(m, "recorded", None)}
 
     def same(got, want):
@@ -310,6 +313,11 @@ def test_attention_analysis_shows_what_each_method_records(stream_bin):
     same(sb["attn"], recorded["syntax_bert"]["attn"][0].mean(0))
     same(sb["topical"], recorded["syntax_bert"]["topical"][0].t())
     same(sb["valid"], recorded["syntax_bert"]["valid"][0].t())
+    # LISA: its parse head's distribution (one head, not a mean) against the parents of the word tree
+    assert lisa["masks"] == {"parents": {"title": "parse: each token's parent (the head's training target)"}}
+    assert lisa["maps"] == {"parse_head": {"title": "parse head 0", "within": "parents"}} and lisa["vectors"] == {}
+    same(lisa["parse_head"], recorded["lisa"]["parse_head"][0])
+    same(lisa["parents"], recorded["lisa"]["parents"][0])
     # the recorded attention is the one the layer applies: what it returns as its weights (mean over heads)
     layer = model.encoder.layers[1].self_attn
     seen = {}
@@ -321,3 +329,8 @@ def test_attention_analysis_shows_what_each_method_records(stream_bin):
     with model.encoder.syntax_state.bound(out["syntax"]), torch.no_grad():
         _, weights = layer(q, q, q, key_padding_mask=pad, need_weights=True)
     same(sb["attn"], weights[0])
+    # LISA's parents are the loss's target: the parent subword of each token in the batch's word tree
+    from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
+
+    parents = lisa_parents(out["syntax"].tree)[0]
+    same(lisa["parents"], torch.nn.functional.one_hot(parents, parents.numel()).bool())

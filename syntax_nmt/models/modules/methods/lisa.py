@@ -95,6 +95,9 @@ class LisaAttention(MixedSelfAttention):
         inject_parse (bool): see above.
     """
 
+    #: ``recorded``: the parse head's distribution ``parse_head`` (B, T, T) and the parse's ``parents`` (B, T, T) bool
+    record_kind = "lisa"
+
     def __init__(self, embed_dim, num_heads, dropout, state, head: int = 0, inject_parse: bool = False, **kwargs):
         super().__init__(embed_dim, num_heads, dropout, state, **kwargs)
         if not 0 <= head < num_heads:
@@ -129,7 +132,19 @@ class LisaAttention(MixedSelfAttention):
             p_head = nn.functional.one_hot(parents, T).to(probs.dtype)
         else:
             p_head = torch.softmax(parse, dim=-1)
+        if self.record:
+            parents = ctx.cached("lisa_parents", lambda: lisa_parents(ctx.tree))
+            self.recorded = {"parse_head": p_head.detach(), "parents": nn.functional.one_hot(parents, T).bool()}
         return torch.cat([probs[:, :self.head], p_head.unsqueeze(1), probs[:, self.head + 1:]], dim=1)
+
+    def analysis_maps(self, recorded):
+        """For ``syntax-nmt-analyze attention`` (the schema of :mod:`syntax_nmt.analyze.models`): the parse head's
+        distribution against the parse's parent of each token (the target of its loss), first sentence."""
+        return {"title": "LISA",
+                "masks": {"parents": {"title": "parse: each token's parent (the head's training target)",
+                                      "values": recorded["parents"][0]}},
+                "maps": {"parse_head": {"title": f"parse head {self.head}", "values": recorded["parse_head"][0],
+                                        "within": "parents"}}}
 
 
 @register_syntax_method("lisa")
