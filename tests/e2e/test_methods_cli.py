@@ -5,8 +5,7 @@ import re
 
 import pytest
 
-from conftest import USER_DIR, run_cli
-from test_fairseq_cli import TRAIN
+from conftest import TRAIN, USER_DIR, run_cli
 
 pytestmark = pytest.mark.e2e
 

@@ -2,11 +2,10 @@
 
 import pytest
 
+from support.annotate import CODES, check_aligned, read, write
 from syntax_nmt.annotate.cli import main
 from syntax_nmt.annotate.subwords import SpmSegmenter, learn_model
 from syntax_nmt.annotate.textio import InputError
-
-from test_annotate import CODES, check_aligned, read, spacy_model, write  # noqa: F401  (fixture)
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +14,7 @@ def spm_model(tmp_path_factory):
     return learn_model("spm", iter(text), 40, str(tmp_path_factory.mktemp("spm") / "m.model"))
 
 
-def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_model):  # noqa: F811
+def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_model):
     """The issue's lines: NFKC maps U+200B to a space and U+00B4 to a space plus a combining
     mark, so sentencepiece alone gives a second word start inside one parser word."""
     seg = SpmSegmenter(spm_model)
@@ -36,7 +35,7 @@ def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_mod
 
 
 @pytest.mark.parametrize("policy", ["blank", "error"])
-def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):  # noqa: F811
+def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):
     """The issue's 1,000,001-character word: an over-long line by --on-long, with correct advice."""
     src = write(tmp_path / "in.en", ["The cat sat .", "a " + "x" * 1_000_001, "A dog ran ."])
     tgt = write(tmp_path / "in.de", ["x", "y", "z"])
@@ -55,7 +54,7 @@ def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):  # no
 
 
 @pytest.mark.parametrize("policy", ["blank", "error"])
-def test_max_subwords_bounds_what_fairseq_sees(tmp_path, spacy_model, policy):  # noqa: F811
+def test_max_subwords_bounds_what_fairseq_sees(tmp_path, spacy_model, policy):
     """The issue's line of 400 dashes: one whitespace word (--max-words cannot catch it), 400 BPE pieces."""
     codes = tmp_path / "bpe.codes"
     codes.write_text(CODES, encoding="utf-8")

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from support.annotate import CODES, write
+from support.streamdata import write_corpus
 from syntax_nmt.annotate.cli import main
 from syntax_nmt.annotate.settings import (
     KEYS,
@@ -19,13 +21,10 @@ from syntax_nmt.annotate.settings import (
 from syntax_nmt.annotate.subwords import file_sha256
 from syntax_nmt.data import binarize
 
-from support.streamdata import write_corpus
-from test_annotate import CODES, spacy_model, write  # noqa: F401  (fixture)
-
 MOSES = "lang=en,normalize=1,aggressive_dash_splits=1,escape=0"
 
 
-def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):  # noqa: F811
+def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):
     codes = tmp_path / "bpe.codes"
     codes.write_text(CODES, encoding="utf-8")
     src = write(tmp_path / "in.en", ["The cat sat .", "A dog ran ."])

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import build_task_and_model
+from conftest import assert_option_error, build_task_and_model
 from support.naive import NaiveRow, batch_tensors, random_rows
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES, LisaAttention, LisaLoss
 from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
@@ -329,8 +329,6 @@ def test_lisa_layer_starts_as_the_standard_layer(stream_bin):
     (["--syntax-attention", "seprem", "--seprem-layers", "0,5"], "--seprem-layers: layer 5 does not exist"),
 ])
 def test_bad_options_fail_clearly(stream_bin, extra, message, capsys, monkeypatch):
-    from test_methods_model import assert_option_error
-
     assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
 
 
