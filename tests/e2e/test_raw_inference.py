@@ -255,11 +255,11 @@ def test_an_invalid_byte_ends_no_session(pipeline, stdin_env):
 
 
 def test_truncation_the_checkpoint_was_trained_with_is_applied(pipeline):
-    """Issue 23.3: a model trained with ``--truncate-source --max-source-positions 20``. fairseq-generate
-    without options failed (sample too long, "--skip-invalid-size-inputs-valid-test"), fairseq-interactive
-    translated every long line as an empty one, and with ``--truncate-source`` alone it crashed (it cut at
-    the command line's 1024). Each now cuts the source to its first 19 tokens and EOS, as in training, and
-    gives the hub's hypotheses (the hub sets its task up from the checkpoint's options)."""
+    """A model trained with ``--truncate-source --max-source-positions 20``: fairseq-generate without options,
+    and fairseq-interactive without options and with ``--truncate-source`` alone, cut every source to its first
+    19 tokens and EOS, as in training (no "sample too long", no empty translation of a long line, no cut at the
+    command line's 1024 positions), and give the hub's hypotheses (the hub sets its task up from the
+    checkpoint's options)."""
     from syntax_nmt import SyntaxTransformerModel
 
     save = pipeline["root"] / "ckpt-truncate"
@@ -342,7 +342,8 @@ def _hub(pipeline, name="sgnet"):
     (5, "translate() takes sentences as a str or a list of str, got int"),
 ], ids=["None", "[None]", "bytes", "[str, bytes]", "int"])
 def test_hub_arguments_are_checked_at_the_api_boundary(pipeline, bad, message):
-    """Issue 23.5: these were a TypeError/AttributeError from inside the annotator."""
+    """Bad arguments of translate() are refused at the API boundary with a message saying what it takes (not
+    a TypeError/AttributeError from inside the annotator)."""
     m = _hub(pipeline)
     with pytest.raises(TypeError) as e:
         m.translate(bad)
@@ -358,7 +359,8 @@ def test_hub_arguments_are_checked_at_the_api_boundary(pipeline, bad, message):
 
 
 def test_translate_conllu_numbers_the_lines_of_each_call(pipeline):
-    """Issue 23.5: the second call's messages named input line 3 for its first line."""
+    """translate_conllu's error messages number each call's input lines from 1 (not on from the previous
+    call)."""
     from syntax_nmt.annotate.textio import InputError
 
     m = _hub(pipeline)
@@ -491,8 +493,9 @@ def _settings_naming(src_lang):
 
 
 def test_dictionaries_only_directory_names_its_language_pair(stream_bin, tmp_path):
-    """Issue 23.5: fairseq-interactive on dictionaries only needed ``-s en -t de`` ("Could not infer language
-    pair"); the pair is the two language dictionaries, the source the one annotation.json names."""
+    """A directory holding only the dictionaries: its language pair is the two language dictionaries, the
+    source the one annotation.json names, with no ``-s/-t``; without annotation.json an error asks for them;
+    a directory with a binarized split: fairseq's own inference."""
     import shutil
 
     from conftest import build_task_and_model
@@ -518,7 +521,8 @@ def test_dictionaries_only_directory_names_its_language_pair(stream_bin, tmp_pat
 
 
 def test_interactive_on_dictionaries_only_needs_no_language_options(pipeline, tmp_path):
-    """The issue's input: fairseq-interactive DIR, DIR holding the dictionaries and annotation.json only."""
+    """fairseq-interactive DIR, DIR holding only the dictionaries and annotation.json, needs no -s/-t and
+    translates as with the whole data directory."""
     import shutil
 
     for f in os.listdir(pipeline["data"]):

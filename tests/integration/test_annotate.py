@@ -277,8 +277,9 @@ def _cli_error(capsys, argv):
 @pytest.mark.parametrize("case", ["no model", "shard", "spacy model", "conllu mismatch", "empty file",
                                   "bad codes", "empty codes", "truncated spm"])
 def test_cli_errors_are_one_line_messages(tmp_path, capsys, case):
-    """(Issue 23.4: an empty BPE codes file and a sentencepiece model cut between two of its pieces were
-    taken, and segmented almost character by character.)"""
+    """Each user error is one line ``syntax-nmt-annotate: error: ...`` with exit status 2, no traceback; an empty
+    BPE codes file and a sentencepiece model cut between two of its pieces are such errors too (not models
+    that segment almost character by character)."""
     src = write(tmp_path / "in.en", ["a b"])
     base = ["--source", src, "--src-lang", "en", "-o", str(tmp_path / "o"), "--quiet"]
     argv, expected = {
@@ -344,8 +345,8 @@ def _truncated_spm_model(tmp_path, pieces=8):
 
 
 def test_wrong_kind_of_subword_model(tmp_path, spacy_model, codes):
-    """Issue 10.5: a sentencepiece model as BPE codes and BPE codes as a sentencepiece model are
-    errors naming the file and the likely mix-up."""
+    """A sentencepiece model as BPE codes and BPE codes as a sentencepiece model are errors naming
+    the file and the likely mix-up."""
     src = write(tmp_path / "in.en", ["The cat sat ."])
     spm = _spm_model(tmp_path)
     with pytest.raises(ValueError, match=rf"{spm} is not a subword-nmt BPE codes file \(not UTF-8 text at byte "
@@ -379,8 +380,8 @@ def test_finalize_lock(tmp_path, spacy_model, codes):
 
 @pytest.mark.parametrize("where", ["start", "middle"])
 def test_conllu_encoding_bom_and_invalid_byte(tmp_path, capsys, where):
-    """Issue 23.5: a BOM was 'expected 10 columns' on the comment line, an invalid byte an error without
-    file and line. A BOM at the start of the file is dropped; an invalid byte is a one-line error naming them."""
+    """A BOM at the start of the file is dropped (not read as part of the first comment line); an invalid
+    byte is a one-line error naming the file and the line."""
     conllu = tmp_path / "in.conllu"
     with open(conllu, "w", encoding="utf-8") as f:
         write_conllu([Sentence(s.words, s.upos, s.xpos, s.heads, s.deprels, s.space_after, {"sent_id": str(i)})

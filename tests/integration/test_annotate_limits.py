@@ -1,4 +1,5 @@
-"""Issue 10.1 (sentencepiece normalization inside a word) and 10.8 (limits that bound what overflows)."""
+"""Sentencepiece's normalization never starts a second word inside a parser word; the limits bound what
+overflows (a line longer than spaCy's max_length, a word of hundreds of subwords)."""
 
 import pytest
 
@@ -15,8 +16,8 @@ def spm_model(tmp_path_factory):
 
 
 def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_model):
-    """The issue's lines: NFKC maps U+200B to a space and U+00B4 to a space plus a combining
-    mark, so sentencepiece alone gives a second word start inside one parser word."""
+    """NFKC maps U+200B to a space and U+00B4 to a space plus a combining mark, so sentencepiece alone
+    gives a second word start inside one parser word; the subword stream keeps one word start per word."""
     seg = SpmSegmenter(spm_model)
     raw = seg.sp.encode(["zero\u200bwidth"], out_type=str)[0]
     assert sum(p.startswith("\u2581") for p in raw) == 2  # the problem, as sentencepiece has it
@@ -36,7 +37,7 @@ def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_mod
 
 @pytest.mark.parametrize("policy", ["blank", "error"])
 def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):
-    """The issue's 1,000,001-character word: an over-long line by --on-long, with correct advice."""
+    """A 1,000,001-character word: an over-long line handled by --on-long, with correct advice."""
     src = write(tmp_path / "in.en", ["The cat sat .", "a " + "x" * 1_000_001, "A dog ran ."])
     tgt = write(tmp_path / "in.de", ["x", "y", "z"])
     args = ["--source", src, "--target", tgt, "--src-lang", "en", "--tgt-lang", "de", "-o",
@@ -55,7 +56,7 @@ def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):
 
 @pytest.mark.parametrize("policy", ["blank", "error"])
 def test_max_subwords_bounds_what_fairseq_sees(tmp_path, spacy_model, policy):
-    """The issue's line of 400 dashes: one whitespace word (--max-words cannot catch it), 400 BPE pieces."""
+    """A line of 400 dashes: one whitespace word (--max-words cannot catch it), 400 BPE pieces."""
     codes = tmp_path / "bpe.codes"
     codes.write_text(CODES, encoding="utf-8")
     src = write(tmp_path / "in.en", ["The cat sat .", "-" * 400, "A dog ran .", "The cat sat ."])

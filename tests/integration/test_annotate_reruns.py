@@ -31,7 +31,7 @@ def test_rerun_with_other_input_or_settings_is_refused(tmp_path, spacy_model, co
     ref = outputs(tmp_path / "run/train", NAMES)
     main(args)  # same input and settings: nothing to do
     assert outputs(tmp_path / "run/train", NAMES) == ref
-    # the case: same prefix, another input of the same size (one word changed in place)
+    # same prefix, another input of the same size (one word changed in place)
     src = tmp_path / "c.en"
     text = src.read_text(encoding="utf-8")
     src.write_text(text.replace("The cat sat on the mat 1 .", "The dog sat on the mat 1 ."), encoding="utf-8")

@@ -252,7 +252,8 @@ def test_recipe_records_its_moses_settings():
 
 
 def test_the_same_subword_model_at_another_path_is_compatible(tmp_path):
-    """Issue 23.5: the same BPE codes (same SHA-256) at another path were refused by syntax-nmt-binarize."""
+    """The same BPE codes (same SHA-256) at another path are compatible, in check_compatible and in
+    syntax-nmt-binarize; other codes, or another path without a recorded hash, are not."""
     moved = _settings(subword_model="/elsewhere/codes.bpe")
     check_compatible(_settings(), moved, "a", "b")
     with pytest.raises(ValueError, match=r"'subword_model' differs: '/x/bpe.codes' in a, '/y' in b"):
@@ -260,7 +261,7 @@ def test_the_same_subword_model_at_another_path_is_compatible(tmp_path):
     with pytest.raises(ValueError, match=r"'subword_model' differs"):  # no hash recorded: paths decide
         check_compatible(_settings(subword_model_sha256=None), _settings(subword_model="/y", subword_model_sha256=None),
                          "a", "b")
-    # the issue's input: train annotated with the codes at one path, valid with a copy at another
+    # train annotated with the codes at one path, valid with a copy at another
     corpus = write_corpus(str(tmp_path / "text"), sizes={"train": 12, "valid": 4}, seed=5)
     _settings().write(settings_path(corpus["train"]))
     moved.write(settings_path(corpus["valid"]))

@@ -81,9 +81,9 @@ def test_pretokenized_keeps_the_gold_tokens(tmp_path, synth):
 
 @pytest.mark.parametrize("tagset", ["upos", "xpos"])
 def test_a_pipeline_that_tags_nothing_is_warned_about(tmp_path, synth, caplog, tagset):
-    """Issue 23.4: a pipeline without a tagger gave an all-``_`` pos stream without a word, at annotation
-    and at inference (the online annotator of fairseq-interactive and the hub). Without the morphologizer
-    the tagger still gives XPOS, but nothing gives UPOS."""
+    """A pipeline without a tagger gives an all-``_`` pos stream: a warning says so, at annotation and at
+    inference (the online annotator of fairseq-interactive and the hub). Without the morphologizer the
+    tagger still gives XPOS, but nothing gives UPOS."""
     from syntax_nmt.annotate.online import OnlineAnnotator
     from syntax_nmt.annotate.settings import AnnotationSettings
 
