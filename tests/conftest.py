@@ -52,6 +52,25 @@ def synthetic_spacy(tmp_path_factory):
     return corpus, model
 
 
+@pytest.fixture(scope="session")
+def systems_cache(tmp_path_factory):
+    """A SYSTEMS_CACHE directory (examples/common/systems.sh) holding what ``python -m syntax_nmt.systems shell
+    NAME`` prints for every system of the table and every old name, written in-process: the recipes' scripts then
+    read the table from there, not with a python of their own per run (seconds each: it imports fairseq)."""
+    import contextlib
+    import io
+
+    from syntax_nmt import systems
+
+    cache = tmp_path_factory.mktemp("systems-cache")
+    for name in [*systems.systems(), *systems.ALIASES]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert systems._cli(["shell", name]) == 0
+        (cache / f"{name}.sh").write_text(out.getvalue(), encoding="utf-8")
+    return cache
+
+
 @pytest.fixture(scope="module")
 def spacy_model(tmp_path_factory):
     """A deterministic rule-based spaCy pipeline on disk (tests/support/annotate.py), for syntax-nmt-annotate."""
