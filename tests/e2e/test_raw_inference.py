@@ -1,7 +1,7 @@
 """Raw text in, translation out: fairseq-interactive and the hub give what fairseq-generate gives.
 
 The fixture runs the whole pipeline on the synthetic corpus: the tiny spaCy pipeline
-(trained once and kept in pytest's cache, shared with test_annotate_spacy_pipeline),
+(fixture ``synth`` of tests/conftest.py: trained once and kept in pytest's cache),
 ``syntax-nmt-annotate`` on the raw English (joint BPE), ``syntax-nmt-binarize``, and
 ``fairseq-train`` of a features model and an SG-Net model. The raw test source, annotated
 on the fly, must then give exactly the source tokens, streams and hypotheses of the
@@ -20,7 +20,6 @@ pytest.importorskip("spacy")
 generate = pytest.importorskip("syntax_nmt.synthetic.generate")
 
 from syntax_nmt.annotate.cli import main as annotate  # noqa: E402
-from syntax_nmt.annotate.spacy_train import train_spacy_pipeline  # noqa: E402
 
 from syntax_nmt.annotate.online import ensure_data_settings  # noqa: E402
 from conftest import USER_DIR, run_cli  # noqa: E402
@@ -44,12 +43,8 @@ BAD = ["", " ".join(["the old dog"] * 667), "The\x07 teacher \x1b[1m saw\x7f a d
 
 
 @pytest.fixture(scope="module")
-def pipeline(request, tmp_path_factory):
-    cache = getattr(request.config, "cache", None)
-    spacy_root = cache.mkdir("syntax_nmt_annotate_tiny_spacy") if cache else tmp_path_factory.mktemp("tiny_spacy")
-    spacy_corpus = generate.generate_corpus(str(spacy_root / "corpus"), {"train": 300, "valid": 50}, seed=11)
-    spacy_model = str(train_spacy_pipeline(spacy_corpus["train"]["en.conllu"], spacy_corpus["valid"]["en.conllu"],
-                                           spacy_root / "spacy-en", max_steps=60, seed=0))
+def pipeline(synth, tmp_path_factory):
+    spacy_model = synth[1]
     root = tmp_path_factory.mktemp("raw")
     paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 20, "test": N_TEST}, seed=5)
     argv = {}
