@@ -27,6 +27,16 @@ def run_cli(name, *args, cwd=None, check=True, timeout=600):
     return proc
 
 
+#: fairseq-train options of the tiny trainings through the real command line (after the data, before --arch)
+TRAIN = [
+    "--user-dir", USER_DIR, "--task", "syntax_translation",
+    "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
+    "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    "--max-tokens", "1500", "--max-update", "8", "--seed", "1", "--no-epoch-checkpoints",
+    "--log-format", "simple", "--log-interval", "4", "--no-progress-bar",
+]
+
+
 @pytest.fixture(scope="session")
 def synthetic_spacy(tmp_path_factory):
     """A synthetic corpus (train 400, valid 24, test 60 pairs; raw ``en``/``de``, tokenized ``tok.de``, gold
@@ -40,6 +50,60 @@ def synthetic_spacy(tmp_path_factory):
     model = train_spacy_pipeline(corpus["train"]["en.conllu"], corpus["valid"]["en.conllu"], root / "spacy-en",
                                  max_steps=60)
     return corpus, model
+
+
+@pytest.fixture(scope="session")
+def systems_cache(tmp_path_factory):
+    """A SYSTEMS_CACHE directory (examples/common/systems.sh) holding what ``python -m syntax_nmt.systems shell
+    NAME`` prints for every system of the table and every old name, written in-process: the recipes' scripts then
+    read the table from there, not with a python of their own per run (seconds each: it imports fairseq)."""
+    import contextlib
+    import io
+
+    from syntax_nmt import systems
+
+    cache = tmp_path_factory.mktemp("systems-cache")
+    for name in [*systems.systems(), *systems.ALIASES]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert systems._cli(["shell", name]) == 0
+        (cache / f"{name}.sh").write_text(out.getvalue(), encoding="utf-8")
+    return cache
+
+
+@pytest.fixture(scope="module")
+def spacy_model(tmp_path_factory):
+    """A deterministic rule-based spaCy pipeline on disk (tests/support/annotate.py), for syntax-nmt-annotate."""
+    from support.annotate import save_rule_pipeline
+
+    return save_rule_pipeline(tmp_path_factory.mktemp("spacy") / "rule-en")
+
+
+@pytest.fixture
+def codes(tmp_path):
+    """BPE codes (``support.annotate.CODES``) in a file."""
+    from support.annotate import CODES
+
+    p = tmp_path / "bpe.codes"
+    p.write_text(CODES, encoding="utf-8")
+    return str(p)
+
+
+@pytest.fixture(scope="session")
+def synth(request, tmp_path_factory):
+    """A generated corpus (train 300, valid 50 pairs) and a tiny spaCy tagger+parser trained on its gold trees,
+    for syntax-nmt-annotate with a real trained pipeline. Kept in pytest's cache directory when there is one:
+    ``train_spacy_pipeline`` skips retraining when the (seeded, byte-identical) corpus and settings are
+    unchanged."""
+    from syntax_nmt.annotate.spacy_train import train_spacy_pipeline
+    from syntax_nmt.synthetic import generate
+
+    cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
+    root = cache.mkdir("syntax_nmt_annotate_tiny_spacy") if cache else tmp_path_factory.mktemp("tiny_spacy")
+    paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 50}, seed=11)
+    model = train_spacy_pipeline(paths["train"]["en.conllu"], paths["valid"]["en.conllu"], root / "spacy-en",
+                                 max_steps=60, seed=0)
+    return paths, str(model)
 
 
 @pytest.fixture(scope="session")
@@ -90,3 +154,21 @@ def analyze_in_memory(monkeypatch, task, model, cfg):
         return models.Loaded(name, path, model, task, cfg)
 
     monkeypatch.setattr(models, "load", load)
+
+
+def assert_option_error(data, extra, message, capsys, monkeypatch):
+    """Model options ``extra`` are refused with ``message``: on fairseq's command line (parse_args_and_arch) as a
+    usage error, one line with exit status 2; in a model built in Python (the parser's hook off) as ValueError."""
+    import re
+
+    from syntax_nmt.models import syntax_transformer
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        build_task_and_model(data, *extra)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"{os.path.basename(sys.argv[0])}: error: ") and re.search(message, err[0]), err
+    monkeypatch.setattr(syntax_transformer, "_applied_by_fairseq_parser", lambda frame: False)
+    with pytest.raises(ValueError, match=message):
+        build_task_and_model(data, *extra)

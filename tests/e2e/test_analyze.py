@@ -342,7 +342,8 @@ def test_fractions_table_from_scored_runs(tmp_path):
 
 
 def test_fractions_warns_about_each_malformed_results_file(tmp_path, caplog):
-    """Issue 23.4: a malformed score file was shown as '-' without a word; each is named in a warning."""
+    """Each malformed score file is named in a warning saying what is wrong with it and that its system shows
+    '-' for that share of the data."""
     results = tmp_path / "eval"
     for p in (1, 10):
         (results / f"p{p}").mkdir(parents=True)
@@ -396,7 +397,8 @@ def _checkpoint_bytes(tmp_path):
     (lambda whole: b"\x80\x02junk" * 100, "cannot read checkpoint bad.pt (600 bytes): truncated or not a fairseq"),
 ], ids=["empty", "truncated", "not-a-checkpoint"])
 def test_unreadable_checkpoint_is_one_line_with_status_2(content, message, tmp_path):
-    """Issue 23.5: an empty or truncated checkpoint was torch's 30-line unpickling traceback (exit 1)."""
+    """An empty, truncated or non-fairseq checkpoint is a one-line error with exit status 2 (no unpickling
+    traceback), and nothing is written."""
     (tmp_path / "bad.pt").write_bytes(content(_checkpoint_bytes(tmp_path)))
     for command in ("attention", "gates"):
         proc = subprocess.run([sys.executable, "-m", "syntax_nmt.analyze.cli", command, "--data", ".",

@@ -1,4 +1,4 @@
-"""Issue 10.9: every console script reports a user error as one line ``PROG: error: ...``, exit status 2."""
+"""Every console script reports a user error as one line ``PROG: error: ...``, exit status 2."""
 
 import pytest
 

@@ -6,17 +6,9 @@ import shutil
 
 import pytest
 
-from conftest import USER_DIR, run_cli
+from conftest import TRAIN, USER_DIR, run_cli
 
 pytestmark = pytest.mark.e2e
-
-TRAIN = [
-    "--user-dir", USER_DIR, "--task", "syntax_translation",
-    "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
-    "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-    "--max-tokens", "1500", "--max-update", "8", "--seed", "1", "--no-epoch-checkpoints",
-    "--log-format", "simple", "--log-interval", "4", "--no-progress-bar",
-]
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,7 @@ import re
 
 import pytest
 
-from conftest import USER_DIR, run_cli
-from test_fairseq_cli import TRAIN
+from conftest import TRAIN, USER_DIR, run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +47,7 @@ def test_train_and_generate(stream_bin, stream_corpus, tmp_path, name):
                                                 "(--sla-layers, --syntax-bert-layers)"),
 ], ids=["unknown-name", "clashing-layers"])
 def test_train_option_errors_are_one_line_with_status_2(stream_bin, tmp_path, extra, message):
-    """Issue 23.5: these ended in a traceback (from build_model) whose last line was the message."""
+    """fairseq-train prints the message alone, on one line, with exit status 2: no traceback."""
     proc = run_cli("fairseq-train", stream_bin, *TRAIN, "--arch", "syntax_transformer_tiny", *extra,
                    "--save-dir", tmp_path / "ckpt", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]

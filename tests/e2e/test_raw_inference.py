@@ -1,7 +1,7 @@
 """Raw text in, translation out: fairseq-interactive and the hub give what fairseq-generate gives.
 
 The fixture runs the whole pipeline on the synthetic corpus: the tiny spaCy pipeline
-(trained once and kept in pytest's cache, shared with test_annotate_spacy_pipeline),
+(fixture ``synth`` of tests/conftest.py: trained once and kept in pytest's cache),
 ``syntax-nmt-annotate`` on the raw English (joint BPE), ``syntax-nmt-binarize``, and
 ``fairseq-train`` of a features model and an SG-Net model. The raw test source, annotated
 on the fly, must then give exactly the source tokens, streams and hypotheses of the
@@ -20,7 +20,6 @@ pytest.importorskip("spacy")
 generate = pytest.importorskip("syntax_nmt.synthetic.generate")
 
 from syntax_nmt.annotate.cli import main as annotate  # noqa: E402
-from syntax_nmt.annotate.spacy_train import train_spacy_pipeline  # noqa: E402
 
 from syntax_nmt.annotate.online import ensure_data_settings  # noqa: E402
 from conftest import USER_DIR, run_cli  # noqa: E402
@@ -44,12 +43,8 @@ BAD = ["", " ".join(["the old dog"] * 667), "The\x07 teacher \x1b[1m saw\x7f a d
 
 
 @pytest.fixture(scope="module")
-def pipeline(request, tmp_path_factory):
-    cache = getattr(request.config, "cache", None)
-    spacy_root = cache.mkdir("syntax_nmt_annotate_tiny_spacy") if cache else tmp_path_factory.mktemp("tiny_spacy")
-    spacy_corpus = generate.generate_corpus(str(spacy_root / "corpus"), {"train": 300, "valid": 50}, seed=11)
-    spacy_model = str(train_spacy_pipeline(spacy_corpus["train"]["en.conllu"], spacy_corpus["valid"]["en.conllu"],
-                                           spacy_root / "spacy-en", max_steps=60, seed=0))
+def pipeline(synth, tmp_path_factory):
+    spacy_model = synth[1]
     root = tmp_path_factory.mktemp("raw")
     paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 20, "test": N_TEST}, seed=5)
     argv = {}
@@ -255,11 +250,11 @@ def test_an_invalid_byte_ends_no_session(pipeline, stdin_env):
 
 
 def test_truncation_the_checkpoint_was_trained_with_is_applied(pipeline):
-    """Issue 23.3: a model trained with ``--truncate-source --max-source-positions 20``. fairseq-generate
-    without options failed (sample too long, "--skip-invalid-size-inputs-valid-test"), fairseq-interactive
-    translated every long line as an empty one, and with ``--truncate-source`` alone it crashed (it cut at
-    the command line's 1024). Each now cuts the source to its first 19 tokens and EOS, as in training, and
-    gives the hub's hypotheses (the hub sets its task up from the checkpoint's options)."""
+    """A model trained with ``--truncate-source --max-source-positions 20``: fairseq-generate without options,
+    and fairseq-interactive without options and with ``--truncate-source`` alone, cut every source to its first
+    19 tokens and EOS, as in training (no "sample too long", no empty translation of a long line, no cut at the
+    command line's 1024 positions), and give the hub's hypotheses (the hub sets its task up from the
+    checkpoint's options)."""
     from syntax_nmt import SyntaxTransformerModel
 
     save = pipeline["root"] / "ckpt-truncate"
@@ -342,7 +337,8 @@ def _hub(pipeline, name="sgnet"):
     (5, "translate() takes sentences as a str or a list of str, got int"),
 ], ids=["None", "[None]", "bytes", "[str, bytes]", "int"])
 def test_hub_arguments_are_checked_at_the_api_boundary(pipeline, bad, message):
-    """Issue 23.5: these were a TypeError/AttributeError from inside the annotator."""
+    """Bad arguments of translate() are refused at the API boundary with a message saying what it takes (not
+    a TypeError/AttributeError from inside the annotator)."""
     m = _hub(pipeline)
     with pytest.raises(TypeError) as e:
         m.translate(bad)
@@ -358,7 +354,8 @@ def test_hub_arguments_are_checked_at_the_api_boundary(pipeline, bad, message):
 
 
 def test_translate_conllu_numbers_the_lines_of_each_call(pipeline):
-    """Issue 23.5: the second call's messages named input line 3 for its first line."""
+    """translate_conllu's error messages number each call's input lines from 1 (not on from the previous
+    call)."""
     from syntax_nmt.annotate.textio import InputError
 
     m = _hub(pipeline)
@@ -491,8 +488,9 @@ def _settings_naming(src_lang):
 
 
 def test_dictionaries_only_directory_names_its_language_pair(stream_bin, tmp_path):
-    """Issue 23.5: fairseq-interactive on dictionaries only needed ``-s en -t de`` ("Could not infer language
-    pair"); the pair is the two language dictionaries, the source the one annotation.json names."""
+    """A directory holding only the dictionaries: its language pair is the two language dictionaries, the
+    source the one annotation.json names, with no ``-s/-t``; without annotation.json an error asks for them;
+    a directory with a binarized split: fairseq's own inference."""
     import shutil
 
     from conftest import build_task_and_model
@@ -518,7 +516,8 @@ def test_dictionaries_only_directory_names_its_language_pair(stream_bin, tmp_pat
 
 
 def test_interactive_on_dictionaries_only_needs_no_language_options(pipeline, tmp_path):
-    """The issue's input: fairseq-interactive DIR, DIR holding the dictionaries and annotation.json only."""
+    """fairseq-interactive DIR, DIR holding only the dictionaries and annotation.json, needs no -s/-t and
+    translates as with the whole data directory."""
     import shutil
 
     for f in os.listdir(pipeline["data"]):

@@ -23,6 +23,7 @@ import sacrebleu
 from sacrebleu.significance import PairedTest
 
 from syntax_nmt import evaluate
+from syntax_nmt import systems as S
 
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
 SIZES = {"train": 400, "valid": 24, "test": 30}
@@ -197,37 +198,63 @@ def test_rerun_skips_finished_stages(recipe_run):
     assert sorted(after) == sorted(before) and [p for p in after if after[p] != before[p]] == []
 
 
-@pytest.mark.parametrize("config", ["baseline", "syntax", "sgnet", "syntax_sgnet"])
-def test_full_size_configs_build(recipe_run, tmp_path, config):
-    """train.sh's full-size flags for every configuration parse in fairseq and build the
-    intended Transformer-base models on the recipe's binarized data (no training)."""
+#: every system of the table (python -m syntax_nmt.systems list --all), in its order
+SYSTEMS = list(S.systems())
+#: the self-attention of each encoder layer where the system replaces some (the methods' default layers; ``all``
+#: gives each method its own); every other system: fairseq's MultiheadAttention in all six layers
+ATTENTION = {"sla": ["SyntaxLocalAttention"] * 6, "syntax_bert": ["SyntaxBertAttention"] * 6,
+             "lisa": ["MultiheadAttention"] * 5 + ["LisaAttention"],
+             "all": ["SyntaxLocalAttention", "SyntaxBertAttention"] + ["MultiheadAttention"] * 3 + ["LisaAttention"]}
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_full_size_configs_build(recipe_run, tmp_path, systems_cache, name):
+    """train.sh's full-size flags for every system of the table parse in fairseq and build the
+    intended Transformer-base models and criteria on the recipe's binarized data (no training)."""
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
+    from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
+
+    system = S.get(name)
     work = recipe_run[0]
     fake = tmp_path / "fake-train"
     fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$ARGS_OUT"\n')
     fake.chmod(0o755)
     env = dict(os.environ, PYTHON=sys.executable, DATA=str(work / "data-bin" / "p100"), SAVE=str(tmp_path / "ckpt"),
-               FAIRSEQ_TRAIN=str(fake), ARGS_OUT=str(tmp_path / "args"), AVERAGE="0", NGPU="8")
-    proc = subprocess.run(["bash", str(RECIPE / "train.sh"), config], env=env, capture_output=True, text=True)
+               FAIRSEQ_TRAIN=str(fake), ARGS_OUT=str(tmp_path / "args"), AVERAGE="0", NGPU="8",
+               SYSTEMS_CACHE=str(systems_cache))
+    proc = subprocess.run(["bash", str(RECIPE / "train.sh"), name], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     argv = (tmp_path / "args").read_text().splitlines()
     argv[argv.index("--distributed-world-size") + 1] = "1"  # building needs no GPUs
 
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     cfg = convert_namespace_to_omegaconf(args)
-    model = tasks.setup_task(cfg.task).build_model(cfg.model)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
     enc, dec = model.encoder, model.decoder
     assert len(enc.layers) == 6 and len(dec.layers) == 6 and dec.embed_tokens.embedding_dim == 512
     assert enc.embed_tokens.embedding_dim == 512  # word (+ features) width seen by the encoder
-    if config in ("syntax", "syntax_sgnet"):
-        assert enc.embed_tokens.word.embedding_dim == 492  # 512 - 20 for the summed pos/case/subword features
-        assert sorted(enc.embed_tokens.features) == ["case", "pos", "subword"]
+    assert type(model).__name__ == ("TransformerModel" if name == "transformer" else "SyntaxTransformerModel")
+    if system.features:
+        assert enc.embed_tokens.word.embedding_dim == 492  # 512 - 20 for the pos/case/subword features
+        widths = {"pos": 8, "case": 4, "subword": 8} if name == "syntax-concat" else {"pos": 20, "case": 20,
+                                                                                       "subword": 20}
+        assert {n: e.embedding_dim for n, e in enc.embed_tokens.features.items()} == widths
         assert dec.output_projection.weight is dec.embed_tokens.weight
     else:
         assert enc.embed_tokens is dec.embed_tokens  # --share-all-embeddings
-    from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
-
-    has_sgnet = any(isinstance(m, SGNetLayer) for m in enc.modules())
-    assert has_sgnet == ("sgnet" in config)
+    assert getattr(enc, "syntax_methods", []) == list(system.methods)
+    assert [type(layer.self_attn).__name__ for layer in enc.layers] == ATTENTION.get(name, ["MultiheadAttention"] * 6)
+    sgnet = [m for m in enc.modules() if isinstance(m, SGNetLayer)]
+    assert [m.checkpoint for m in sgnet] == ([name == "sgnet-ckpt"] if system.uses("sgnet") else [])
+    inputs = [sorted(getattr(layer, "syntax_inputs", None) or {}) for layer in enc.layers]
+    assert inputs == [["seprem"] if system.uses("seprem") else []] * 6  # SEPREM: the input of every layer
+    # the criterion: the auxiliary losses the table gives the system, with their weights
+    crit = task.build_criterion(cfg.criterion)
+    weights = dict(zip(system.criterion_args[::2], system.criterion_args[1::2]))
+    expected = {k[2:-len("-loss-weight")]: float(v) for k, v in weights.items() if k.endswith("-loss-weight")}
+    assert {n: loss.loss_weight for n, loss in getattr(crit, "losses", {}).items() if loss.requested} == expected
+    assert type(crit).__name__ == ("LabelSmoothedCrossEntropyWithSyntaxCriterion" if expected
+                                   else "LabelSmoothedCrossEntropyCriterion")

@@ -2,96 +2,18 @@
 
 The spaCy backend is driven by a deterministic hand-made pipeline (``spacy.blank("en")``
 plus a rule-based "parser" component, saved to disk and loaded by path like any
-pipeline); the CoNLL-U backend by files written with :mod:`syntax_nmt.syntax.conllu`.
+pipeline: tests/support/annotate.py); the CoNLL-U backend by files written with
+:mod:`syntax_nmt.syntax.conllu`.
 """
 
 import os
 
 import pytest
-import spacy
-from spacy.language import Language
-from spacy.tokens import Doc
 
+from support.annotate import NAMES, SENTS, STREAMS, Killed, check_aligned, corpus_args, outputs, read, write
 from syntax_nmt.annotate.cli import cli_main, main
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.syntax.conllu import Sentence, read_conllu, write_conllu
-
-STREAMS = ("pos", "case", "subword", "head", "dep")
-CODES = "#version: 0.2\nc a\nca t</w>\ns a\nsa t</w>\nT h\nTh e</w>\n"
-LEXICON = {"the": "DET", "a": "DET", "cat": "NOUN", "cats": "NOUN", "dog": "NOUN", "dogs": "NOUN", "mat": "NOUN",
-           "sat": "VERB", "run": "VERB", "ran": "VERB", "rains": "VERB", "stay": "VERB", "it": "PRON",
-           "we": "PRON", ".": "PUNCT", "on": "ADP", "quickly": "ADV"}
-
-
-@Language.component("syntax_nmt_test_rule_parser")
-def rule_parser(doc):
-    """Deterministic toy parser: '.' ends a sentence; the first VERB of a sentence (else its
-    first word) is its root; every other word depends on that root (label from its POS)."""
-    words = [t.text for t in doc]
-    pos = [LEXICON.get(w.lower(), "X") for w in words]
-    heads, deps, start = [0] * len(words), [""] * len(words), 0
-    for end in range(len(words)):
-        if words[end] == "." or end == len(words) - 1:
-            span = range(start, end + 1)
-            root = next((i for i in span if pos[i] == "VERB"), start)
-            for i in span:
-                heads[i] = root
-                deps[i] = "ROOT" if i == root else {"PUNCT": "punct", "DET": "det"}.get(pos[i], "dep")
-            start = end + 1
-    return Doc(doc.vocab, words=words, spaces=[bool(t.whitespace_) for t in doc], pos=pos,
-               tags=[p.lower() for p in pos], heads=heads, deps=deps)
-
-
-@pytest.fixture(scope="module")
-def spacy_model(tmp_path_factory):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("syntax_nmt_test_rule_parser", name="parser")
-    path = tmp_path_factory.mktemp("spacy") / "rule-en"
-    nlp.to_disk(path)
-    return str(path)
-
-
-@pytest.fixture
-def codes(tmp_path):
-    p = tmp_path / "bpe.codes"
-    p.write_text(CODES, encoding="utf-8")
-    return str(p)
-
-
-def write(path, lines):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write("".join(line + "\n" for line in lines))
-    return str(path)
-
-
-def read(path):
-    with open(path, encoding="utf-8", newline="\n") as f:
-        return f.read().split("\n")[:-1]
-
-
-def outputs(prefix, names):
-    return {n: read(f"{prefix}.{n}") for n in names}
-
-
-def check_aligned(prefix, src="en", scheme="bpe"):
-    """The contract invariants, checked on every line of the written files."""
-    s_lines = read(f"{prefix}.{src}")
-    streams = {n: read(f"{prefix}.{n}") for n in STREAMS}
-    for n, lines in streams.items():
-        assert len(lines) == len(s_lines), n
-    for i, line in enumerate(s_lines):
-        toks = line.split()
-        for n in STREAMS:
-            assert len(streams[n][i].split()) == len(toks), (n, i, line, streams[n][i])
-        heads = [int(h) for h in streams["head"][i].split()]
-        assert all(0 <= j + h < len(toks) for j, h in enumerate(heads)), (i, heads)
-        tags = streams["subword"][i].split()
-        for tok, tag in zip(toks, tags):  # the subword markers agree with the B/M/E/O tags
-            if scheme == "bpe":
-                assert tok.endswith("@@") == (tag in "BM"), (tok, tag)
-            elif scheme == "spm":
-                assert tok.startswith("▁") == (tag in "BO"), (tok, tag)
-    return s_lines
 
 
 def base_args(tmp_path, source, prefix="out/train", *extra, codes=None):
@@ -101,14 +23,6 @@ def base_args(tmp_path, source, prefix="out/train", *extra, codes=None):
 
 
 # -- CoNLL-U backend ----------------------------------------------------------------------------------
-SENTS = [
-    Sentence(["The", "cat", "sat", "."], ["DET", "NOUN", "VERB", "PUNCT"], ["DT", "NN", "VBD", "."],
-             [2, 3, 0, 3], ["det", "nsubj", "root", "punct"]),
-    Sentence(["Dogs", "run", "quickly"], ["NOUN", "VERB", "ADV"], ["NNS", "VBP", "RB"], [2, 0, 2],
-             ["nsubj", "root", "advmod"]),
-]
-
-
 def test_conllu_round_trip(tmp_path, codes):
     conllu = tmp_path / "in.conllu"
     with open(conllu, "w", encoding="utf-8") as f:
@@ -268,24 +182,6 @@ def test_marker_like_words_spm(tmp_path, spacy_model):
 
 
 # -- resuming, sharding, learning -------------------------------------------------------------------------
-CORPUS = [f"The cat sat on {'the' if i % 2 else 'a'} mat {i} . It rains ." if i % 5 else "" for i in range(23)]
-TARGET = [f"Die Katze saß {i} ." for i in range(23)]
-
-
-class Killed(Exception):
-    pass
-
-
-def corpus_args(tmp_path, prefix, spacy_model, *extra):
-    src = write(tmp_path / "c.en", CORPUS)
-    tgt = write(tmp_path / "c.de", TARGET)
-    return ["--source", src, "--target", tgt, "--src-lang", "en", "--tgt-lang", "de", "-o", str(tmp_path / prefix),
-            "--spacy-model", spacy_model, "--chunk-size", "5", "--write-conllu", "--quiet"] + list(extra)
-
-
-NAMES = ["en", "de", "en.conllu"] + list(STREAMS)
-
-
 def test_resume_after_kill_equals_uninterrupted(tmp_path, spacy_model, codes):
     main(corpus_args(tmp_path, "ref/train", spacy_model, "--subword", "bpe", "--subword-model", codes))
     ref = outputs(tmp_path / "ref/train", NAMES)
@@ -381,8 +277,9 @@ def _cli_error(capsys, argv):
 @pytest.mark.parametrize("case", ["no model", "shard", "spacy model", "conllu mismatch", "empty file",
                                   "bad codes", "empty codes", "truncated spm"])
 def test_cli_errors_are_one_line_messages(tmp_path, capsys, case):
-    """(Issue 23.4: an empty BPE codes file and a sentencepiece model cut between two of its pieces were
-    taken, and segmented almost character by character.)"""
+    """Each user error is one line ``syntax-nmt-annotate: error: ...`` with exit status 2, no traceback; an empty
+    BPE codes file and a sentencepiece model cut between two of its pieces are such errors too (not models
+    that segment almost character by character)."""
     src = write(tmp_path / "in.en", ["a b"])
     base = ["--source", src, "--src-lang", "en", "-o", str(tmp_path / "o"), "--quiet"]
     argv, expected = {
@@ -448,8 +345,8 @@ def _truncated_spm_model(tmp_path, pieces=8):
 
 
 def test_wrong_kind_of_subword_model(tmp_path, spacy_model, codes):
-    """Issue 10.5: a sentencepiece model as BPE codes and BPE codes as a sentencepiece model are
-    errors naming the file and the likely mix-up."""
+    """A sentencepiece model as BPE codes and BPE codes as a sentencepiece model are errors naming
+    the file and the likely mix-up."""
     src = write(tmp_path / "in.en", ["The cat sat ."])
     spm = _spm_model(tmp_path)
     with pytest.raises(ValueError, match=rf"{spm} is not a subword-nmt BPE codes file \(not UTF-8 text at byte "
@@ -483,8 +380,8 @@ def test_finalize_lock(tmp_path, spacy_model, codes):
 
 @pytest.mark.parametrize("where", ["start", "middle"])
 def test_conllu_encoding_bom_and_invalid_byte(tmp_path, capsys, where):
-    """Issue 23.5: a BOM was 'expected 10 columns' on the comment line, an invalid byte an error without
-    file and line. A BOM at the start of the file is dropped; an invalid byte is a one-line error naming them."""
+    """A BOM at the start of the file is dropped (not read as part of the first comment line); an invalid
+    byte is a one-line error naming the file and the line."""
     conllu = tmp_path / "in.conllu"
     with open(conllu, "w", encoding="utf-8") as f:
         write_conllu([Sentence(s.words, s.upos, s.xpos, s.heads, s.deprels, s.space_after, {"sent_id": str(i)})

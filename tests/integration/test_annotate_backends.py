@@ -6,6 +6,7 @@ import pkgutil
 
 import pytest
 
+from support.annotate import read, write
 from syntax_nmt.annotate import backends
 from syntax_nmt.annotate.backends import PARSER_BACKENDS, ParserBackend, get_backend, register_backend
 from syntax_nmt.annotate.cli import build_parser, cli_main, main
@@ -13,8 +14,6 @@ from syntax_nmt.annotate.online import OnlineAnnotator
 from syntax_nmt.annotate.parsed import check_tree, empty_sentence, resolve_roots
 from syntax_nmt.annotate.settings import AnnotationSettings
 from syntax_nmt.syntax.conllu import Sentence
-
-from test_annotate import read, write
 
 
 def test_every_module_of_the_package_registers_its_backend():

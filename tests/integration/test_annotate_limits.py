@@ -1,12 +1,12 @@
-"""Issue 10.1 (sentencepiece normalization inside a word) and 10.8 (limits that bound what overflows)."""
+"""Sentencepiece's normalization never starts a second word inside a parser word; the limits bound what
+overflows (a line longer than spaCy's max_length, a word of hundreds of subwords)."""
 
 import pytest
 
+from support.annotate import CODES, check_aligned, read, write
 from syntax_nmt.annotate.cli import main
 from syntax_nmt.annotate.subwords import SpmSegmenter, learn_model
 from syntax_nmt.annotate.textio import InputError
-
-from test_annotate import CODES, check_aligned, read, spacy_model, write  # noqa: F401  (fixture)
 
 
 @pytest.fixture(scope="module")
@@ -15,9 +15,9 @@ def spm_model(tmp_path_factory):
     return learn_model("spm", iter(text), 40, str(tmp_path_factory.mktemp("spm") / "m.model"))
 
 
-def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_model):  # noqa: F811
-    """The issue's lines: NFKC maps U+200B to a space and U+00B4 to a space plus a combining
-    mark, so sentencepiece alone gives a second word start inside one parser word."""
+def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_model):
+    """NFKC maps U+200B to a space and U+00B4 to a space plus a combining mark, so sentencepiece alone
+    gives a second word start inside one parser word; the subword stream keeps one word start per word."""
     seg = SpmSegmenter(spm_model)
     raw = seg.sp.encode(["zero\u200bwidth"], out_type=str)[0]
     assert sum(p.startswith("\u2581") for p in raw) == 2  # the problem, as sentencepiece has it
@@ -36,8 +36,8 @@ def test_spm_normalization_never_adds_word_starts(tmp_path, spacy_model, spm_mod
 
 
 @pytest.mark.parametrize("policy", ["blank", "error"])
-def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):  # noqa: F811
-    """The issue's 1,000,001-character word: an over-long line by --on-long, with correct advice."""
+def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):
+    """A 1,000,001-character word: an over-long line handled by --on-long, with correct advice."""
     src = write(tmp_path / "in.en", ["The cat sat .", "a " + "x" * 1_000_001, "A dog ran ."])
     tgt = write(tmp_path / "in.de", ["x", "y", "z"])
     args = ["--source", src, "--target", tgt, "--src-lang", "en", "--tgt-lang", "de", "-o",
@@ -55,8 +55,8 @@ def test_line_longer_than_spacy_max_length(tmp_path, spacy_model, policy):  # no
 
 
 @pytest.mark.parametrize("policy", ["blank", "error"])
-def test_max_subwords_bounds_what_fairseq_sees(tmp_path, spacy_model, policy):  # noqa: F811
-    """The issue's line of 400 dashes: one whitespace word (--max-words cannot catch it), 400 BPE pieces."""
+def test_max_subwords_bounds_what_fairseq_sees(tmp_path, spacy_model, policy):
+    """A line of 400 dashes: one whitespace word (--max-words cannot catch it), 400 BPE pieces."""
     codes = tmp_path / "bpe.codes"
     codes.write_text(CODES, encoding="utf-8")
     src = write(tmp_path / "in.en", ["The cat sat .", "-" * 400, "A dog ran .", "The cat sat ."])

@@ -14,17 +14,9 @@ import time
 
 import pytest
 
+from support.annotate import NAMES, SENTS, Killed, corpus_args, outputs, read, write
 from syntax_nmt.annotate.chunks import LOCK_GRACE_S
 from syntax_nmt.annotate.cli import main
-
-from test_annotate import CODES, NAMES, Killed, corpus_args, outputs, read, spacy_model, write  # noqa: F401
-
-
-@pytest.fixture
-def codes(tmp_path):
-    p = tmp_path / "bpe.codes"
-    p.write_text(CODES, encoding="utf-8")
-    return str(p)
 
 
 def _codes2(tmp_path):
@@ -33,13 +25,13 @@ def _codes2(tmp_path):
     return str(p)
 
 
-def test_rerun_with_other_input_or_settings_is_refused(tmp_path, spacy_model, codes):  # noqa: F811
+def test_rerun_with_other_input_or_settings_is_refused(tmp_path, spacy_model, codes):
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
     main(args)
     ref = outputs(tmp_path / "run/train", NAMES)
     main(args)  # same input and settings: nothing to do
     assert outputs(tmp_path / "run/train", NAMES) == ref
-    # the issue's case: same prefix, another input of the same size (one word changed in place)
+    # same prefix, another input of the same size (one word changed in place)
     src = tmp_path / "c.en"
     text = src.read_text(encoding="utf-8")
     src.write_text(text.replace("The cat sat on the mat 1 .", "The dog sat on the mat 1 ."), encoding="utf-8")
@@ -67,7 +59,7 @@ def test_rerun_with_other_input_or_settings_is_refused(tmp_path, spacy_model, co
     assert outputs(tmp_path / "run/train", NAMES) == redone
 
 
-def test_records_written_before_backends_named_their_inputs_still_match(tmp_path, spacy_model, codes):  # noqa: F811
+def test_records_written_before_backends_named_their_inputs_still_match(tmp_path, spacy_model, codes):
     """Outputs and chunks of a spaCy run recorded ``"conllu": null`` (the CoNLL-U input is now the CoNLL-U
     backend's own): a rerun finds them up to date, a resumed run resumes."""
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
@@ -96,8 +88,6 @@ def test_rerun_with_another_conllu_parse_is_refused(tmp_path):
     """The CoNLL-U backend's input is part of the identity of the outputs, by content like the source."""
     from syntax_nmt.syntax.conllu import write_conllu
 
-    from test_annotate import SENTS
-
     conllu = tmp_path / "in.conllu"
     with open(conllu, "w", encoding="utf-8") as f:
         write_conllu(SENTS, f)
@@ -114,7 +104,7 @@ def test_rerun_with_another_conllu_parse_is_refused(tmp_path):
         main([a if a != str(conllu) else str(moved) for a in args])
 
 
-def test_failed_run_before_any_chunk_does_not_block_the_next(tmp_path, spacy_model, codes):  # noqa: F811
+def test_failed_run_before_any_chunk_does_not_block_the_next(tmp_path, spacy_model, codes):
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
     bad = [a if a != spacy_model else "xx_misspelled_model" for a in args]
     with pytest.raises(OSError, match="cannot load spaCy pipeline 'xx_misspelled_model'"):
@@ -125,7 +115,7 @@ def test_failed_run_before_any_chunk_does_not_block_the_next(tmp_path, spacy_mod
     assert outputs(tmp_path / "run/train", NAMES) == outputs(tmp_path / "ref/train", NAMES)
 
 
-def test_changed_parse_settings_after_a_parsed_chunk_are_refused(tmp_path, spacy_model, codes):  # noqa: F811
+def test_changed_parse_settings_after_a_parsed_chunk_are_refused(tmp_path, spacy_model, codes):
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
     with pytest.raises(Killed):
         main(args, on_chunk_done=lambda k: (_ for _ in ()).throw(Killed()))
@@ -152,7 +142,7 @@ RENDER_OPTIONS = {
 
 
 @pytest.mark.parametrize("option", list(RENDER_OPTIONS))
-def test_resume_with_a_changed_render_option_never_mixes(tmp_path, spacy_model, codes, option):  # noqa: F811
+def test_resume_with_a_changed_render_option_never_mixes(tmp_path, spacy_model, codes, option):
     """Kill after two chunks were parsed and rendered, resume with one render option changed:
     the outputs equal an uninterrupted run with the new option (no chunk keeps the old one)."""
     def args_for(prefix, changed):
@@ -186,7 +176,7 @@ def test_resume_with_a_changed_render_option_never_mixes(tmp_path, spacy_model, 
     assert not (tmp_path / "run/train.chunks").exists()
 
 
-def test_render_options_change_the_outputs(tmp_path, spacy_model, codes):  # noqa: F811
+def test_render_options_change_the_outputs(tmp_path, spacy_model, codes):
     """Each option of RENDER_OPTIONS really changes the outputs (else the resume test proves nothing)."""
     main(corpus_args(tmp_path, "base/train", spacy_model, "--subword", "bpe", "--subword-model", codes))
     base = {n: read(str(tmp_path / f"base/train.{n}")) for n in ("en", "de", "pos", "case")}
@@ -203,7 +193,7 @@ def test_render_options_change_the_outputs(tmp_path, spacy_model, codes):  # noq
 
 
 # -- the finalization lock ------------------------------------------------------------------------------
-def _parsed_store(tmp_path, spacy_model, codes, lock_text, age_s=0.0):  # noqa: F811
+def _parsed_store(tmp_path, spacy_model, codes, lock_text, age_s=0.0):
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)
     chunks = tmp_path / "run/train.chunks"
     chunks.mkdir(parents=True)
@@ -216,7 +206,7 @@ def _parsed_store(tmp_path, spacy_model, codes, lock_text, age_s=0.0):  # noqa: 
 
 
 @pytest.mark.parametrize("content", ["", "garbage", "host-only"])
-def test_empty_or_corrupt_old_lock_is_taken_over(tmp_path, spacy_model, codes, caplog, content):  # noqa: F811
+def test_empty_or_corrupt_old_lock_is_taken_over(tmp_path, spacy_model, codes, caplog, content):
     """A crash between creating and writing the lock leaves it empty: once older than the grace
     period it is reported and taken over, instead of every later run exiting 0 with no outputs."""
     args, chunks, lock = _parsed_store(tmp_path, spacy_model, codes, content, age_s=LOCK_GRACE_S + 5)
@@ -225,7 +215,7 @@ def test_empty_or_corrupt_old_lock_is_taken_over(tmp_path, spacy_model, codes, c
     assert "removing the stale lock" in caplog.text and "empty or unreadable" in caplog.text
 
 
-def test_fresh_empty_lock_or_live_owner_is_reported(tmp_path, spacy_model, codes, caplog):  # noqa: F811
+def test_fresh_empty_lock_or_live_owner_is_reported(tmp_path, spacy_model, codes, caplog):
     args, chunks, lock = _parsed_store(tmp_path, spacy_model, codes, "")  # being written right now
     main(args)
     assert not (tmp_path / "run/train.en").exists()
@@ -250,7 +240,7 @@ def test_fresh_empty_lock_or_live_owner_is_reported(tmp_path, spacy_model, codes
     assert "its process 999999999 on this host is dead" in caplog.text
 
 
-def test_rerun_with_the_same_inputs_at_other_paths_does_nothing(tmp_path, spacy_model, codes):  # noqa: F811
+def test_rerun_with_the_same_inputs_at_other_paths_does_nothing(tmp_path, spacy_model, codes):
     """Identity is by content hash (README), but a byte-identical source, or the same BPE codes,
     at another path were refused on rerun; so was resuming a killed run from them."""
     args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--subword-model", codes)

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from support.annotate import CODES, write
+from support.streamdata import write_corpus
 from syntax_nmt.annotate.cli import main
 from syntax_nmt.annotate.settings import (
     KEYS,
@@ -19,13 +21,10 @@ from syntax_nmt.annotate.settings import (
 from syntax_nmt.annotate.subwords import file_sha256
 from syntax_nmt.data import binarize
 
-from support.streamdata import write_corpus
-from test_annotate import CODES, spacy_model, write  # noqa: F401  (fixture)
-
 MOSES = "lang=en,normalize=1,aggressive_dash_splits=1,escape=0"
 
 
-def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):  # noqa: F811
+def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):
     codes = tmp_path / "bpe.codes"
     codes.write_text(CODES, encoding="utf-8")
     src = write(tmp_path / "in.en", ["The cat sat .", "A dog ran ."])
@@ -253,7 +252,8 @@ def test_recipe_records_its_moses_settings():
 
 
 def test_the_same_subword_model_at_another_path_is_compatible(tmp_path):
-    """Issue 23.5: the same BPE codes (same SHA-256) at another path were refused by syntax-nmt-binarize."""
+    """The same BPE codes (same SHA-256) at another path are compatible, in check_compatible and in
+    syntax-nmt-binarize; other codes, or another path without a recorded hash, are not."""
     moved = _settings(subword_model="/elsewhere/codes.bpe")
     check_compatible(_settings(), moved, "a", "b")
     with pytest.raises(ValueError, match=r"'subword_model' differs: '/x/bpe.codes' in a, '/y' in b"):
@@ -261,7 +261,7 @@ def test_the_same_subword_model_at_another_path_is_compatible(tmp_path):
     with pytest.raises(ValueError, match=r"'subword_model' differs"):  # no hash recorded: paths decide
         check_compatible(_settings(subword_model_sha256=None), _settings(subword_model="/y", subword_model_sha256=None),
                          "a", "b")
-    # the issue's input: train annotated with the codes at one path, valid with a copy at another
+    # train annotated with the codes at one path, valid with a copy at another
     corpus = write_corpus(str(tmp_path / "text"), sizes={"train": 12, "valid": 4}, seed=5)
     _settings().write(settings_path(corpus["train"]))
     moved.write(settings_path(corpus["valid"]))

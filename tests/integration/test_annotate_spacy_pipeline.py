@@ -1,29 +1,16 @@
 """syntax-nmt-annotate with a real trained spaCy pipeline on a generated corpus.
 
-The tiny pipeline (``syntax-nmt-train-spacy``) is trained on the synthetic corpus and kept
-in pytest's cache directory: ``train_spacy_pipeline`` skips retraining when the (seeded,
-byte-identical) corpus and settings are unchanged, so only the first run pays ~15 s.
+The tiny pipeline (``syntax-nmt-train-spacy``, fixture ``synth`` of tests/conftest.py) is trained on the
+synthetic corpus and kept in pytest's cache directory: ``train_spacy_pipeline`` skips retraining when the
+(seeded, byte-identical) corpus and settings are unchanged, so only the first run trains it (seconds).
 """
 
 import pytest
 import spacy
 
+from support.annotate import STREAMS, check_aligned, read
 from syntax_nmt.annotate.cli import main
-from syntax_nmt.annotate.spacy_train import train_spacy_pipeline
 from syntax_nmt.syntax.conllu import read_conllu
-from syntax_nmt.synthetic import generate
-
-from test_annotate import STREAMS, check_aligned, read
-
-
-@pytest.fixture(scope="module")
-def synth(request, tmp_path_factory):
-    cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
-    root = cache.mkdir("syntax_nmt_annotate_tiny_spacy") if cache else tmp_path_factory.mktemp("tiny_spacy")
-    paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 50}, seed=11)
-    model = train_spacy_pipeline(paths["train"]["en.conllu"], paths["valid"]["en.conllu"], root / "spacy-en",
-                                 max_steps=60, seed=0)
-    return paths, str(model)
 
 
 @pytest.mark.parametrize("scheme,size", [("bpe", 300), ("spm", 200)])
@@ -94,9 +81,9 @@ def test_pretokenized_keeps_the_gold_tokens(tmp_path, synth):
 
 @pytest.mark.parametrize("tagset", ["upos", "xpos"])
 def test_a_pipeline_that_tags_nothing_is_warned_about(tmp_path, synth, caplog, tagset):
-    """Issue 23.4: a pipeline without a tagger gave an all-``_`` pos stream without a word, at annotation
-    and at inference (the online annotator of fairseq-interactive and the hub). Without the morphologizer
-    the tagger still gives XPOS, but nothing gives UPOS."""
+    """A pipeline without a tagger gives an all-``_`` pos stream: a warning says so, at annotation and at
+    inference (the online annotator of fairseq-interactive and the hub). Without the morphologizer the
+    tagger still gives XPOS, but nothing gives UPOS."""
     from syntax_nmt.annotate.online import OnlineAnnotator
     from syntax_nmt.annotate.settings import AnnotationSettings
 

@@ -39,7 +39,7 @@ def corpus(tmp_path):
 @pytest.mark.parametrize("case", ["field short", "line missing", "line extra", "head outside", "empty source"])
 def test_text_errors_are_one_line_and_write_nothing(tmp_path, capsys, corpus, case):
     valid = corpus["valid"]
-    if case == "field short":  # the issue's example: valid.pos:7 one field short
+    if case == "field short":  # valid.pos:7 one field short
         pos = _lines(f"{valid}.pos")
         pos[6] = " ".join(pos[6].split()[:-1])
         _put(f"{valid}.pos", pos)
@@ -133,7 +133,8 @@ def _snapshot(directory):
 
 
 def test_existing_destination_is_refused_first_and_left_as_it_was(tmp_path, capsys, corpus):
-    """Issue 23.5: fairseq-preprocess stopped with the bare path ``.../dict.en.txt`` as the message."""
+    """A destination already holding dictionaries or the split is a one-line error saying what it holds, and is
+    left as it was; a new split binarized with the directory's own dictionaries joins it."""
     dest = tmp_path / "bin"
     argv = ["--trainpref", corpus["train"], "--validpref", corpus["valid"], "--destdir", dest, "--joined-dictionary"]
     binarize.main(binarize.get_parser().parse_args(
@@ -163,7 +164,7 @@ def test_existing_destination_is_refused_first_and_left_as_it_was(tmp_path, caps
 
 
 def test_dataset_impl_other_than_mmap_is_refused_before_writing(tmp_path, capsys, corpus):
-    """Issue 23.5: --dataset-impl lazy failed only after writing everything but the heads and annotation.json."""
+    """--dataset-impl lazy is a one-line error naming mmap, before anything is written."""
     dest = tmp_path / "bin"
     code, err = _cli(capsys, "--trainpref", corpus["train"], "--destdir", dest, "--dataset-impl", "lazy")
     assert code == 2 and err == ["syntax-nmt-binarize: error: --dataset-impl lazy: syntax-nmt-binarize stores the "

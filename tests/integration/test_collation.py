@@ -127,8 +127,8 @@ LINES = ["We stop </s>", "The long line here is much longer than the other one"]
 
 @pytest.mark.parametrize("pad", [[], ["--left-pad-source"]])  # fairseq 0.12: the bare flag means right padding
 def test_literal_eos_with_truncate_source_keeps_streams_aligned(tmp_path, pad):
-    """Issue 10.2: data holding a literal ``</s>`` (made before annotation escaped it): fairseq's
-    --truncate-source strips it with the real EOS; the streams must lose the same position."""
+    """Data holding a literal ``</s>`` (made before annotation escaped it): fairseq's --truncate-source
+    strips it with the real EOS; the streams lose the same position."""
     data = _binarized(tmp_path, LINES)
     task, _, _ = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos,dep",
                                       "--truncate-source", *pad)
@@ -143,7 +143,7 @@ def test_literal_eos_with_truncate_source_keeps_streams_aligned(tmp_path, pad):
 
 
 def test_annotation_escapes_fairseq_symbols(tmp_path):
-    """Issue 10.2: ``syntax-nmt-annotate`` escapes them, so they never become fairseq's ids."""
+    """``syntax-nmt-annotate`` escapes fairseq's symbols in the text, so they never become fairseq's ids."""
     from syntax_nmt.annotate.cli import main
 
     src = tmp_path / "in.en"
@@ -169,7 +169,7 @@ def _conllu(tmp_path, src):
 
 
 def test_truncate_source_leaves_room_for_bos(tmp_path):
-    """Issue 10.10: --truncate-source with --source-prepend-bos gives at most --max-source-positions tokens."""
+    """--truncate-source with --source-prepend-bos gives at most --max-source-positions tokens."""
     data = _binarized(tmp_path, ["a b c d e f g h", "a b"])
     task, _, _ = build_task_and_model(data, "--syntax-attention", "sgnet", "--source-features", "pos",
                                       "--truncate-source", "--source-prepend-bos", "--max-source-positions", "5")
@@ -183,7 +183,7 @@ def test_truncate_source_leaves_room_for_bos(tmp_path):
 
 
 def test_source_prepend_bos_is_recorded_and_applied(tmp_path):
-    """Issue 10.11: the checkpoint's model configuration records --source-prepend-bos; loading it
+    """The checkpoint's model configuration records --source-prepend-bos; loading it
     (fairseq calls task.build_model(cfg.model, from_checkpoint=True)) applies it, or refuses the
     option for a model trained without it."""
     from fairseq import tasks
@@ -209,7 +209,7 @@ def test_source_prepend_bos_is_recorded_and_applied(tmp_path):
 
 
 def test_truncate_source_is_applied_from_the_checkpoint(tmp_path):
-    """Issue 23.3: loading a checkpoint trained with ``--truncate-source --max-source-positions N`` cuts
+    """Loading a checkpoint trained with ``--truncate-source --max-source-positions N`` cuts
     the sources (and streams) as training did, with the command line's defaults (no truncation, 1024
     positions); ``--truncate-source`` alone cuts to the model's positions, not to 1024."""
     from fairseq import tasks

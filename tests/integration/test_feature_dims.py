@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from conftest import USER_DIR, build_task_and_model, run_cli
+from conftest import USER_DIR, assert_option_error, build_task_and_model, run_cli
 from syntax_nmt.models.modules.source_feature_embedding import (
     SourceFeatureEmbedding,
     feature_output_dim,
@@ -186,8 +186,6 @@ def test_uniform_shortcut_equals_the_explicit_list(stream_bin):
 ])
 def test_model_refuses_bad_widths(stream_bin, extra, message, capsys, monkeypatch):
     """fairseq's command line: a one-line usage error; in Python: ValueError."""
-    from test_methods_model import assert_option_error
-
     assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
 
 

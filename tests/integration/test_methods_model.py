@@ -3,13 +3,12 @@ composition, one syntax context per forward, Syntax-BERT without its global sub-
 precision, decoding, what ``syntax-nmt-analyze attention`` shows of each method's records. What every method guarantees (identity setting, low precision, gradients,
 batching, padding, recomputation): tests/integration/test_method_contract.py."""
 
-import os
 from argparse import Namespace
 
 import pytest
 import torch
 
-from conftest import build_task_and_model
+from conftest import assert_option_error, build_task_and_model
 from syntax_nmt.models.modules import syntax_context
 from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
 from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
@@ -158,23 +157,6 @@ def test_method_option_errors_are_clear(stream_bin, extra, message, capsys, monk
     """On fairseq's command line (parse_args_and_arch) a usage error, one line with exit status 2;
     a model built in Python (the parser's hook off) raises ValueError with the same message."""
     assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
-
-
-def assert_option_error(data, extra, message, capsys, monkeypatch):
-    import re
-    import sys
-
-    from syntax_nmt.models import syntax_transformer
-
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as e:
-        build_task_and_model(data, *extra)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert e.value.code == 2 and len(err) == 1, err
-    assert err[0].startswith(f"{os.path.basename(sys.argv[0])}: error: ") and re.search(message, err[0]), err
-    monkeypatch.setattr(syntax_transformer, "_applied_by_fairseq_parser", lambda frame: False)
-    with pytest.raises(ValueError, match=message):
-        build_task_and_model(data, *extra)
 
 
 def test_composition_places_each_method_where_asked(stream_bin):

@@ -5,7 +5,7 @@ import copy
 import pytest
 import torch
 
-from conftest import build_task_and_model
+from conftest import assert_option_error, build_task_and_model
 from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
 
 
@@ -78,8 +78,6 @@ def test_paper_architecture_dimensions(stream_bin):
 ])
 def test_conflicting_options_fail_clearly(stream_bin, extra, message, capsys, monkeypatch):
     """fairseq's command line: a one-line usage error; in Python: ValueError."""
-    from test_methods_model import assert_option_error
-
     assert_option_error(stream_bin, extra, message, capsys, monkeypatch)
 
 

@@ -15,13 +15,12 @@ import pytest
 
 pytest.importorskip("spacy")
 
+from support.annotate import STREAMS, read, write  # noqa: E402
 from syntax_nmt.annotate.cli import build_parser, check_args, main  # noqa: E402
 from syntax_nmt.annotate.online import OnlineAnnotator, conllu_blocks  # noqa: E402
 from syntax_nmt.annotate.settings import AnnotationSettings, MosesSettings  # noqa: E402
 from syntax_nmt.annotate.textio import InputError  # noqa: E402
 from syntax_nmt.syntax.conllu import Sentence, write_conllu  # noqa: E402
-
-from test_annotate import STREAMS, codes, read, spacy_model, write  # noqa: E402,F401  (fixtures)
 
 #: Lines a user may type: ordinary, empty, whitespace runs, a line spaCy splits in two,
 #: control characters, the BPE marker inside a word, a no-break space, a long line.

@@ -1,7 +1,7 @@
-"""Syntax-BERT's attention layer (Bai et al. 2021, sec. 3.3, eq. 1-2) against a slow reference that
-materialises every sub-network output ``H_j`` with plain loops, from masks of the naive reference
-(tests/support/naive.py), on random forests with several roots, multi-piece words, left/right
-padding and BOS; and tokens with no sub-network get a zero output whatever the biases.
+"""Syntax-BERT's attention layer (Bai et al. 2021, sec. 3.3, eq. 1-2) against the slow naive reference
+``naive_syntax_bert`` (tests/support/naive.py), which materialises every sub-network output ``H_j`` with plain
+loops from the naive masks, on random forests with several roots, multi-piece words, left/right padding and
+BOS; and tokens with no sub-network get a zero output whatever the biases.
 """
 
 import math
@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from conftest import USER_DIR, analyze_in_memory, build_task_and_model, run_cli
-from support.naive import NaiveRow, _random_sentence
-from support.naive import make_batch, make_row
+from support.naive import NaiveRow, _random_sentence, make_batch, make_row, naive_syntax_bert
 import syntax_nmt.models.modules.methods.syntax_bert as sbmod
 from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
 from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
@@ -65,56 +64,6 @@ def _spy_fused(monkeypatch):
     return calls
 
 
-def slow_syntax_bert(mod, x, rows, pad, max_distance, global_subnet, mask_mode, sibling):
-    """Eq. 1-2 one token and one sub-network at a time, in float64.
-
-    Eq. 1: ``A_{h,j} = softmax(Q_h K_h^T (.) M_j / sqrt(d_h)) V_h``, ``H_j = (A_{1,j} + ... + A_{k,j}) W^O``
-    (``+ b^O``, the output projection's bias); ``exclude``: keys outside ``M_j`` take no part;
-    ``product``: their score is 0 (the literal ``(.)``); padded keys never take part. Eq. 2:
-    ``H^O = softmax_j(q_task . H_j W^K / sqrt(d)) H_j W^V`` over the sub-networks in which the
-    token has a key (``exclude``); no such sub-network: ``H^O = 0``.
-    """
-    dd = torch.float64
-    lin = {n: (getattr(mod, n).weight.to(dd), getattr(mod, n).bias.to(dd))
-           for n in ("q_proj", "k_proj", "v_proj", "out_proj")}
-    WK, WV, q_task = mod.topic_key.weight.to(dd), mod.topic_value.weight.to(dd), mod.q_task.to(dd)
-    hd = C // H
-    T, B, _ = x.shape
-    out = torch.zeros(T, B, C, dtype=dd)
-    for b, row in enumerate(rows):
-        masks = NaiveRow(*row).syntax_bert(max_distance, sibling)
-        if global_subnet:
-            masks = masks + [[[True] * T for _ in range(T)]]
-        xb = x[:, b].to(dd)
-        q = xb @ lin["q_proj"][0].t() + lin["q_proj"][1]
-        k = xb @ lin["k_proj"][0].t() + lin["k_proj"][1]
-        v = xb @ lin["v_proj"][0].t() + lin["v_proj"][1]
-        for i in range(T):
-            Hs = []  # H_j at token i, for the sub-networks j where token i takes part
-            for M in masks:
-                keys = [j for j in range(T) if not pad[b, j] and (M[i][j] or mask_mode == "product")]
-                if not keys:
-                    continue
-                heads = []
-                for h in range(H):
-                    sl = slice(h * hd, (h + 1) * hd)
-                    score = {j: float(q[i, sl] @ k[j, sl]) / math.sqrt(hd) * (1.0 if M[i][j] or
-                                                                                mask_mode == "exclude" else 0.0)
-                             for j in keys}
-                    top = max(score.values())
-                    e = {j: math.exp(score[j] - top) for j in keys}
-                    z = sum(e.values())
-                    heads.append(sum(e[j] / z * v[j, sl] for j in keys))  # A_{h,j} at token i
-                Hs.append(torch.cat(heads) @ lin["out_proj"][0].t() + lin["out_proj"][1])  # H_j, eq. 1
-            if not Hs:
-                continue  # no sub-network: zero
-            logits = [float(q_task @ (Hj @ WK.t())) / math.sqrt(C) for Hj in Hs]  # q_task . H_j W^K / sqrt(d)
-            top = max(logits)
-            e = [math.exp(t - top) for t in logits]
-            out[i, b] = sum(ej / sum(e) * (Hj @ WV.t()) for ej, Hj in zip(e, Hs))  # eq. 2
-    return out
-
-
 @pytest.mark.parametrize("need_weights", [True, False])  # False: the fused path (exclude mode)
 @pytest.mark.parametrize("mask_mode,global_subnet,sibling", [
     ("exclude", True, "lca"), ("exclude", False, "lca"), ("exclude", False, "disjoint"),
@@ -133,7 +82,7 @@ def test_attention_is_eq_1_2_computed_the_slow_way(mask_mode, global_subnet, sib
         with torch.no_grad():
             got, _ = mod(x, x, x, key_padding_mask=pad, need_weights=need_weights)
         assert len(fused) == (trial + 1) * (not need_weights and mask_mode == "exclude")
-        exp = slow_syntax_bert(mod, x, rows, pad, 3, global_subnet, mask_mode, sibling)
+        exp = naive_syntax_bert(mod, x, rows, pad, 3, global_subnet, mask_mode, sibling)
         torch.testing.assert_close(got.double(), exp, atol=2e-5, rtol=1e-5)
         assert exp.abs().max() > 0.5  # the reference is not trivially zero
 
@@ -503,7 +452,7 @@ def test_sparse_is_eq_1_2_computed_the_slow_way(global_subnet, monkeypatch):
         x = torch.randn(T, B, C)
         with torch.no_grad():
             got, _ = mod(x, x, x, key_padding_mask=pad, need_weights=False)
-        exp = slow_syntax_bert(mod, x, rows, pad, 3, global_subnet, "exclude", "lca")
+        exp = naive_syntax_bert(mod, x, rows, pad, 3, global_subnet, "exclude", "lca")
         torch.testing.assert_close(got.double(), exp, atol=2e-5, rtol=1e-5)
         assert exp.abs().max() > 0.5
     assert {"gather", "edges"} <= set(widths)

@@ -1,22 +1,32 @@
-"""Naive, one-sentence-at-a-time references written from the papers' definitions: the one place for them.
+"""Naive references written straight from the papers' definitions: the one place for them.
 
-They share no code with the batched implementation in ``syntax_nmt`` (plain Python lists, loops and
-breadth-first searches).
-
-The word tree (SG-Net eq. 6 and the distances): the reference walks parent pointers one row at a time in plain Python (SG-Net eq. 6:
-SDOI(i) = i and all its ancestors) and computes distances by breadth-first search over the
-undirected tree, so it shares no logic with the batched implementation. It also lays out
-padded rows (EOS, optional BOS, left or right padding) the way fairseq's collater does.
-
-The method masks (SLA, WLA, Syntax-BERT, SEPREM): one padded row is described by lists ``heads``,
+One sentence (one padded row) at a time, in plain Python lists, loops and breadth-first searches; they share no
+code with the batched implementation in ``syntax_nmt``. A padded row is described by lists ``heads``,
 ``word_start``, ``special`` with the stream conventions of the README ("Streams"): a word starts at
-``word_start``, at a special token, right after one and at position 0; a word's head is read from its
-first subword; a head outside the row, on a special token or on the word itself makes the word a root.
+``word_start``, at a special token, right after one and at position 0; a word's head is read from its first
+subword; a head outside the row, on a special token or on the word itself makes the word a root. Rows are laid out
+(EOS, optional BOS, left or right padding) the way fairseq's collater does.
+
+Sections, each with the paper and equation of what it computes:
+
+* the word tree (:class:`Ref`): SG-Net's SDOI (Zhang et al., 2020, eq. 6), depths, tree distances;
+* plain parent arrays: closure, parent, child and sibling matrices;
+* the method masks (:class:`NaiveRow`): SLA and WLA (Li et al., 2021, eq. 2-3, sec. 4.1), Syntax-BERT's
+  sub-network masks (Bai et al., 2021, sec. 3.2);
+* SEPREM's correlation strength D̃ (Xu et al., 2021, sec. 4.3, eq. 3-4): :func:`naive_strength`;
+* LISA's parse-attention targets (Strubell et al., 2018, sec. 2.2): :func:`naive_parents`;
+* Syntax-BERT's attention layer (Bai et al., 2021, sec. 3.3, eq. 1-2): :func:`naive_syntax_bert`;
+* parse noise, per word (SG-Net's robustness test, Zhang et al., 2020, sec. 7.6, as
+  :mod:`syntax_nmt.syntax.noise` defines it): :func:`naive_heads`, :func:`naive_tags`;
+* random padded batches for all of them: :func:`random_rows`.
 """
 
+import math
 import random
 from collections import deque
+from fractions import Fraction
 
+import numpy as np
 import torch
 
 # --------------------------------------------------------------------------
@@ -57,12 +67,13 @@ def make_batch(rows):
 
 
 # --------------------------------------------------------------------------
-# Naive reference (one padded row at a time, plain Python)
+# The word tree (SG-Net, Zhang et al. 2020, eq. 6: the SDOI; depths, distances)
 # --------------------------------------------------------------------------
 
 
 class Ref:
-    """Reference computations for one padded row (``heads``, ``word_start``, ``special`` lists)."""
+    """The word tree of one padded row (``heads``, ``word_start``, ``special`` lists): parents under either subword
+    convention, SG-Net's SDOI mask (eq. 6: a word and all its ancestors), depths and undirected tree distances."""
 
     def __init__(self, heads, word_start, special):
         self.T = T = len(heads)
@@ -214,7 +225,7 @@ def sibling_matrix(parents):
 
 
 # --------------------------------------------------------------------------
-# The method masks
+# The method masks: SLA, WLA (Li et al. 2021, eq. 2-3, sec. 4.1), Syntax-BERT (Bai et al. 2021, sec. 3.2)
 # --------------------------------------------------------------------------
 class NaiveRow(Ref):
     """The word tree of one padded row (segmentation and heads as :class:`Ref` reads
@@ -304,6 +315,164 @@ class NaiveRow(Ref):
         return out
 
 
+# --------------------------------------------------------------------------
+# SEPREM (Xu et al. 2021, sec. 4.3, eq. 3-4)
+# --------------------------------------------------------------------------
+def naive_strength(row: NaiveRow):
+    """SEPREM's correlation strength: T x T Fractions, ``D̃_sub[i][j] = D̃[w(i), w(j)] / pieces(w(j))`` with
+    ``D̃`` row-normalised ``1 / d`` over the other words of the word's tree (eq. 3-4); 0 for special rows and
+    columns, between trees and between pieces of one word."""
+    T = row.T
+    pieces = {w: sum(1 for i in range(T) if row.word_of[i] == w) for w in row.words}
+    word = {}
+    for w in row.words:
+        others = {u: row.d(w, u) for u in row.words if u != w and row.d(w, u) is not None}
+        total = sum(Fraction(1, d) for d in others.values())
+        word[w] = {u: Fraction(1, d) / total for u, d in others.items()}
+    out = [[Fraction(0)] * T for _ in range(T)]
+    for i in range(T):
+        if row.special[i]:
+            continue
+        for j in range(T):
+            if row.special[j]:
+                continue
+            wi, wj = row.word_of[i], row.word_of[j]
+            if wj in word[wi]:
+                out[i][j] = word[wi][wj] / pieces[wj]
+    return out
+
+
+# --------------------------------------------------------------------------
+# LISA (Strubell et al. 2018, sec. 2.2)
+# --------------------------------------------------------------------------
+def naive_parents(row: NaiveRow):
+    """The position LISA's parse head is trained to attend to from each token, its syntactic parent: the first
+    subword of its word's head word; a root word's pieces and special tokens: themselves."""
+    out = []
+    for i in range(row.T):
+        if row.special[i]:
+            out.append(i)
+            continue
+        h = row.head[row.word_of[i]]
+        out.append(i if h is None else h)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Syntax-BERT's layer (Bai et al. 2021, sec. 3.3, eq. 1-2)
+# --------------------------------------------------------------------------
+def naive_syntax_bert(mod, x, rows, pad, max_distance, global_subnet, mask_mode, sibling):
+    """Eq. 1-2 one token and one sub-network at a time, in float64, with the weights of ``mod`` (a
+    ``SyntaxBertAttention``) on input ``x`` ``(T, B, C)``; ``rows``: the padded rows, ``pad``: ``(B, T)`` key
+    padding; the masks are :meth:`NaiveRow.syntax_bert`'s (plus the global sub-network if ``global_subnet``).
+
+    Eq. 1: ``A_{h,j} = softmax(Q_h K_h^T (.) M_j / sqrt(d_h)) V_h``, ``H_j = (A_{1,j} + ... + A_{k,j}) W^O``
+    (``+ b^O``, the output projection's bias); ``exclude``: keys outside ``M_j`` take no part;
+    ``product``: their score is 0 (the literal ``(.)``); padded keys never take part. Eq. 2:
+    ``H^O = softmax_j(q_task . H_j W^K / sqrt(d)) H_j W^V`` over the sub-networks in which the
+    token has a key (``exclude``); no such sub-network: ``H^O = 0``.
+    """
+    dd = torch.float64
+    lin = {n: (getattr(mod, n).weight.to(dd), getattr(mod, n).bias.to(dd))
+           for n in ("q_proj", "k_proj", "v_proj", "out_proj")}
+    WK, WV, q_task = mod.topic_key.weight.to(dd), mod.topic_value.weight.to(dd), mod.q_task.to(dd)
+    T, B, C = x.shape
+    H = mod.num_heads
+    hd = C // H
+    out = torch.zeros(T, B, C, dtype=dd)
+    for b, row in enumerate(rows):
+        masks = NaiveRow(*row).syntax_bert(max_distance, sibling)
+        if global_subnet:
+            masks = masks + [[[True] * T for _ in range(T)]]
+        xb = x[:, b].to(dd)
+        q = xb @ lin["q_proj"][0].t() + lin["q_proj"][1]
+        k = xb @ lin["k_proj"][0].t() + lin["k_proj"][1]
+        v = xb @ lin["v_proj"][0].t() + lin["v_proj"][1]
+        for i in range(T):
+            Hs = []  # H_j at token i, for the sub-networks j where token i takes part
+            for M in masks:
+                keys = [j for j in range(T) if not pad[b, j] and (M[i][j] or mask_mode == "product")]
+                if not keys:
+                    continue
+                heads = []
+                for h in range(H):
+                    sl = slice(h * hd, (h + 1) * hd)
+                    score = {j: float(q[i, sl] @ k[j, sl]) / math.sqrt(hd) * (1.0 if M[i][j] or
+                                                                                mask_mode == "exclude" else 0.0)
+                             for j in keys}
+                    top = max(score.values())
+                    e = {j: math.exp(score[j] - top) for j in keys}
+                    z = sum(e.values())
+                    heads.append(sum(e[j] / z * v[j, sl] for j in keys))  # A_{h,j} at token i
+                Hs.append(torch.cat(heads) @ lin["out_proj"][0].t() + lin["out_proj"][1])  # H_j, eq. 1
+            if not Hs:
+                continue  # no sub-network: zero
+            logits = [float(q_task @ (Hj @ WK.t())) / math.sqrt(C) for Hj in Hs]  # q_task . H_j W^K / sqrt(d)
+            top = max(logits)
+            e = [math.exp(t - top) for t in logits]
+            out[i, b] = sum(ej / sum(e) * (Hj @ WV.t()) for ej, Hj in zip(e, Hs))  # eq. 2
+    return out
+
+
+# --------------------------------------------------------------------------
+# Parse noise, per word (SG-Net, Zhang et al. 2020, sec. 7.6; syntax_nmt/syntax/noise.py)
+# --------------------------------------------------------------------------
+# Flat corpora as syntax_nmt.syntax.noise takes them: ``heads``, ``word_start``, ``tags`` over the tokens of
+# every sentence (no special tokens), ``lengths`` the tokens per sentence; word ``w`` is corrupted iff
+# ``selected[w]``, with the uniform number ``u[w]`` choosing its new value among the sorted candidates.
+def naive_words(word_start, lengths):
+    """[(sentence, first token, [token positions])] per word, in corpus order; a sentence's first token always
+    starts a word."""
+    out, pos = [], 0
+    for s, n in enumerate(lengths):
+        for i in range(n):
+            if word_start[pos + i] or i == 0:
+                out.append((s, pos + i, [pos + i]))
+            else:
+                out[-1][2].append(pos + i)
+        pos += n
+    return out
+
+
+def naive_heads(heads, word_start, lengths, selected, u):
+    """A selected word of a sentence of two or more words gets a head other than its current one: the root or
+    another word of its sentence; every piece of the word points to the new head word's first token (0: root)."""
+    words = naive_words(word_start, lengths)
+    new = list(heads)
+    for w, (s, first, toks) in enumerate(words):
+        sent = [x for x in words if x[0] == s]
+        n = len(sent)
+        me = [x[1] for x in sent].index(first)
+        target = first + heads[first]
+        cur = -1
+        if heads[first] != 0:
+            for j, x in enumerate(sent):
+                if target in x[2]:
+                    cur = -1 if j == me else j
+        if not selected[w] or n == 1:
+            continue
+        candidates = [c for c in [-1] + list(range(n)) if c not in (me, cur)]
+        choice = candidates[int(u[w] * len(candidates))]
+        for t in toks:
+            new[t] = 0 if choice < 0 else sent[choice][1] - t
+    return np.array(new)
+
+
+def naive_tags(tags, word_start, lengths, choices, selected, u):
+    """A selected word gets a tag of ``choices`` other than its first token's, on every piece."""
+    new = list(tags)
+    for w, (_, first, toks) in enumerate(naive_words(word_start, lengths)):
+        candidates = [c for c in sorted(choices) if c != tags[first]]
+        if not selected[w] or not candidates:
+            continue
+        for t in toks:
+            new[t] = candidates[int(u[w] * len(candidates))]
+    return np.array(new)
+
+
+# --------------------------------------------------------------------------
+# Random padded batches
+# --------------------------------------------------------------------------
 def _random_sentence(rng):
     n_words = rng.randint(1, 9)
     order = list(range(n_words))

@@ -1,10 +1,12 @@
-"""syntax_nmt.syntax.noise against a naive per-word loop written from its definition."""
+"""syntax_nmt.syntax.noise against a naive per-word loop written from its definition (naive_heads, naive_tags of
+tests/support/naive.py)."""
 
 import random
 
 import numpy as np
 import pytest
 
+from support.naive import naive_heads, naive_tags
 from syntax_nmt.syntax import noise as N
 
 
@@ -30,52 +32,6 @@ def random_corpus(rng: random.Random, n_sent: int):
                 tags.append(tag)
         lengths.append(sum(pieces))
     return np.array(heads), np.array(ws), np.array(tags), np.array(lengths)
-
-
-def naive_words(word_start, lengths):
-    """[(sentence, first token, [token positions])] per word, in corpus order."""
-    out, pos = [], 0
-    for s, n in enumerate(lengths):
-        for i in range(n):
-            if word_start[pos + i] or i == 0:
-                out.append((s, pos + i, [pos + i]))
-            else:
-                out[-1][2].append(pos + i)
-        pos += n
-    return out
-
-
-def naive_heads(heads, word_start, lengths, selected, u):
-    words = naive_words(word_start, lengths)
-    new = list(heads)
-    for w, (s, first, toks) in enumerate(words):
-        sent = [x for x in words if x[0] == s]
-        n = len(sent)
-        me = [x[1] for x in sent].index(first)
-        target = first + heads[first]
-        cur = -1
-        if heads[first] != 0:
-            for j, x in enumerate(sent):
-                if target in x[2]:
-                    cur = -1 if j == me else j
-        if not selected[w] or n == 1:
-            continue
-        candidates = [c for c in [-1] + list(range(n)) if c not in (me, cur)]
-        choice = candidates[int(u[w] * len(candidates))]
-        for t in toks:
-            new[t] = 0 if choice < 0 else sent[choice][1] - t
-    return np.array(new)
-
-
-def naive_tags(tags, word_start, lengths, choices, selected, u):
-    new = list(tags)
-    for w, (_, first, toks) in enumerate(naive_words(word_start, lengths)):
-        candidates = [c for c in sorted(choices) if c != tags[first]]
-        if not selected[w] or not candidates:
-            continue
-        for t in toks:
-            new[t] = candidates[int(u[w] * len(candidates))]
-    return np.array(new)
 
 
 @pytest.mark.parametrize("seed", range(6))

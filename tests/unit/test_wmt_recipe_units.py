@@ -1,5 +1,6 @@
 """Unit tests of the WMT14 recipe scripts (examples/wmt14_en_de): download,
-prepare, evaluation. The end-to-end run is in test_wmt_recipe.py."""
+prepare, evaluation, train.sh's command line for every system of the table.
+The end-to-end run is in test_wmt_recipe.py."""
 
 import hashlib
 import http.server
@@ -13,6 +14,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+from syntax_nmt import systems as S
 
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
 
@@ -448,7 +451,7 @@ def test_summary_reports_both_bleus_with_significance(tmp_path):
 
 
 # ----------------------------------------------------------------------- train.sh flags
-def run_train_sh(tmp_path, config, **env):
+def run_train_sh(tmp_path, config, cache=None, **env):
     """Run train.sh with a stand-in trainer that records its arguments; returns them."""
     fake = tmp_path / "fake-train"
     fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$ARGS_OUT"\n')
@@ -457,6 +460,9 @@ def run_train_sh(tmp_path, config, **env):
     full_env = dict(os.environ, DATA=str(tmp_path / "bin"), SAVE=str(tmp_path / "ckpt" / config),
                     FAIRSEQ_TRAIN=str(fake), ARGS_OUT=str(out), AVERAGE="0", USER_DIR="/plugin",
                     SYSTEMS_PYTHON=sys.executable, **env)
+    full_env.pop("SYSTEMS_CACHE", None)
+    if cache is not None:
+        full_env["SYSTEMS_CACHE"] = str(cache)
     proc = subprocess.run(["bash", str(RECIPE / "train.sh"), config, "--extra-flag"], env=full_env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -467,39 +473,86 @@ def flag(args, name):
     return args[args.index(name) + 1]
 
 
-@pytest.mark.parametrize("config,arch,warmup", [
-    ("baseline", "transformer_wmt_en_de", "4000"),
-    ("syntax", "syntax_transformer_wmt_en_de", "4000"),
-    ("sgnet", "syntax_transformer_wmt_en_de", "8000"),
-    ("syntax_sgnet", "syntax_transformer_wmt_en_de", "8000"),
-])
-def test_train_sh_flags(tmp_path, config, arch, warmup):
-    one = run_train_sh(tmp_path, config)
-    assert flag(one, "--arch") == arch and flag(one, "--warmup-updates") == warmup
+def last_flag(args, name):
+    """The value fairseq's parser keeps for an option given more than once: the last."""
+    return args[len(args) - 1 - args[::-1].index(name) + 1]
+
+
+def between(args, first, stop):
+    """``args`` from the option ``first`` up to (not including) the option ``stop``."""
+    start = args.index(first)
+    return args[start:args.index(stop, start)]
+
+
+#: every system of the table (python -m syntax_nmt.systems list --all), in its order
+SYSTEMS = list(S.systems())
+OLD_NAME = {new: old for old, new in S.ALIASES.items()}
+FEATURES = ["--feature-embed-dim", "20", "--feature-merge", "sum", "--feature-combine", "concat"]
+TINY_BASELINE = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64", "--decoder-embed-dim",
+                 "64", "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",
+                 "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
+
+
+def expected_model_args(system, tiny=False):
+    """``--arch`` and the model options train.sh gives ``system`` (examples/wmt14_en_de/configs.sh): the stock
+    Transformer and the systems without features share all embeddings; the feature systems' 492-d source words
+    cannot, so only the decoder shares, with the paper's 20-d summed features unless the system sets each
+    width; more encoder layers than the architecture's where the system needs them."""
+    if system.stock:
+        return ["--arch", "transformer", "--share-all-embeddings", *TINY_BASELINE] if tiny else \
+            ["--arch", "transformer_wmt_en_de", "--share-all-embeddings"]
+    args = ["--arch", "syntax_transformer_tiny" if tiny else "syntax_transformer_wmt_en_de"]
+    if system.features:
+        args.append("--share-decoder-input-output-embed")
+        if "--feature-embed-dims" not in system.model_args:
+            args += FEATURES
+    else:
+        args.append("--share-all-embeddings")
+    layers = 2 if tiny else 6
+    return args + (["--encoder-layers", str(system.min_encoder_layers)] if system.min_encoder_layers > layers else [])
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_train_sh_flags(tmp_path, systems_cache, name):
+    system = S.get(name)
+    one = run_train_sh(tmp_path, name, systems_cache)
+    assert flag(one, "--warmup-updates") == ("8000" if system.uses("sgnet") else "4000")  # SG-Net: its paper's
     assert flag(one, "--user-dir") == "/plugin" and one[-1] == "--extra-flag"
     assert flag(one, "--lr") == "7e-4" and flag(one, "--lr-scheduler") == "inverse_sqrt"
     assert flag(one, "--adam-betas") == "(0.9, 0.98)" and flag(one, "--label-smoothing") == "0.1"
     assert flag(one, "--max-tokens") == "4096" and flag(one, "--update-freq") == "8"
     assert flag(one, "--distributed-world-size") == "1" and "--fp16" in one
-    eight = run_train_sh(tmp_path, config, NGPU="8", LR="5e-4")
+    assert flag(one, "--task") == ("translation" if name == "transformer" else "syntax_translation")
+    assert between(one, "--arch", "--optimizer") == expected_model_args(system)
+    # the system's own options, as the table gives them, after the training options (they may set the criterion)
+    assert between(one, "--criterion", "--max-tokens") == [
+        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", *system.args()]
+    assert last_flag(one, "--criterion") == ("label_smoothed_cross_entropy_with_syntax" if system.criterion_args
+                                             else "label_smoothed_cross_entropy")
+    if system.features:
+        assert flag(one, "--source-features") == "pos,case,subword"
+    elif system.methods:
+        assert flag(one, "--source-features") == ""
+    else:
+        assert "--source-features" not in one and "--syntax-attention" not in one
+    if system.methods:
+        assert flag(one, "--syntax-attention") == ",".join(system.methods)
+    eight = run_train_sh(tmp_path, name, systems_cache, NGPU="8", LR="5e-4")
     assert flag(eight, "--update-freq") == "1" and flag(eight, "--distributed-world-size") == "8"
     assert flag(eight, "--lr") == "5e-4"
-    cpu = run_train_sh(tmp_path, config, CPU="1", TINY="1")
+    cpu = run_train_sh(tmp_path, name, systems_cache, CPU="1", TINY="1")
     assert "--cpu" in cpu and "--fp16" not in cpu and "--distributed-world-size" not in cpu
-    features = config in ("syntax", "syntax_sgnet")
-    assert ("--source-features" in one and flag(one, "--source-features") == "pos,case,subword") == features
-    assert flag(one, "--task") == ("translation" if config == "baseline" else "syntax_translation")
-    if features:  # 492-d word + 20-d features: encoder and decoder embeddings cannot be shared
-        assert flag(one, "--feature-embed-dim") == "20" and flag(one, "--feature-merge") == "sum"
-        assert flag(one, "--feature-combine") == "concat"
-        assert "--share-decoder-input-output-embed" in one and "--share-all-embeddings" not in one
-    else:
-        assert "--share-all-embeddings" in one
-    if "sgnet" in config:
-        assert flag(one, "--syntax-attention") == "sgnet"
-    if config == "sgnet":
-        assert flag(one, "--source-features") == ""
-    assert flag(cpu, "--arch") == ("transformer" if config == "baseline" else "syntax_transformer_tiny")
+    assert between(cpu, "--arch", "--optimizer") == expected_model_args(system, tiny=True)
+    if name in OLD_NAME:  # the recipe's old name is the same system (only the checkpoint directory differs)
+        old = run_train_sh(tmp_path, OLD_NAME[name], systems_cache)
+        old[old.index("--save-dir") + 1] = flag(one, "--save-dir")
+        assert old == one
+
+
+def test_train_sh_reads_the_table_with_python(tmp_path, systems_cache):
+    """Without SYSTEMS_CACHE, train.sh reads the table with SYSTEMS_PYTHON: the same command line as from the
+    cache the other tests use (fixture ``systems_cache``)."""
+    assert run_train_sh(tmp_path, "all") == run_train_sh(tmp_path, "all", systems_cache)
 
 
 def test_train_sh_rejects_unknown_config(tmp_path):

@@ -2,7 +2,8 @@
 
 Real Moses output comes from sacremoses itself (punctuation normalization, aggressive dash
 splitting, XML escaping, as ``tokenizer.perl -a`` does by default); the parser is the
-project's tiny trained spaCy pipeline (fixture ``synth`` of test_annotate_spacy_pipeline).
+project's tiny trained spaCy pipeline (fixture ``synth`` of tests/conftest.py). The token
+forms alone and the option's defaults and errors: tests/unit/test_annotate_unescape.py.
 """
 
 import pytest
@@ -10,13 +11,10 @@ import spacy
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from spacy.language import Language
 
+from support.annotate import STREAMS, check_aligned, read, write
 from syntax_nmt.annotate.backends import spacy_backend
-from syntax_nmt.annotate.cli import check_args, build_parser, main
-from syntax_nmt.annotate.unescape import parser_form, parser_forms
+from syntax_nmt.annotate.cli import main
 from syntax_nmt.syntax.conllu import read_conllu
-
-from test_annotate import STREAMS, check_aligned, read, write
-from test_annotate_spacy_pipeline import synth  # noqa: F401  (fixture)
 
 RAW = [
     "The well-known teacher saw a 3-year-old dog in the garden.",
@@ -26,29 +24,6 @@ RAW = [
     "",
     "The old-fashioned teacher's dog-friendly garden costs $1,000,000.",
 ]
-
-
-@pytest.mark.parametrize("token,form", [
-    ("@-@", "-"), ("@/@", "/"), ("@,@", ","), ("@.@", "."), ("@:@", ":"), ("##AT##-##AT##", "-"),
-    ("&apos;s", "'s"), ("&quot;", '"'), ("&amp;", "&"), ("&#124;", "|"), ("&lt;", "<"), ("&gt;", ">"),
-    ("&#91;", "["), ("&#93;", "]"), ("&bar;", "|"), ("&bra;", "["), ("&ket;", "]"),
-    ("AT&amp;T", "AT&T"), ("&amp;lt;", "&lt;"), ("&#8217;", "\u2019"), ("&#x27;", "'"), ("caf&eacute;", "café"),
-    # not placeholders or entities, or forms a parser word cannot have: unchanged
-    ("@a@", "@a@"), ("@@", "@@"), ("@@@", "@@@"), ("@-@-", "@-@-"), ("a@-@b", "a@-@b"), ("AT&T", "AT&T"),
-    ("&amp", "&amp"), ("&nbsp;", "&nbsp;"), ("&#32;", "&#32;"), ("&#0;", "&#0;"), ("&#xD800;", "&#xD800;"),
-    ("&#173;", "&#173;"), ("&nosuchentity;", "&nosuchentity;"), ("well", "well"), ("-", "-"),
-])
-def test_parser_form(token, form):
-    assert parser_form(token) == form
-
-
-def test_parser_forms_of_sacremoses_output():
-    tok = MosesTokenizer("en")
-    moses = tok.tokenize("The well-known AT&T's \"x\" | [y] <z>", aggressive_dash_splits=True, return_str=True)
-    assert moses == "The well @-@ known AT &amp; T &apos;s &quot; x &quot; &#124; &#91; y &#93; &lt; z &gt;"
-    plain = tok.tokenize("The well-known AT&T's \"x\" | [y] <z>", aggressive_dash_splits=True, return_str=True,
-                         escape=False)
-    assert parser_forms(moses.split()) == plain.replace("@-@", "-").split()
 
 
 @Language.component("syntax_nmt_test_recorder")
@@ -66,7 +41,7 @@ def moses_lines(escape: bool):
 
 
 @pytest.fixture
-def recording_pipeline(synth, monkeypatch):  # noqa: F811
+def recording_pipeline(synth, monkeypatch):
     """The tiny pipeline with a first component that records the words the parser is given."""
     nlp = spacy.load(synth[1])
     nlp.add_pipe("syntax_nmt_test_recorder", first=True)
@@ -127,21 +102,3 @@ def test_parser_sees_plain_forms_and_outputs_keep_the_tokens(tmp_path, recording
             assert on[name] == ref[name], name
     # and it is a different parse from the escaped one (the option matters on this text)
     assert [(s.upos, s.heads) for s in on["conllu"]] != [(s.upos, s.heads) for s in off["conllu"]]
-
-
-def test_option_defaults_and_errors():
-    def parsed(*argv):
-        args = build_parser().parse_args(["--src-lang", "en", "-o", "x", "--subword", "none", *argv]
-                                         + ([] if "--conllu" in argv else ["--source", "s"]))
-        check_args(args)
-        return args.parser_unescape
-
-    assert parsed("--pretokenized") is True
-    assert parsed("--pretokenized", "--no-parser-unescape") is False
-    assert parsed() is False  # raw text: spaCy tokenizes it, nothing to unescape
-    with pytest.raises(ValueError, match="--parser-unescape needs --pretokenized"):
-        parsed("--parser-unescape")
-    conllu = ("--backend", "conllu", "--conllu", "c", "--pretokenized")
-    assert parsed(*conllu) is False  # an external parse is used as it is
-    with pytest.raises(ValueError, match="applies to the spaCy backend"):
-        parsed(*conllu, "--parser-unescape")

@@ -5,8 +5,7 @@ import re
 
 import pytest
 
-from conftest import run_cli
-from test_fairseq_cli import TRAIN
+from conftest import TRAIN, run_cli
 
 CKPT = "--checkpoint-activations"
 
