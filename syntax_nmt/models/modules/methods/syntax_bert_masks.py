@@ -15,23 +15,20 @@ from syntax_nmt.syntax.tree import WordTree, expand_word_matrix, real_pairs
 SYNTAX_BERT_SIBLINGS = ("lca", "disjoint")
 
 
-def syntax_bert_num_masks(max_distance: int, sibling: str = "lca") -> int:
-    """Number of masks of :func:`syntax_bert_masks`: ``3 D`` (``lca``), ``3 D - 1`` (``disjoint``, no
-    sibling mask at ``d = 1``), 0 for ``D = 0``."""
-    if sibling not in SYNTAX_BERT_SIBLINGS:
-        raise ValueError(f"unknown Syntax-BERT sibling reading {sibling!r}, expected one of {SYNTAX_BERT_SIBLINGS}")
-    if max_distance <= 0:
-        return 0
-    return 3 * max_distance - (sibling == "disjoint")
-
-
 def syntax_bert_mask_names(max_distance: int, sibling: str = "lca") -> List[str]:
     """Names of the masks of :func:`syntax_bert_masks`, in their order: ``parent d=1`` .. ``parent d=D``,
-    ``child d=1`` .., ``sibling d=1`` .. (``disjoint``: from ``d=2``)."""
-    syntax_bert_num_masks(max_distance, sibling)  # checks ``sibling``
+    ``child d=1`` .., ``sibling d=1`` .. (``disjoint``: from ``d=2``); none for ``D = 0``."""
+    if sibling not in SYNTAX_BERT_SIBLINGS:
+        raise ValueError(f"unknown Syntax-BERT sibling reading {sibling!r}, expected one of {SYNTAX_BERT_SIBLINGS}")
     first_sibling = 2 if sibling == "disjoint" else 1
     return [f"{relation} d={d}" for relation, lo in (("parent", 1), ("child", 1), ("sibling", first_sibling))
             for d in range(lo, max_distance + 1)]
+
+
+def syntax_bert_num_masks(max_distance: int, sibling: str = "lca") -> int:
+    """Number of masks of :func:`syntax_bert_masks`: ``3 D`` (``lca``), ``3 D - 1`` (``disjoint``, no
+    sibling mask at ``d = 1``), 0 for ``D = 0``."""
+    return len(syntax_bert_mask_names(max_distance, sibling))
 
 
 def syntax_bert_masks(tree: WordTree, max_distance: int, sibling: str = "lca") -> torch.Tensor:
