@@ -19,6 +19,13 @@ from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
 C, H = 8, 2
 
 
+@pytest.fixture(autouse=True)
+def kernels_at_every_length(monkeypatch):
+    """The sentences here are short: on a CPU they would take the explicit path (``explicit_cpu_max_length``);
+    these tests check the fused and sparse kernels, so those run at every length (but in the test of the choice)."""
+    monkeypatch.setattr(SyntaxBertAttention, "explicit_cpu_max_length", 0)
+
+
 def _rows(rng, n=4):
     """Padded rows (heads, word_start, special) and the key padding mask: left- and right-padded
     rows, BOS in half of the batches, at least one one-word sentence."""
@@ -484,3 +491,23 @@ def test_child_masks_are_gathers_when_ancestor_words_are_one_piece():
         assert torch.equal((key // B)[has], ancestor[has])
         assert torch.equal(key % B, torch.arange(B).view(B, 1).expand(B, T))
     assert any(p is not None and p[0] == "edges" for p in plan[:D])  # a parent mask: the children of a word
+
+
+@pytest.mark.parametrize("limit,kernels", [(None, False), (0, True)])
+def test_short_batches_take_the_explicit_path_on_a_cpu(limit, kernels, monkeypatch):
+    """Up to ``explicit_cpu_max_length`` tokens (the default) a CPU batch takes the explicit path; above it, the
+    fused and sparse kernels; the same output either way."""
+    if limit is None:
+        monkeypatch.undo()  # this module's fixture: the default threshold
+    fused = _spy_fused(monkeypatch)
+    widths = _spy_sparse(monkeypatch)
+    rows, pad = _rows(random.Random(3))
+    h, w, s = make_batch(rows)
+    assert h.shape[1] <= SyntaxBertAttention.explicit_cpu_max_length or limit == 0
+    mod, state = _module(3, True, "exclude", "lca", seed=1)
+    state.ctx = SyntaxContext(h, w, s, pad)
+    x = torch.randn(h.shape[1], h.shape[0], C)
+    got = mod(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    exp = mod(x, x, x, key_padding_mask=pad, need_weights=True)[0]  # weights asked for: always the explicit path
+    assert (len(fused) == 1) == kernels and (len(widths) > 0) == kernels
+    torch.testing.assert_close(got, exp, atol=1e-5, rtol=1e-5)

@@ -118,6 +118,14 @@ class SyntaxBertAttention(MixedSelfAttention):
         one or in ``product`` mode, where every sub-network is valid for every token)."""
         return ctx.cached(("has", self._key()), lambda: self.subnet_valid(ctx).any(1))
 
+    #: On a CPU, batches up to this many tokens wide take the explicit path (one batched softmax over the
+    #: ``(B, M, H, T, T)`` scores): there the 3D + 2 attention calls per layer cost more than the scores they
+    #: avoid. The length bench's encoder (6 layers, width 256, 4 heads, D = 3, 4,096 tokens, 1 thread,
+    #: interleaved, median of 5), time ratio to the stock encoder, explicit / fused+sparse: 0.74 / 0.59 at
+    #: T = 8, 0.71 / 0.58 at 32, 0.58-0.59 / 0.51-0.55 at 64, 0.47 / 0.58 at 80, 0.24 / 0.56 at 128.
+    #: Other devices always take the fused kernels.
+    explicit_cpu_max_length = 64
+
     def fused_attention(self, q, k, v, x, ctx, key_padding_mask):
         """Eq. 1-2 from the sub-networks' outputs ``A_j = softmax(Q K^T / sqrt(d_h) + M_j) V`` (before ``W^O``),
         each through torch's fused attention, so no ``(B, M, H, T, T)`` distribution is kept for backward.
@@ -126,11 +134,14 @@ class SyntaxBertAttention(MixedSelfAttention):
         ``q_task . H_j W^K = A_j . r + const``), and ``sum_j w_j P_j V = sum_j w_j A_j`` since each ``w_j`` is
         one value per query. A row with no allowed key gets the finite additive mask of the explicit path
         (a harmless distribution over every key, never NaN) and weight 0. ``product`` mode (eq. 1's literal
-        ``QK^T * M`` is no masked softmax) takes the explicit path.
+        ``QK^T * M`` is no masked softmax) takes the explicit path, as do CPU batches up to
+        :attr:`explicit_cpu_max_length` tokens wide.
         """
         if self.num_masks > 0 and self.mask_mode != "exclude":
             return None
         B, H, T, _ = q.shape
+        if q.device.type == "cpu" and T <= self.explicit_cpu_max_length:
+            return None
         attend = torch.nn.functional.scaled_dot_product_attention
         outs, valid = [], []
         if self.num_masks > 0:
@@ -172,7 +183,7 @@ class SyntaxBertAttention(MixedSelfAttention):
         (:func:`sparse_edges_limit`): an empty mask; a gather when no row has more than one allowed key (a
         child mask, whose key is the query's ancestor at distance ``d``, when the ancestor words are one
         piece); an edge-list softmax otherwise (rows with several keys: a multi-piece ancestor word, the
-        children of a word in a parent mask). Used on a CPU, where reading the sizes costs nothing (on a GPU it
+        children of a word in a parent mask). Used on a CPU above :attr:`explicit_cpu_max_length`, where reading the sizes costs nothing (on a GPU it
         would cost a host-device synchronisation per batch). The length bench (6 layers, width 256, 4,096
         tokens, 1 thread, D = 3) with these plans against the explicit path: time ratio to the stock encoder
         0.53 / 0.53 / 0.54 against 0.50 / 0.30 / 0.15 at T = 64 / 128 / 256, backward memory 2.5x against
