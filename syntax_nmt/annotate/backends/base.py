@@ -28,6 +28,7 @@ import abc
 import argparse
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, Iterable, Iterator, Optional, Tuple, Type
 
+from syntax_nmt.registry import register_class
 from syntax_nmt.syntax.conllu import Sentence
 
 from ..textio import read_lines
@@ -41,15 +42,7 @@ PARSER_BACKENDS: Dict[str, Type["ParserBackend"]] = {}
 
 def register_backend(name: str):
     """Class decorator registering a :class:`ParserBackend` as ``--backend NAME``."""
-
-    def deco(cls):
-        if name in PARSER_BACKENDS:
-            raise ValueError(f"parser backend {name!r} registered twice")
-        cls.name = name
-        PARSER_BACKENDS[name] = cls
-        return cls
-
-    return deco
+    return register_class(PARSER_BACKENDS, "parser backend", name)
 
 
 def get_backend(name: str) -> Type["ParserBackend"]:

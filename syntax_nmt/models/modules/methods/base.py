@@ -30,6 +30,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from torch import Tensor, nn
 
+from syntax_nmt.registry import register_class
+
 #: name -> method class, filled by :func:`register_syntax_method`; read it through :func:`registered_methods`,
 #: which first imports every module of this package
 SYNTAX_METHODS: Dict[str, Type["SyntaxMethod"]] = {}
@@ -67,15 +69,7 @@ def registered_methods() -> Dict[str, Type["SyntaxMethod"]]:
 
 def register_syntax_method(name: str):
     """Class decorator registering a :class:`SyntaxMethod` under ``--syntax-attention NAME``."""
-
-    def deco(cls):
-        if name in SYNTAX_METHODS:
-            raise ValueError(f"syntax method {name!r} registered twice")
-        cls.name = name
-        SYNTAX_METHODS[name] = cls
-        return cls
-
-    return deco
+    return register_class(SYNTAX_METHODS, "syntax method", name)
 
 
 def parse_methods(value) -> List[str]:
