@@ -9,6 +9,9 @@ STAMP := $(VENV)/.syntax-nmt-installed
 # Keep a CUDA torch that is already installed; otherwise take the CPU wheel.
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_ARGS ?=
+# `make test` runs the test files on this many processes (pytest-xdist; a file stays on one, so its fixtures are
+# built once), each torch with one thread: the tests are small models and subprocesses, one core each
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 DEMO_DIR ?= demo-out
 BENCH_DIR ?= bench-out
 
@@ -31,7 +34,8 @@ $(STAMP): setup.py | $(PY)
 install: $(STAMP)
 
 test: install
-	$(MALLOC_ENV) $(PY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
+	$(MALLOC_ENV) OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest tests -m "not slow" -n $(TEST_JOBS) --dist loadfile \
+		--durations=15 $(PYTEST_ARGS)
 
 test-slow: install
 	$(MALLOC_ENV) $(PY) -m pytest tests -m slow -rP $(PYTEST_ARGS)  # -rP: print the table the check judged

@@ -26,7 +26,7 @@ setup(
         "numpy",
         "matplotlib",
     ],
-    extras_require={"dev": ["pytest", "hypothesis", "mutmut>=3.8,<4"]},
+    extras_require={"dev": ["pytest", "pytest-xdist", "hypothesis", "mutmut>=3.8,<4"]},
     entry_points={
         "console_scripts": [
             "syntax-nmt-synth = syntax_nmt.synthetic.cli:cli_main",
