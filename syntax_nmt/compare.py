@@ -10,6 +10,7 @@ differences of the means against the standard deviation over seeds.
 
 import math
 import os
+import textwrap
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.analyze.common import mean_sd
@@ -169,7 +170,7 @@ def plot_bars(rows: List[dict], path: str, title: str, key: str = "sacrebleu", y
     sds = [r[key + "_sd"] for r in rows]
     low = min(min(r[key]) for r in rows)
     high = max(max(r[key]) for r in rows)
-    bottom = max(0.0, low - 0.3 * (high - low) - 1.0)
+    bottom = max(0.0, math.floor(low - 0.3 * (high - low) - 1.0))  # a whole number: the label says where
     colors = ["tab:gray"] + ["tab:blue"] * (len(rows) - 1)
     ax.bar(x, means, yerr=sds, capsize=4, color=colors, alpha=0.8)
     for i, r in enumerate(rows):
@@ -184,7 +185,9 @@ def plot_bars(rows: List[dict], path: str, title: str, key: str = "sacrebleu", y
     ax.set_xticklabels([r["system"] for r in rows], rotation=30, ha="right")
     ax.set_ylabel((ylabel or f"{LABELS.get(key, key)} (mean ± sd over seeds; dots: seeds)")
                   + (f"\n(axis from {bottom:g})" if bottom > 0 else ""))
-    ax.set_title(title + "\n* paired test p < 0.05 against " + rows[0]["system"], fontsize=9)
+    width = int(fig.get_figwidth() * 11)  # characters of a 9-point title line that fit the figure
+    lines = [w for line in title.split("\n") for w in textwrap.wrap(line, width) or [""]]
+    ax.set_title("\n".join(lines) + "\n* paired test p < 0.05 against " + rows[0]["system"], fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
