@@ -27,6 +27,22 @@ def run_cli(name, *args, cwd=None, check=True, timeout=600):
     return proc
 
 
+@pytest.fixture(autouse=True)
+def _no_stale_log_handlers():
+    """A console script called in-process (``cli_main``) points the root logger at the ``sys.stderr`` of its
+    moment (``logging.basicConfig(stream=sys.stderr, force=True)``): under capture, a stream that is closed
+    after the test, so the next test in the same process that logs gets ``--- Logging error ---`` on its own
+    stderr. Remove the plain stream handlers a test adds (pytest's own are subclasses)."""
+    import logging
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    yield
+    for h in list(root.handlers):
+        if type(h) is logging.StreamHandler and h not in before:
+            root.removeHandler(h)
+
+
 #: fairseq-train options of the tiny trainings through the real command line (after the data, before --arch)
 TRAIN = [
     "--user-dir", USER_DIR, "--task", "syntax_translation",
