@@ -184,8 +184,9 @@ class SyntaxBertAttention(MixedSelfAttention):
         child mask, whose key is the query's ancestor at distance ``d``, when the ancestor words are one
         piece); an edge-list softmax otherwise (rows with several keys: a multi-piece ancestor word, the
         children of a word in a parent mask). Used on a CPU above :attr:`explicit_cpu_max_length`, where reading
-        the sizes costs nothing (on a GPU it would cost a host-device synchronisation per batch). The length bench (6 layers, width 256, 4,096
-        tokens, 1 thread, D = 3) with these plans against the explicit path: time ratio to the stock encoder
+        the sizes costs nothing (on a GPU it would cost a host-device synchronisation per batch). The length
+        bench (6 layers, width 256, 4,096 tokens, 1 thread, D = 3) with these plans against the explicit path:
+        time ratio to the stock encoder
         0.53 / 0.53 / 0.54 against 0.50 / 0.30 / 0.15 at T = 64 / 128 / 256, backward memory 2.5x against
         3.3x / 5.4x / 9.6x."""
 
