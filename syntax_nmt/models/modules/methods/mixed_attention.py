@@ -28,6 +28,11 @@ class MixedSelfAttention(MultiheadAttention):
 
     #: the kind of what :attr:`recorded` holds, for ``syntax-nmt-analyze`` (``""``: records nothing)
     record_kind = ""
+    #: on a CPU, batches up to this many tokens wide compute :meth:`fused_branches` from one score matrix
+    #: (:func:`branch_softmax_attention`) instead of one fused attention call per branch; 0: never. A subclass
+    #: sets it from its own measurement (faster there, and the two saved ``(B, H, T, T)`` distributions within
+    #: the memory it may keep).
+    one_score_cpu_max_length = 0
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, state, **kwargs):
         super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True, **kwargs)
@@ -101,7 +106,8 @@ class MixedSelfAttention(MultiheadAttention):
         Called when no weights are asked for, nothing is recorded and no attention dropout is active
         (dropout acts on the mixed distribution). This default runs :meth:`fused_branches` through
         torch's fused attention: ``sum_b w_b (softmax(S + M_b) V) = (sum_b w_b softmax(S + M_b)) V``
-        when each ``w_b`` is one value per query.
+        when each ``w_b`` is one value per query; on a CPU, up to :attr:`one_score_cpu_max_length` tokens,
+        through :func:`branch_softmax_attention` instead.
 
         Args:
             q, k, v: ``(B, H, T, hd)``, ``q`` already scaled by ``1 / sqrt(hd)``.
@@ -113,6 +119,8 @@ class MixedSelfAttention(MultiheadAttention):
         branches = self.fused_branches(x, ctx, key_padding_mask, B, T, q.dtype)
         if branches is None:
             return None
+        if q.device.type == "cpu" and T <= self.one_score_cpu_max_length:
+            return branch_softmax_attention(q, k, v, branches)
         out = None
         for weight, mask in branches:
             part = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
@@ -150,3 +158,80 @@ def key_padding_additive(key_padding_mask: Optional[Tensor], B: int, T: int, dev
 def masked_softmax(scores: Tensor, additive: Tensor) -> Tensor:
     """float32 softmax of ``scores + additive`` over the last dimension."""
     return torch.softmax(scores + additive, dim=-1)
+
+
+def branch_softmax_attention(q: Tensor, k: Tensor, v: Tensor,
+                             branches: List[Tuple[Optional[Tensor], Optional[Tensor]]]) -> Tensor:
+    """``(sum_b w_b softmax(Q K^T + M_b)) V`` ``(B, H, T, hd)`` (float32) from one score matrix: the branches of
+    :meth:`MixedSelfAttention.fused_branches` without one attention call per branch.
+
+    The scores ``Q K^T`` are computed once, in float32 as the explicit path does (float64 for float64 inputs), and each branch's
+    distribution ``P_b`` is kept for the backward pass, which recomputes nothing: two ``(B, H, T, T)``
+    float32 matrices for SLA's two branches (the explicit path through :meth:`MixedSelfAttention.probabilities`
+    keeps three: both distributions and their mixture). On a CPU this is faster than one fused call per branch
+    for short and medium widths (each fused call recomputes the scores in its backward pass), at the cost of
+    memory growing with ``T``; see :attr:`MixedSelfAttention.one_score_cpu_max_length`.
+
+    Args:
+        q, k, v: ``(B, H, T, hd)``, ``q`` already scaled.
+        branches: ``[(w_b, M_b), ...]``: ``w_b`` float32 broadcastable to ``(B, 1, T, 1)`` (one value per query)
+            or None for 1; ``M_b`` an additive mask broadcastable to ``(B, H, T, T)`` or None.
+    """
+    weights = [w for w, _ in branches]
+    masks = [m for _, m in branches]
+    return _BranchSoftmax.apply(q, k, v, len(branches), *weights, *masks)
+
+
+class _BranchSoftmax(torch.autograd.Function):
+    """See :func:`branch_softmax_attention`. With ``W = sum_b w_b P_b``, ``out = W V``: ``dV = W^T dO``,
+    ``dW = dO V^T``, ``r_b = rowsum(dW * P_b)``, ``dw_b = r_b`` summed over heads, and the scores get
+    ``dS = sum_b w_b P_b * (dW - r_b)`` (each softmax's backward), so ``dQ = dS K``, ``dK = dS^T Q``."""
+
+    @staticmethod
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, n: int, *weights_and_masks):
+        weights, masks = weights_and_masks[:n], weights_and_masks[n:]
+        acc = torch.promote_types(q.dtype, torch.float32)  # float32, or float64 for float64 inputs
+        scores = torch.matmul(q, k.transpose(-1, -2)).to(acc)
+        probs = [torch.softmax(scores if m is None else scores + m, dim=-1) for m in masks]
+        del scores
+        mix = _mix(weights, probs)
+        out = torch.matmul(mix, v.to(acc))
+        ctx.n = n
+        ctx.weight_shapes = [None if w is None else w.shape for w in weights]
+        ctx.save_for_backward(q, k, v, *[torch.ones(()) if w is None else w for w in weights], *probs)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor):
+        n = ctx.n
+        q, k, v, *rest = ctx.saved_tensors
+        weights = [None if shape is None else w for w, shape in zip(rest[:n], ctx.weight_shapes)]
+        probs = rest[n:]
+        acc = torch.promote_types(q.dtype, torch.float32)
+        grad = grad.to(acc)
+        dv = torch.matmul(_mix(weights, probs).transpose(-1, -2), grad)
+        dmix = torch.matmul(grad, v.to(acc).transpose(-1, -2))
+        dscores, dweights = None, []
+        for w, p in zip(weights, probs):
+            r = (dmix * p).sum(-1, keepdim=True)  # B H T 1
+            dweights.append(None if w is None or not ctx.needs_input_grad[4 + len(dweights)]
+                            else r.sum_to_size(w.shape))
+            part = (dmix - r).mul_(p)
+            if w is not None:
+                part.mul_(w)
+            dscores = part if dscores is None else dscores.add_(part)
+        dq = torch.matmul(dscores, k.to(acc))
+        dk = torch.matmul(dscores.transpose(-1, -2), q.to(acc))
+        return (dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, *dweights, *([None] * n))
+
+
+def _mix(weights, probs) -> Tensor:
+    """``sum_b w_b P_b``, a new tensor (``probs`` are left as they are)."""
+    mix = None
+    for w, p in zip(weights, probs):
+        if mix is None:
+            mix = p.clone() if w is None else p * w
+        else:
+            mix.add_(p if w is None else p * w)
+    return mix
