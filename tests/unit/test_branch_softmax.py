@@ -104,3 +104,19 @@ def test_low_precision_inputs_give_finite_float32(dtype):
     out.sum().backward()
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
     assert all(t.grad.dtype == dtype and torch.isfinite(t.grad.float()).all() for t in (q, k, v))
+
+
+def test_under_cpu_autocast_the_products_after_the_scores_stay_float32():
+    """bf16 Q, K, V under autocast (as the length bench's --precision bf16 runs): the output equals the same
+    computation with autocast off, so autocast did not move the mixture's product to bf16."""
+    q, k, v, gate, m_loc, m_pad = _inputs(dtype=torch.float32, T=16)
+    q, k, v = (t.detach().to(torch.bfloat16).requires_grad_() for t in (q, k, v))
+    gate = gate.detach().requires_grad_()
+    branches = [(gate, m_loc + m_pad), (1 - gate, m_pad)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = branch_softmax_attention(q, k, v, branches)
+    want = branch_softmax_attention(q, k, v, branches)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+    got.sum().backward()
+    assert torch.isfinite(gate.grad).all() and all(torch.isfinite(t.grad.float()).all() for t in (q, k, v))

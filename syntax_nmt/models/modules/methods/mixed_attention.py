@@ -165,12 +165,13 @@ def branch_softmax_attention(q: Tensor, k: Tensor, v: Tensor,
     """``(sum_b w_b softmax(Q K^T + M_b)) V`` ``(B, H, T, hd)`` (float32) from one score matrix: the branches of
     :meth:`MixedSelfAttention.fused_branches` without one attention call per branch.
 
-    The scores ``Q K^T`` are computed once, in float32 as the explicit path does (float64 for float64 inputs), and each branch's
-    distribution ``P_b`` is kept for the backward pass, which recomputes nothing: two ``(B, H, T, T)``
+    The scores ``Q K^T`` are computed once, in float32 as the explicit path does (float64 for float64 inputs), and
+    each branch's distribution ``P_b`` is kept for the backward pass, which recomputes nothing: two ``(B, H, T, T)``
     float32 matrices for SLA's two branches (the explicit path through :meth:`MixedSelfAttention.probabilities`
     keeps three: both distributions and their mixture). On a CPU this is faster than one fused call per branch
     for short and medium widths (each fused call recomputes the scores in its backward pass), at the cost of
-    memory growing with ``T``; see :attr:`MixedSelfAttention.one_score_cpu_max_length`.
+    memory growing with ``T``; see :attr:`MixedSelfAttention.one_score_cpu_max_length`. Autocast is off inside:
+    the products after the scores run in float32 (the scores' own product in the dtype of ``Q`` and ``K``).
 
     Args:
         q, k, v: ``(B, H, T, hd)``, ``q`` already scaled.
@@ -189,6 +190,11 @@ class _BranchSoftmax(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, n: int, *weights_and_masks):
+        with torch.autocast(q.device.type, enabled=False):
+            return _BranchSoftmax._forward(ctx, q, k, v, n, *weights_and_masks)
+
+    @staticmethod
+    def _forward(ctx, q: Tensor, k: Tensor, v: Tensor, n: int, *weights_and_masks):
         weights, masks = weights_and_masks[:n], weights_and_masks[n:]
         acc = torch.promote_types(q.dtype, torch.float32)  # float32, or float64 for float64 inputs
         scores = torch.matmul(q, k.transpose(-1, -2)).to(acc)
@@ -197,16 +203,21 @@ class _BranchSoftmax(torch.autograd.Function):
         mix = _mix(weights, probs)
         out = torch.matmul(mix, v.to(acc))
         ctx.n = n
-        ctx.weight_shapes = [None if w is None else w.shape for w in weights]
-        ctx.save_for_backward(q, k, v, *[torch.ones(()) if w is None else w for w in weights], *probs)
+        ctx.weighted = [w is not None for w in weights]
+        ctx.save_for_backward(q, k, v, *[q.new_ones(()) if w is None else w for w in weights], *probs)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad: Tensor):
+        with torch.autocast(grad.device.type, enabled=False):
+            return _BranchSoftmax._backward(ctx, grad)
+
+    @staticmethod
+    def _backward(ctx, grad: Tensor):
         n = ctx.n
         q, k, v, *rest = ctx.saved_tensors
-        weights = [None if shape is None else w for w, shape in zip(rest[:n], ctx.weight_shapes)]
+        weights = [w if weighted else None for w, weighted in zip(rest[:n], ctx.weighted)]
         probs = rest[n:]
         acc = torch.promote_types(q.dtype, torch.float32)
         grad = grad.to(acc)
