@@ -113,7 +113,6 @@ def test_sla_takes_one_score_matrix_up_to_its_cpu_width(stream_bin, monkeypatch)
     one_score = _spy_one_score(monkeypatch)
     outs = {}
     for offset in (0, -1):
-        one_score.clear()
         T = _run(model, task)[1]["src_tokens"].shape[1]
         monkeypatch.setattr(SyntaxLocalAttention, "one_score_cpu_max_length", T + offset)
         one_score.clear()

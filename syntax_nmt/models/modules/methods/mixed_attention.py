@@ -28,6 +28,9 @@ class MixedSelfAttention(MultiheadAttention):
 
     #: the kind of what :attr:`recorded` holds, for ``syntax-nmt-analyze`` (``""``: records nothing)
     record_kind = ""
+    #: on a CPU, batches up to this many tokens wide take the explicit path through :meth:`probabilities`
+    #: (faster there than the fused kernels); 0: never
+    explicit_cpu_max_length = 0
     #: on a CPU, batches up to this many tokens wide compute :meth:`fused_branches` from one score matrix
     #: (:func:`branch_softmax_attention`) instead of one fused attention call per branch; 0: never. A subclass
     #: sets it from its own measurement (faster there, and the two saved ``(B, H, T, T)`` distributions within
@@ -77,7 +80,8 @@ class MixedSelfAttention(MultiheadAttention):
         v = v.view(T, B, H, hd).permute(1, 2, 0, 3)
         out = None
         if not (self.record or need_weights or need_head_weights or attn_mask is not None
-                or (self.training and self.dropout_module.p > 0)):
+                or (self.training and self.dropout_module.p > 0)
+                or (query.device.type == "cpu" and T <= self.explicit_cpu_max_length)):
             out = self.fused_attention(q, k, v, query, self.syntax_state.current(), key_padding_mask)
         if out is not None:
             out = self.out_proj(out.to(v.dtype).permute(2, 0, 1, 3).reshape(T, B, C))
@@ -203,8 +207,7 @@ class _BranchSoftmax(torch.autograd.Function):
         mix = _mix(weights, probs)
         out = torch.matmul(mix, v.to(acc))
         ctx.n = n
-        ctx.weighted = [w is not None for w in weights]
-        ctx.save_for_backward(q, k, v, *[q.new_ones(()) if w is None else w for w in weights], *probs)
+        ctx.save_for_backward(q, k, v, *weights, *probs)
         return out
 
     @staticmethod
@@ -217,8 +220,7 @@ class _BranchSoftmax(torch.autograd.Function):
     def _backward(ctx, grad: Tensor):
         n = ctx.n
         q, k, v, *rest = ctx.saved_tensors
-        weights = [w if weighted else None for w, weighted in zip(rest[:n], ctx.weighted)]
-        probs = rest[n:]
+        weights, probs = rest[:n], rest[n:]
         acc = torch.promote_types(q.dtype, torch.float32)
         grad = grad.to(acc)
         dv = torch.matmul(_mix(weights, probs).transpose(-1, -2), grad)

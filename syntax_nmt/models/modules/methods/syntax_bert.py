@@ -140,8 +140,6 @@ class SyntaxBertAttention(MixedSelfAttention):
         if self.num_masks > 0 and self.mask_mode != "exclude":
             return None
         B, H, T, _ = q.shape
-        if q.device.type == "cpu" and T <= self.explicit_cpu_max_length:
-            return None
         attend = torch.nn.functional.scaled_dot_product_attention
         outs, valid = [], []
         if self.num_masks > 0:
