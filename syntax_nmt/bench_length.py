@@ -227,6 +227,55 @@ def step(encoder, criterion, batch, dtype) -> Dict[str, float]:
     return row
 
 
+def count_ops(encoder, criterion, batch) -> int:
+    """The operations dispatched (every ATen call torch's dispatcher sees, views and the backward pass's included) in
+    one forward + backward of :func:`step` in float32, with the accelerator paths of the syntax modules forced
+    (:func:`~syntax_nmt.models.modules.device_paths.forced_accelerator_paths`), so counted on a CPU. At
+    Transformer-base width a GPU step is bound by launching kernels, not by arithmetic, and its time follows this
+    number far more closely than the CPU's time does."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from syntax_nmt.models.modules.device_paths import forced_accelerator_paths
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with forced_accelerator_paths():
+        step(encoder, criterion, batch, torch.float32)  # lazy buffers and caches
+        with Count() as counter:
+            step(encoder, criterion, batch, torch.float32)
+    return counter.n
+
+
+def run_count(a) -> List[Dict]:
+    """``--count-ops``: :func:`count_ops` of every system and of the stock encoder at every length, on the CPU."""
+    import torch
+
+    torch.manual_seed(a.seed)
+    rows: List[Dict] = []
+    with tempfile.TemporaryDirectory() as data:
+        _write_data_dir(data, a.vocab)
+        models = {}
+        for name in ["stock", *a.systems]:
+            task, enc, crit = build(data, a, name)
+            models[name] = (enc.train(), crit.train())
+        rng = np.random.default_rng(a.seed)
+        for T in a.lengths:
+            B = max(1, a.tokens // T)
+            batch = make_batch(T, B, task, rng, a.pieces_per_word, torch.device("cpu"))
+            counts = {name: count_ops(enc, crit, batch) for name, (enc, crit) in models.items()}
+            rows += [{"system": name, "T": T, "batch": B, "ops": counts[name], "stock_ops": counts["stock"],
+                      "ops_ratio": counts[name] / counts["stock"]} for name in a.systems]
+            print(f"T={T:>4} B={B:>4}  stock {counts['stock']} ops  " + "  ".join(
+                f"{r['system']} {r['ops_ratio']:.2f}x" for r in rows if r["T"] == T), flush=True)
+    return rows
+
+
 def run(a) -> List[Dict]:
     import torch
 
@@ -280,6 +329,34 @@ def _summary(steps: List[Dict[str, float]]) -> Dict[str, float]:
 #: the targets at T = 256 (time ratio >= value) and T = 512 (backward memory ratio <= value)
 TIME_TARGETS = {"sgnet": 0.8, "sla": 0.85, "syntax_bert": 0.5, "seprem": 0.85, "lisa": 0.9}
 MEMORY_TARGETS = {"sgnet": 2.0, "sla": 2.0, "syntax_bert": 4.0, "seprem": 2.0, "lisa": 2.0}
+
+
+#: the targets of ``--count-ops`` at T = 256: operations dispatched by the accelerator path, system / stock <= value
+OPS_TARGETS = {"sgnet": 1.15, "sla": 1.15, "syntax_bert": 1.6, "seprem": 1.15, "lisa": 1.15}
+
+
+def ops_verdicts(rows: List[Dict]) -> Dict[str, str]:
+    """``system -> "met" | "MISSED ..."`` for :data:`OPS_TARGETS`, where the counted lengths include 256."""
+    at = {r["system"]: r for r in rows if r["T"] == 256}
+    return {name: "met" if r["ops_ratio"] <= OPS_TARGETS[name] else
+            f"MISSED: {r['ops_ratio']:.2f}x > {OPS_TARGETS[name]}x" for name, r in at.items() if name in OPS_TARGETS}
+
+
+def ops_table(rows: List[Dict]) -> str:
+    lengths = sorted({r["T"] for r in rows})
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    at = {(r["system"], r["T"]): r for r in rows}
+    lines = ["operations dispatched in one forward + backward, accelerator paths (system / stock; below 1.15 = "
+             "the GPU target's proxy):",
+             "| system | " + " | ".join(f"T={T}" for T in lengths) + " | ops at T=" + str(lengths[-1]) + " |",
+             "|---|" + "---:|" * (len(lengths) + 1)]
+    lines += [f"| {s} | " + " | ".join(f"{at[s, T]['ops_ratio']:.2f}" for T in lengths)
+              + f" | {at[s, lengths[-1]]['ops']} |" for s in systems]
+    lines += ["", "stock encoder: " + ", ".join(f"T={T}: {at[systems[0], T]['stock_ops']} ops" for T in lengths)]
+    v = ops_verdicts(rows)
+    if v:
+        lines += ["", "targets (T=256): " + "; ".join(f"{k} {x}" for k, x in v.items())]
+    return "\n".join(lines)
 
 
 def verdicts(rows: List[Dict]) -> Dict[str, str]:
@@ -372,6 +449,10 @@ def get_parser() -> argparse.ArgumentParser:
                    help="only print the same statistics of the sentences of TEXT parsed by --spacy-model")
     p.add_argument("--spacy-model", default="en_core_web_sm", help="spaCy pipeline of --parse-stats")
     p.add_argument("--progress", action="store_true", help="a progress bar per length")
+    p.add_argument("--count-ops", action="store_true",
+                   help="instead of timing: count the operations dispatched in one forward + backward of each "
+                   "system's accelerator (GPU) code path, forced on the CPU, against the stock encoder (what a "
+                   "GPU's step time follows at Transformer-base width; writes bench-length-ops.json)")
     return p
 
 
@@ -458,6 +539,15 @@ def cli_main(argv=None) -> int:
     warnings.filterwarnings("ignore", module="hydra")  # fairseq's per-model INFO lines, matplotlib's DEBUG
 
     start = time.time()
+    if a.count_ops:
+        rows = run_count(a)
+        setup = (f"{a.layers} layers, width {a.dim}, {a.heads} heads, {a.tokens} tokens per batch, float32, "
+                 f"accelerator paths forced on the CPU")
+        print(f"\n=== operations dispatched against the stock encoder ({setup})\n{ops_table(rows)}")
+        with open(os.path.join(a.out, "bench-length-ops.json"), "w") as f:
+            json.dump({"setup": setup, "args": dict(vars(a)), "rows": rows}, f, indent=2)
+        print(f"bench-length --count-ops finished in {time.time() - start:.0f}s; bench-length-ops.json in {a.out}")
+        return 0
     rows = run(a)
     device = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
     setup = (f"{a.layers} layers, width {a.dim}, FFN {4 * a.dim}, {a.heads} heads, {a.tokens} tokens per batch, "

@@ -7,6 +7,7 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 from torch import Tensor, nn
 
+from syntax_nmt.models.modules.device_paths import cpu_paths
 from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
                                                     register_syntax_method)
 from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
@@ -116,10 +117,39 @@ class LisaAttention(MixedSelfAttention):
 
     def parse_scores(self, x: Tensor) -> Tensor:
         """Unmasked ``(B, T, T)`` float32 biaffine scores of the parse head."""
-        q = self._head_slice(self.q_proj, x).float()
-        k = self._head_slice(self.k_proj, x).float()
+        return self.biaffine(self._head_slice(self.q_proj, x), self._head_slice(self.k_proj, x))
+
+    def biaffine(self, q: Tensor, k: Tensor, q_scale: float = 1.0) -> Tensor:
+        """``(B, T, T)`` float32 ``q_i^T U k_j + u^T k_j`` from the head's queries ``q`` (multiplied by ``q_scale``)
+        and keys ``k``, ``(B, T, d_head)``: ``U`` takes ``1 / q_scale``, so scaled queries give the same scores."""
+        q, k = q.float(), k.float()
         u_mat, u_vec = self.parse_bilinear.float(), self.parse_key_bias.float()
-        return torch.matmul(q @ u_mat, k.transpose(1, 2)) + (k @ u_vec).unsqueeze(1)
+        if q_scale != 1.0:
+            u_mat = u_mat / q_scale
+        return torch.baddbmm((k @ u_vec).unsqueeze(1), q @ u_mat, k.transpose(1, 2))
+
+    def fused_attention(self, q, k, v, x, ctx, key_padding_mask):
+        """Off the CPU: every head through one fused attention call, then the parse head's output replaced by its
+        own distribution times its values; its biaffine scores come from the layer's projections already made
+        (``q`` is scaled: :meth:`biaffine` takes the scale back). One ``(B, T, T)`` matrix (the parse head's,
+        which its loss reads) instead of ``(B, H, T, T)`` scores. On a CPU: the explicit path."""
+        if cpu_paths(q):
+            return None
+        B, H, T, hd = q.shape
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, scale=1.0, attn_mask=None if key_padding_mask is None
+            else key_padding_additive(key_padding_mask, B, T, q.device, q.dtype))
+        parse = self.biaffine(q[:, self.head], k[:, self.head], self.scaling)
+        if key_padding_mask is not None:
+            parse = parse + key_padding_additive(key_padding_mask, B, T, q.device).squeeze(1)
+        ctx.record_output(LISA_SCORES, parse)
+        if self.inject_parse:
+            parents = ctx.cached("lisa_parents", lambda: lisa_parents(ctx.tree))
+            p_head = nn.functional.one_hot(parents, T)
+        else:
+            p_head = torch.softmax(parse, dim=-1)
+        head = torch.matmul(p_head.to(v.dtype), v[:, self.head]).unsqueeze(1)  # B 1 T hd
+        return torch.cat([out[:, :self.head], head, out[:, self.head + 1:]], dim=1)
 
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape

@@ -15,6 +15,8 @@ import torch
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
+from syntax_nmt.models.modules.device_paths import cpu_paths
+
 
 class MixedSelfAttention(MultiheadAttention):
     """Base class; see the module docstring.
@@ -81,7 +83,7 @@ class MixedSelfAttention(MultiheadAttention):
         out = None
         if not (self.record or need_weights or need_head_weights or attn_mask is not None
                 or (self.training and self.dropout_module.p > 0)
-                or (query.device.type == "cpu" and T <= self.explicit_cpu_max_length)):
+                or (cpu_paths(query) and T <= self.explicit_cpu_max_length)):
             out = self.fused_attention(q, k, v, query, self.syntax_state.current(), key_padding_mask)
         if out is not None:
             out = self.out_proj(out.to(v.dtype).permute(2, 0, 1, 3).reshape(T, B, C))
@@ -123,7 +125,7 @@ class MixedSelfAttention(MultiheadAttention):
         branches = self.fused_branches(x, ctx, key_padding_mask, B, T, q.dtype)
         if branches is None:
             return None
-        if q.device.type == "cpu" and T <= self.one_score_cpu_max_length:
+        if cpu_paths(q) and T <= self.one_score_cpu_max_length:
             return branch_softmax_attention(q, k, v, branches)
         out = None
         for weight, mask in branches:
@@ -157,6 +159,39 @@ def key_padding_additive(key_padding_mask: Optional[Tensor], B: int, T: int, dev
     fill = torch.finfo(dtype).min / 2
     return torch.zeros(B, 1, 1, T, device=device, dtype=dtype).masked_fill(
         key_padding_mask.view(B, 1, 1, T).bool(), fill)
+
+
+def stacked_additive(allowed: Tensor, dtype: torch.dtype) -> Tensor:
+    """The additive mask of :func:`stacked_attention` for ``m`` bool masks ``allowed`` ``(B, m, T, T)`` (query x key):
+    ``(B, 1, m * T, T)`` ``dtype``, 0 at allowed keys and the explicit path's large finite negative value elsewhere
+    (a row with no allowed key gets a harmless uniform distribution, never NaN). Its rows are stored
+    ``ceil(T / 16) * 16`` wide, the alignment of torch's memory-efficient attention kernel, which would otherwise
+    copy the mask at every call; the last dimension is a view of the first ``T`` columns."""
+    B, m, T, _ = allowed.shape
+    width = -(-T // 16) * 16
+    out = torch.zeros(B, 1, m * T, width, dtype=dtype, device=allowed.device)
+    out[..., :T].masked_fill_(~allowed.reshape(B, 1, m * T, T), torch.finfo(dtype).min / 2)
+    return out[..., :T]
+
+
+def stacked_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+    """``softmax(Q K^T + M_j) V`` for ``m`` masks ``M_j`` at once, ``(B, H, m, T, hd)``: one call of torch's fused
+    attention whose queries are ``Q`` repeated ``m`` times, against the keys and values as they are (so their
+    gradients are summed inside the kernel), with the stacked mask of :func:`stacked_additive`.
+
+    On a GPU a layer's masked softmaxes then cost one kernel (and one in the backward pass) instead of one per mask;
+    no ``(B, H, T, T)`` scores are kept for the backward pass. The price is the repeated queries, ``m`` times
+    ``Q``'s memory.
+
+    Args:
+        q, k, v: ``(B, H, T, hd)``, ``q`` already scaled.
+        mask: ``(B, 1, m * T, T)`` additive, in ``q``'s dtype (:func:`stacked_additive`).
+    """
+    B, H, T, hd = q.shape
+    m = mask.shape[2] // T
+    queries = q.unsqueeze(2).expand(B, H, m, T, hd).reshape(B, H, m * T, hd)
+    out = torch.nn.functional.scaled_dot_product_attention(queries, k, v, attn_mask=mask, scale=1.0)
+    return out.view(B, H, m, T, hd)
 
 
 def masked_softmax(scores: Tensor, additive: Tensor) -> Tensor:

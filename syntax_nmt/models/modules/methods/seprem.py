@@ -65,17 +65,22 @@ class SepremInput(nn.Module):
         self.proj = nn.Linear(embed_dim, 2 * embed_dim, bias=False)  # [W1; W2]
         self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
 
-    def strength(self, ctx) -> Tensor:
-        """``(B, T, T)`` float32 ``D̃`` of the batch (cached in the context)."""
-        return ctx.cached("seprem_strength", lambda: seprem_strength(ctx.tree))
+    def strength(self, ctx, dtype: torch.dtype = torch.float32) -> Tensor:
+        """``(B, T, T)`` ``D̃`` of the batch in ``dtype`` (computed in float32 and cached in the context, once per
+        dtype)."""
+        d = ctx.cached("seprem_strength", lambda: seprem_strength(ctx.tree))
+        return d if dtype == d.dtype else ctx.cached(("seprem_strength", dtype), lambda: d.to(dtype))
 
     def forward(self, x: Tensor, ctx) -> Tensor:
-        """``x``: ``(T, B, C)`` layer input, ``ctx``: the batch's ``SyntaxContext`` -> ``(T, B, C)``."""
-        d = self.strength(ctx).to(x.dtype)  # B T T
+        """``x``: ``(T, B, C)`` layer input, ``ctx``: the batch's ``SyntaxContext`` -> ``(T, B, C)``.
+
+        Four kernels: the projection ``[W1; W2] H``, ``W1 H + D̃ (W2 H)`` as one batched ``baddbmm`` over the
+        sentences (on ``(B, T, C)`` views of the ``(T, B, C)`` projection, no copy), ``sigma``, and eq. 1's
+        ``(1 - alpha) H + alpha Ĥ`` as one ``lerp``."""
         a, b = self.proj(x).chunk(2, dim=-1)  # W1 H, W2 H: T B C each
-        h_hat = ACTIVATIONS[self.activation](a + torch.einsum("bij,jbc->ibc", d, b))
-        alpha = self.alpha.to(x.dtype)
-        return (1 - alpha) * x + alpha * h_hat
+        d = self.strength(ctx, a.dtype)  # B T T
+        h_hat = ACTIVATIONS[self.activation](torch.baddbmm(a.transpose(0, 1), d, b.transpose(0, 1)))  # B T C
+        return torch.lerp(x, h_hat.transpose(0, 1).to(x.dtype), self.alpha.to(x.dtype))
 
 
 @dataclass

@@ -6,8 +6,10 @@ import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
+from syntax_nmt.models.modules.device_paths import cpu_paths
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
-from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive, masked_softmax
+from syntax_nmt.models.modules.methods.mixed_attention import (MixedSelfAttention, key_padding_additive,
+                                                               masked_softmax, stacked_additive, stacked_attention)
 from syntax_nmt.models.modules.methods.sla_masks import WINDOW_UNITS, sla_mask, wla_mask
 
 
@@ -97,6 +99,24 @@ class SyntaxLocalAttention(MixedSelfAttention):
         glb = None if key_padding_mask is None else key_padding_additive(key_padding_mask, B, T, x.device, dtype)
         g = self.compute_gate(x).view(B, 1, T, 1)
         return [(g, loc), (1 - g, glb)]
+
+    def fused_attention(self, q, k, v, x, ctx, key_padding_mask):
+        """Eq. 6 without a ``(B, H, T, T)`` matrix. On a CPU, :meth:`fused_branches` (the base class's kernels);
+        elsewhere both branches in one fused attention call (:func:`stacked_attention`, the local mask and the key
+        padding stacked once per batch) and ``g S_loc V + (1 - g) S_glb V`` as one ``lerp``: few kernels per layer,
+        which is what a GPU's time follows at this width."""
+        if cpu_paths(q):
+            return super().fused_attention(q, k, v, x, ctx, key_padding_mask)
+        B, H, T, _ = q.shape
+
+        def masks():
+            glb = (torch.ones(B, T, T, dtype=torch.bool, device=q.device) if key_padding_mask is None
+                   else ~key_padding_mask.bool().unsqueeze(1).expand(B, T, T))
+            return stacked_additive(torch.stack([self.local_mask(ctx), glb], dim=1), q.dtype)
+
+        out = stacked_attention(q, k, v, ctx.cached(("stacked", self.local_key(), q.dtype), masks))
+        g = torch.sigmoid(self.gate(x)).permute(1, 2, 0).unsqueeze(-1)  # B 1 T 1
+        return torch.lerp(out[:, :, 1], out[:, :, 0], g.to(out.dtype))
 
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape

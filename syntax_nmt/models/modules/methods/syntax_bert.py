@@ -8,8 +8,10 @@ import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
+from syntax_nmt.models.modules.device_paths import cpu_paths
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
-from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive
+from syntax_nmt.models.modules.methods.mixed_attention import (MixedSelfAttention, key_padding_additive,
+                                                               stacked_additive, stacked_attention)
 from syntax_nmt.models.modules.methods.syntax_bert_masks import (SYNTAX_BERT_SIBLINGS, syntax_bert_mask_names,
                                                                  syntax_bert_masks, syntax_bert_num_masks)
 
@@ -139,13 +141,15 @@ class SyntaxBertAttention(MixedSelfAttention):
         """
         if self.num_masks > 0 and self.mask_mode != "exclude":
             return None
+        if not cpu_paths(q):
+            return self.stacked_subnetworks(q, k, v, ctx, key_padding_mask)
         B, H, T, _ = q.shape
         attend = torch.nn.functional.scaled_dot_product_attention
         outs, valid = [], []
         if self.num_masks > 0:
             # the sparse plans read the masks' sizes on the host: free on a CPU; elsewhere every sub-network
             # goes through torch's fused kernels, with no host-device synchronisation
-            keys = self.subnet_keys(ctx) if q.device.type == "cpu" else [None] * self.num_masks
+            keys = self.subnet_keys(ctx) if cpu_paths(q) else [None] * self.num_masks
             dense = [j for j, plan in enumerate(keys) if plan is None]
             if dense:  # the additive masks of the sub-networks computed densely, for this batch
                 add = ctx.additive((self._key(), "dense", tuple(dense)), lambda: self.subnet_masks(ctx)[:, dense],
@@ -169,10 +173,34 @@ class SyntaxBertAttention(MixedSelfAttention):
             part = weights[:, j].view(B, 1, T, 1) * a.float()
             out = part if out is None else out + part
         if self.num_masks > 0 and not self.global_subnet and all(p is not None and p[0] != "edges" for p in keys):
-            # only gathers and empty masks: no score took part, so Q and K get a zero gradient (as the dense
-            # softmaxes over one key give), not none (DDP expects a gradient for every parameter)
-            out = out + (q.sum() + k.sum()).float() * 0
+            # only gathers and empty masks: no score took part, so Q and K (and V, when every mask is empty) get a
+            # zero gradient (as the dense softmaxes give), not none (DDP expects a gradient for every parameter)
+            out = out + (q.sum() + k.sum() + v.sum()).float() * 0
         return out
+
+    def stacked_subnetworks(self, q, k, v, ctx, key_padding_mask) -> Tensor:
+        """:meth:`fused_attention` off the CPU: every sub-network of the layer (the syntax masks, then the global
+        one) in one fused attention call (:func:`stacked_attention`, the masks stacked once per batch), eq. 2's
+        logits as one product with ``r`` (:meth:`topic_direction`) and the mixture as one weighted sum, with no
+        host-device synchronisation and a number of kernels that does not grow with the number of masks."""
+        B, H, T, hd = q.shape
+
+        def masks():
+            allowed = [self.subnet_masks(ctx)] if self.num_masks > 0 else []
+            valid = [self.subnet_valid(ctx)] if self.num_masks > 0 else []
+            if self.global_subnet or self.num_masks == 0:
+                allowed.append(torch.ones(B, 1, T, T, dtype=torch.bool, device=q.device) if key_padding_mask is None
+                               else ~key_padding_mask.bool().view(B, 1, 1, T).expand(B, 1, T, T))
+                valid.append(torch.ones(B, 1, T, dtype=torch.bool, device=q.device))
+            return stacked_additive(torch.cat(allowed, dim=1), q.dtype), torch.cat(valid, dim=1)
+
+        mask, valid = ctx.cached(("stacked", self._key(), self.global_subnet, q.dtype), masks)
+        out = stacked_attention(q, k, v, mask)  # B H M T hd
+        M = out.shape[2]
+        r = self.topic_direction().to(out.dtype)  # H hd
+        logits = torch.matmul(out.view(B, H, M * T, hd), r.view(1, H, hd, 1)).view(B, H, M, T).sum(1)  # B M T
+        weights = self.topical_softmax(logits.float(), valid).to(out.dtype)
+        return (out * weights.view(B, 1, M, T, 1)).sum(2)
 
     def subnet_keys(self, ctx) -> List[Optional[Tuple[Tensor, ...]]]:
         """How :meth:`fused_attention` computes each syntax mask's sub-network in this batch (once per batch,
