@@ -6,8 +6,8 @@ system with the same budget through ``fairseq-train`` and translates the test se
 with ``fairseq-generate``. It reports, per system and as ratios to the stock
 ``transformer`` measured in the same run:
 
-* training speed: target tokens/s over the whole run (fairseq's ``wps``), and
-  wall-clock seconds;
+* training speed: target tokens/s, the median of fairseq's ``wps`` over the complete epochs
+  (:func:`train_wps`), and wall-clock seconds;
 * generation speed: sentences/s of ``fairseq-generate`` (beam 4), every hypothesis
   forced to the same length so that all systems do the same decoding work;
 * training memory of the model (:mod:`syntax_nmt.bench_memory`, in-process on the same data
@@ -66,6 +66,23 @@ def _run_measured(cmd: List[str], log: str) -> Dict[str, float]:
     if proc.returncode != 0:
         raise subprocess.CalledProcessError(proc.returncode, cmd, output=f"see {log}")
     return {"seconds": time.time() - start, "max_rss_mib": usage.ru_maxrss / 1024}
+
+
+def train_wps(text: str) -> float:
+    """Training words/s of a ``fairseq-train`` log (``--log-format simple``): the median of the ``wps`` of the
+    complete epochs, those before the last, whose end ``--max-update`` sets; the last epoch's only when it is the
+    only one. The last epoch's line alone can hold a few updates, or one: with ``--fp16``, updates skipped on a
+    gradient overflow shift where ``--max-update`` falls, and one update's words/s is mostly start-up.
+
+    Raises:
+        ValueError: the log has no epoch summary line.
+    """
+    import statistics
+
+    epochs = [float(w) for w in re.findall(r"\| train \| epoch \d+ \|.*?\| wps ([\d.]+)", text)]
+    if not epochs:
+        raise ValueError("no epoch summary line ('| train | epoch ... | wps ...') in the training log")
+    return statistics.median(epochs[:-1] if len(epochs) > 1 else epochs)
 
 
 def _last_float(pattern: str, text: str) -> float:
@@ -130,7 +147,7 @@ class Bench(DataPipeline):
              *(["--fp16"] if a.fp16 else [])],
             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         text = open(train_log, encoding="utf-8").read()
-        wps = _last_float(r"\| train \|.*?\| wps ([\d.]+)", text)
+        wps = train_wps(text)
         gpu = re.findall(r"gb_free ([\d.]+)", text)
         print(f"--- {name}: generate", flush=True)
         _run_measured([exe("fairseq-generate"), self.path("data-bin"), "--user-dir", user_dir(), "--task", task,
