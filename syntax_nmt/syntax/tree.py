@@ -124,7 +124,8 @@ def word_start_index(word_start: torch.Tensor, special: torch.Tensor) -> torch.T
     return torch.cummax(torch.where(ws, pos, torch.zeros_like(pos)), dim=1).values
 
 
-def word_parents(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+def word_parents(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor,
+                 word_index: torch.Tensor = None) -> torch.Tensor:
     """Word-level dependency tree placed on first-subword positions.
 
     Each word is represented by its first subword ``f``; its parent is the first
@@ -137,13 +138,14 @@ def word_parents(heads: torch.Tensor, word_start: torch.Tensor, special: torch.T
         heads: ``(B, T)`` integer relative head offsets.
         word_start: ``(B, T)`` bool.
         special: ``(B, T)`` bool.
+        word_index: :func:`word_start_index` of ``word_start`` and ``special``, if the caller has it.
 
     Returns:
         ``(B, T)`` long parent positions.
     """
     B, T = heads.shape
     pos = torch.arange(T, device=heads.device).unsqueeze(0).expand(B, T)
-    wsi = word_start_index(word_start, special)
+    wsi = word_start_index(word_start, special) if word_index is None else word_index
     p = absolute_parents(heads, special)
     wp = wsi.gather(1, p)
     is_first = wsi == pos
@@ -205,9 +207,12 @@ def ancestor_matrix(parents: torch.Tensor) -> torch.Tensor:
     eye = torch.eye(T, dtype=torch.bool, device=parents.device)
     R = eye.unsqueeze(0).expand(B, T, T).clone()
     J = parents.long()
-    for _ in range(_num_doubling_steps(T)):
-        R = R | R.gather(1, J.unsqueeze(-1).expand(B, T, T))
-        J = J.gather(1, J)
+    sentence = torch.arange(B, device=parents.device).unsqueeze(1)  # R[b, J[b, i]] as one indexing op
+    steps = _num_doubling_steps(T)
+    for k in range(steps):
+        R = R | R[sentence, J]
+        if k + 1 < steps:
+            J = J.gather(1, J)
     return R
 
 
@@ -394,7 +399,7 @@ def word_tree(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tens
     """
     special = special.bool()
     wsi = word_start_index(word_start, special)
-    parents = word_parents(heads, word_start, special)
+    parents = word_parents(heads, word_start, special, wsi)
     anc = ancestor_matrix(parents)
     dist, connected = tree_distances(anc)
     return WordTree(wsi, special, parents, anc, dist, connected)
