@@ -51,7 +51,7 @@ def measure(argv, steps: int = 3) -> Dict[str, float]:
     device = torch.device("cuda") if torch.cuda.is_available() and not cfg.common.cpu else torch.device("cpu")
     dtype = torch.float16 if cfg.common.fp16 else torch.bfloat16 if cfg.common.bf16 else torch.float32
     model.to(device=device, dtype=dtype)
-    criterion.to(device)
+    criterion.to(device=device, dtype=dtype)  # as fairseq's Trainer casts both (e.g. SEPREM's DP classifier)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad] + list(criterion.parameters())
     optimizer = torch.optim.Adam(params, lr=1e-4)
