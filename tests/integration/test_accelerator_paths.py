@@ -8,6 +8,8 @@ float32, stay finite in fp16 and bf16, and be the path actually taken. On a mach
 training step runs without a host-device synchronisation in the plugin's code.
 """
 
+import os
+import traceback
 import warnings
 
 import pytest
@@ -22,6 +24,7 @@ from syntax_nmt.models.modules.methods import mixed_attention
 
 #: every registered method, then all together
 SYSTEMS = [*SYNTAX_METHODS, "all"]
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 CRITERION = ["--criterion", "label_smoothed_cross_entropy_with_syntax", "--label-smoothing", "0.1"]
 
 
@@ -189,8 +192,17 @@ def test_cuda_step_has_no_sync_in_the_plugin_and_matches_the_cpu(data, name):
     probe = torch.randn(inputs[0].shape[1], inputs[0].shape[0], model.encoder.embed_tokens.embedding_dim, device="cuda")
     _forward_backward(model, criterion, inputs, probe)  # warm-up: lazy initialisation may synchronise once
     torch.cuda.synchronize()
-    with warnings.catch_warnings(record=True) as seen:
+    syncs = []
+
+    def where(message, *args, **kwargs):  # the innermost frame outside torch and warnings: who synchronised
+        if "synchroniz" in str(message):
+            frames = [f for f in traceback.extract_stack()[:-1]
+                      if not f.filename.startswith(TORCH_DIR) and "warnings" not in f.filename]
+            syncs.append(f"{frames[-1].filename}:{frames[-1].lineno}")
+
+    with warnings.catch_warnings():
         warnings.simplefilter("always")
+        warnings.showwarning = where
         torch.cuda.set_sync_debug_mode("warn")
         try:
             _forward_backward(model, criterion, inputs, probe)
@@ -198,7 +210,6 @@ def test_cuda_step_has_no_sync_in_the_plugin_and_matches_the_cpu(data, name):
                 _forward_backward(model, criterion, inputs, probe)
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    syncs = [f"{w.filename}:{w.lineno}" for w in seen if "synchroniz" in str(w.message)]
     assert not [s for s in syncs if "syntax_nmt" in s], syncs
     # what is left may only be fairseq's own encoder (`if has_pads:` after encoder_padding_mask.any())
     assert all("fairseq" in s for s in syncs), syncs
