@@ -141,3 +141,45 @@ def test_parse_stats_of_a_missing_file_is_a_one_line_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench_length", "--parse-stats", str(tmp_path / "no.txt")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no.txt" in proc.stderr
+
+
+def test_count_ops_counts_the_accelerator_paths(tmp_path):
+    """``--count-ops``: operations of one forward + backward, the accelerator paths forced on the CPU; a method adds
+    operations to the stock encoder's, and Syntax-BERT's stacked sub-networks cost far less than one call each."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+         "--layers", "2", "--dim", "16", "--heads", "2", "--count-ops", "--systems", "sla,syntax_bert"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((out / "bench-length-ops.json").read_text())["rows"]
+    assert [(r["system"], r["T"]) for r in rows] == [(s, T) for T in (8, 16) for s in ("sla", "syntax_bert")]
+    for r in rows:
+        assert r["ops"] > r["stock_ops"] > 100 and r["ops_ratio"] == pytest.approx(r["ops"] / r["stock_ops"])
+    at = {(r["system"], r["T"]): r["ops"] for r in rows}
+    # 3 * 3 + 1 sub-networks per layer in one fused call: fewer than twice the stock count
+    assert at["syntax_bert", 16] < 2 * rows[0]["stock_ops"]
+    assert "operations dispatched" in proc.stdout and not (out / "bench-length.json").exists()
+
+
+def test_ops_verdicts_compare_with_the_targets():
+    rows = [{"system": "sla", "T": 256, "ops_ratio": 1.2}, {"system": "syntax_bert", "T": 256, "ops_ratio": 1.6},
+            {"system": "lisa", "T": 64, "ops_ratio": 9.0}]
+    assert bl.ops_verdicts(rows) == {"sla": "MISSED: 1.20x > 1.15x", "syntax_bert": "met"}
+
+
+def test_count_ops_takes_the_accelerator_paths(tmp_path, monkeypatch):
+    import syntax_nmt.models.modules.methods.syntax_bert as sbmod
+
+    calls = []
+    stacked = sbmod.stacked_attention
+    monkeypatch.setattr(sbmod, "stacked_attention", lambda *a: calls.append(1) or stacked(*a))
+    a = bl.get_parser().parse_args(["--layers", "2", "--dim", "16", "--heads", "2", "--lengths", "16", "--tokens", "32"])
+    bl._write_data_dir(str(tmp_path), a.vocab)
+    task, enc, crit = bl.build(str(tmp_path), a, "syntax_bert")
+    batch = bl.make_batch(16, 2, task, np.random.default_rng(0), 1.25, torch.device("cpu"))
+    n = bl.count_ops(enc.train(), crit.train(), batch)
+    assert calls == [1] * 4  # 2 layers, a warm-up step and the counted one
+    calls.clear()
+    bl.step(enc, crit, batch, torch.float32)  # outside the count the CPU takes its own path
+    assert calls == [] and n > 100
