@@ -47,6 +47,11 @@ STAGES=${STAGES:-download prepare annotate binarize train evaluate}
 BPE_MERGES=${BPE_MERGES:-$BPE_MERGES_DEFAULT}
 SPACY_MODEL=${SPACY_MODEL:-en_core_web_sm}
 SEEDS=${SEEDS:-1 2 3}
+# distinct non-negative integers: fairseq-train takes each as --seed, and a repeated seed would train twice
+if [[ ! " $SEEDS " =~ ^(\ +[0-9]+)+\ +$ ]] || [[ -n "$(tr ' ' '\n' <<< "$SEEDS" | grep . | sort | uniq -d)" ]]; then
+    echo "run_all.sh: error: SEEDS must be distinct non-negative integers separated by spaces, got '$SEEDS'" >&2
+    exit 2
+fi
 SIGNIFICANCE=${SIGNIFICANCE:-bs ar}
 NOISE_RATES=${NOISE_RATES:-0.3 1.0}
 PYTHON=${PYTHON:-python}
@@ -102,17 +107,27 @@ if has_stage annotate; then
     MOSES_SETTINGS="lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
     mkdir -p "$ANN"
     for split in train valid test2016 test2017 mscoco; do  # one after the other: the parse speed in each log is the parser's own
+        status=0
         syntax-nmt-annotate --source "$PREP/$split.en" --target "$PREP/$split.de" --src-lang en --tgt-lang de \
             --pretokenized --spacy-model "$SPACY_MODEL" --subword bpe --subword-model "$PREP/bpe.codes" \
             --output-prefix "$ANN/$split" --moses-settings "$MOSES_SETTINGS" --n-process 1 2>&1 \
-            | tee "$ANN.$split.log" | grep -E "summary|error|Error" || true
-        [[ -f "$ANN/$split.head" ]] || { echo "annotation of $split failed: see $ANN.$split.log" >&2; exit 1; }
+            | tee "$ANN.$split.log" | { grep -iE "summary|error|warn" || true; } || status=$?
+        if (( status != 0 )); then
+            # e.g. files annotated before with another SPACY_MODEL: the annotator refuses to mix them
+            echo "run_all.sh: error: annotating $split failed (status $status): see $ANN.$split.log; if $ANN was" \
+                 "made with other settings (another SPACY_MODEL), remove it (or choose another WORK) and run again" >&2
+            exit 1
+        fi
     done
     stage_end annotate
 fi
 
 if has_stage binarize; then
     stage_start binarize
+    if [[ -f "$BIN/.done" && -n "$(find "$ANN" -type f -newer "$BIN/.done" -print -quit)" ]]; then
+        echo "$ANN changed after $BIN was made: binarizing again"
+        rm -f "$BIN/.done"
+    fi
     if [[ -f "$BIN/.done" ]]; then
         echo "$BIN is complete"
     else
@@ -128,14 +143,23 @@ fi
 # train_one DATA SAVEDIR SYSTEM SEED: one training, skipped when done; records wall and CPU seconds.
 train_one() {
     local data=$1 save=$2 system=$3 seed=$4
-    if [[ -f "$save/.done" ]]; then return 0; fi
+    if [[ -f "$save/.done" ]]; then
+        stale_training "$data" "$save" && return 0
+        return 1
+    fi
     mkdir -p "$save"
     local t0=$SECONDS
+    # the subshell's status is the training's: errexit does not act inside a subshell on the left of ||, so the
+    # status is carried past `times` by hand (a failed, killed or unresumable training is never marked done)
     (
         export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
-        DATA="$data" SAVE="$save" SEED="$seed" bash "$HERE/train.sh" "$system" --num-workers 0 > "$save/stdout.log" 2>&1
+        status=0
+        DATA="$data" SAVE="$save" SEED="$seed" bash "$HERE/train.sh" "$system" --num-workers 0 > "$save/stdout.log" 2>&1 \
+            || status=$?
         times > "$save/times.txt"  # the second line: CPU seconds of the training processes (user, system)
-    ) || { echo "training $system seed $seed failed: see $save/train.log" >&2; return 1; }
+        exit "$status"
+    ) || { echo "run_all.sh: error: training $system seed $seed failed (status $?): see $save/train.log" >&2
+           return 1; }
     "$PYTHON" - "$save" "$((SECONDS - t0))" <<'EOF'
 import json, re, sys
 save, wall = sys.argv[1], float(sys.argv[2])
@@ -143,6 +167,14 @@ user, system = [60 * float(m) + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)
 json.dump({"wall_seconds": wall, "cpu_seconds": user + system}, open(save + "/.done", "w"))
 EOF
     echo "  trained $system seed $seed in $((SECONDS - t0)) s"
+}
+
+# stale_training DATA SAVE: fails, saying so, when the data directory was made again after SAVE's training ended.
+stale_training() {
+    if [[ "$1/.done" -nt "$2/.done" ]]; then
+        echo "run_all.sh: error: $2 was trained on an older $1 (made again since): remove $2 to train it again" >&2
+        return 1
+    fi
 }
 
 # run_jobs FUNCTION: read lines of arguments, run FUNCTION on each, JOBS at a time.
@@ -160,8 +192,15 @@ run_jobs() {
 # evaluate_one DATA SAVE EVALDIR SYSTEM SEED: translate every split, score it (skipped when scored).
 evaluate_one() {
     local data=$1 save=$2 out=$3 system=$4 seed=$5 split
+    if [[ ! -f "$save/.done" ]]; then  # never score a checkpoint of a training that did not end
+        echo "run_all.sh: error: $system seed $seed has not finished training ($save/.done is missing): run the" \
+             "train stage first" >&2
+        return 1
+    fi
+    stale_training "$data" "$save" || return 1
     for split in $SPLITS; do
-        if [[ -f "$out/$split/$system.seed$seed.json" ]]; then continue; fi
+        # scored already, after the training ended (a translation of an earlier training is made again)
+        if [[ "$out/$split/$system.seed$seed.json" -nt "$save/.done" ]]; then continue; fi
         DATA="$data" SAVE="$save" PREP="$PREP" EVAL="$out/$split" GEN_SUBSET="${SUBSET[$split]}" REF="$PREP/$split" \
             NAME="$system.seed$seed" OMP_NUM_THREADS=$THREADS bash "$HERE/generate.sh" "$system" > /dev/null \
             || { echo "translating $split with $system seed $seed failed: see $out/$split/$system.seed$seed.gen" >&2
@@ -177,7 +216,8 @@ report() {
 
 if has_stage train; then
     stage_start train
-    read -r -a systems <<< "$(main_systems)"
+    names=$(main_systems)  # an unknown name stops the run here
+    read -r -a systems <<< "$names"
     echo "systems: ${systems[*]}; seeds: $SEEDS; $JOBS at a time with $THREADS thread(s) each"
     for seed in $SEEDS; do for system in "${systems[@]}"; do
         echo "$BIN $CKPT/$system/seed$seed $system $seed"
@@ -187,7 +227,8 @@ fi
 
 if has_stage evaluate; then
     stage_start evaluate
-    read -r -a systems <<< "$(main_systems)"
+    names=$(main_systems)
+    read -r -a systems <<< "$names"
     for seed in $SEEDS; do for system in "${systems[@]}"; do
         echo "$BIN $CKPT/$system/seed$seed $EVAL $system $seed"
     done; done | run_jobs evaluate_one

@@ -154,6 +154,13 @@ fi
 
 if has_stage evaluate; then
     stage_start evaluate
+    for config in $CONFIGS; do
+        if [[ ! -f "$CKPT/$config/.done" ]]; then  # never score a checkpoint of a training that did not end
+            echo "run_all.sh: error: $config has not finished training ($CKPT/$config/.done is missing): run the" \
+                 "train stage first" >&2
+            exit 1
+        fi
+    done
     prefixes=()
     for config in $CONFIGS; do
         DATA="$BIN" SAVE="$CKPT/$config" PREP="$PREP" EVAL="$EVAL" bash "$HERE/generate.sh" "$config"

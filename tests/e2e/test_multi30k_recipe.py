@@ -170,3 +170,83 @@ def test_a_second_run_resumes_without_training(recipe_run):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "  trained " not in proc.stdout and ckpt.stat().st_mtime_ns == before
     assert "skipped    train.en.gz: verified" in proc.stdout
+
+
+def _run(env, **extra):
+    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=dict(env, **extra), capture_output=True,
+                          text=True)
+    return proc, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("how", ["exit 1", "kill -9 $$"])
+def test_a_failed_training_is_never_marked_done_nor_scored(recipe_run, tmp_path, how):
+    """Issue 34: a trainer that fails (a resume on a state_dict error, a bad --seed) or is killed after writing a
+    checkpoint was reported as "trained", marked done and scored. Now the run stops with an error, and a later
+    evaluate refuses the unfinished checkpoint."""
+    work, env, _, _ = recipe_run
+    seed = "3" if how == "exit 1" else "4"
+    save = work / "checkpoints" / "cpu-bpe200" / "transformer" / f"seed{seed}"
+    partial = work / "checkpoints" / "cpu-bpe200" / "transformer" / "seed1" / "checkpoint_last.pt"
+    trainer = tmp_path / "trainer.sh"
+    trainer.write_text("#!/usr/bin/env bash\n"  # writes a checkpoint as a killed training leaves one, then fails
+                       "while [[ $# -gt 0 && $1 != --save-dir ]]; do shift; done\n"
+                       f'cp {partial} "$2/checkpoint_last.pt"\n{how}\n')
+    trainer.chmod(0o755)
+    proc, log = _run(env, STAGES="train", SYSTEMS="transformer", SEEDS=seed, FAIRSEQ_TRAIN=str(trainer))
+    assert proc.returncode != 0, log[-3000:]
+    assert f"run_all.sh: error: training transformer seed {seed} failed" in proc.stderr
+    assert "  trained " not in proc.stdout and "train done" not in proc.stdout
+    assert (save / "checkpoint_last.pt").exists() and not (save / ".done").exists()
+    proc, log = _run(env, STAGES="evaluate", SYSTEMS="transformer", SEEDS=seed)
+    assert proc.returncode != 0, log[-3000:]
+    assert f"transformer seed {seed} has not finished training" in proc.stderr
+    assert not list((work / "eval" / "cpu-bpe200").glob(f"*/transformer.seed{seed}.*"))
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"SEEDS": "x"}, "SEEDS must be distinct non-negative integers"),
+    ({"SEEDS": "1 1"}, "SEEDS must be distinct non-negative integers"),
+    ({"SYSTEMS": "transformer nope"}, "nope"),
+])
+def test_bad_seeds_and_systems_stop_the_run(recipe_run, extra, message):
+    work, env, _, _ = recipe_run
+    proc, log = _run(env, STAGES="train", **extra)
+    assert proc.returncode != 0 and message in proc.stderr, log[-3000:]
+    assert "train done" not in proc.stdout and "  trained " not in proc.stdout
+
+
+def test_annotating_with_another_parser_stops_the_run(recipe_run, tmp_path):
+    """Issue 34: SPACY_MODEL changed with the same BPE: the annotator refuses to mix parses, which the recipe hid
+    (five errors in a log, then "annotate done", "complete" and exit 0)."""
+    work, env, _, _ = recipe_run
+    import shutil
+
+    other = tmp_path / "other-parser"
+    shutil.copytree(env["SPACY_MODEL"], other)
+    head = work / "annotated" / "bpe200" / "train.head"
+    before = head.stat().st_mtime_ns
+    proc, log = _run(env, STAGES="annotate binarize", SPACY_MODEL=str(other))
+    assert proc.returncode != 0, log[-3000:]
+    assert "run_all.sh: error: annotating train failed" in proc.stderr and "annotate done" not in proc.stdout
+    assert "binarize" not in proc.stdout and head.stat().st_mtime_ns == before
+
+
+def test_stale_translations_and_trainings_are_redone_or_refused(recipe_run):
+    """Issue 34: a translation older than its training's end is made again; a data directory made again after a
+    training makes that training stale, which evaluate refuses. (Last test of the module: it leaves the trainings
+    stale.)"""
+    work, env, _, _ = recipe_run
+    ev = work / "eval" / "cpu-bpe200" / "valid"
+    ckpt = work / "checkpoints" / "cpu-bpe200"
+    redo, keep = ev / "transformer.seed1.json", ev / "sgnet.seed1.json"
+    mtimes = {p: p.stat().st_mtime_ns for p in (redo, keep)}
+    time.sleep(0.05)
+    (ckpt / "transformer" / "seed1" / ".done").touch()  # as if it had been trained again
+    proc, log = _run(env, STAGES="evaluate")
+    assert proc.returncode == 0, log[-3000:]
+    assert redo.stat().st_mtime_ns > mtimes[redo] and keep.stat().st_mtime_ns == mtimes[keep]
+    time.sleep(0.05)
+    (work / "annotated" / "bpe200" / "valid.head").touch()  # annotated again: binarize must redo its work
+    proc, log = _run(env, STAGES="binarize evaluate")
+    assert "binarizing again" in proc.stdout, log[-3000:]
+    assert proc.returncode != 0 and "was trained on an older" in proc.stderr, log[-3000:]

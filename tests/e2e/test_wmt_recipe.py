@@ -258,3 +258,18 @@ def test_full_size_configs_build(recipe_run, tmp_path, systems_cache, name):
     assert {n: loss.loss_weight for n, loss in getattr(crit, "losses", {}).items() if loss.requested} == expected
     assert type(crit).__name__ == ("LabelSmoothedCrossEntropyWithSyntaxCriterion" if expected
                                    else "LabelSmoothedCrossEntropyCriterion")
+
+
+def test_evaluate_refuses_an_unfinished_training(recipe_run, tmp_path):
+    """Issue 34: evaluate scored whatever checkpoint a killed training had left. A configuration without its
+    training's ``.done`` is refused, naming it, before anything is translated."""
+    work, _, env, _ = recipe_run
+    import shutil
+
+    copy = tmp_path / "work"
+    shutil.copytree(work, copy, ignore=shutil.ignore_patterns("download", "work"))
+    (copy / "checkpoints" / "p100" / "syntax_sgnet" / ".done").unlink()
+    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=dict(env, WORK=str(copy), STAGES="evaluate"),
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "run_all.sh: error: syntax_sgnet has not finished training" in proc.stderr, proc.stderr[-3000:]
