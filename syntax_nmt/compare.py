@@ -1,11 +1,11 @@
 """Systems compared over training seeds: mean ± sd of each metric, paired significance against the baseline
-on the seeds' translations pooled, a table and a bar chart. Shared by ``make demo`` and the recipes.
+with the test sentence as the unit, a table and a bar chart. Shared by ``make demo`` and the recipes.
 
-Pooling: seed s of a system is paired with seed s of the baseline; the hypotheses of all seeds are concatenated
-(and the reference repeated), so the paired test (sacreBLEU's bootstrap resampling or approximate
-randomization, :mod:`sacrebleu.significance`) resamples sentences of every seed at once. It says whether the
-translations differ beyond sentence sampling, not whether the method would win with another seed: read the
-differences of the means against the standard deviation over seeds.
+The paired tests (:mod:`syntax_nmt.significance`) resample or swap test *sentences*, each carrying the lines of
+every seed: a cluster bootstrap and an approximate randomization stratified over the seeds (MultEval's), on
+sacreBLEU's own sentence statistics. They say whether the systems' translations of these sentences differ beyond
+the sampling of sentences; whether a method would win with another seed is the seeds' evidence, reported beside
+them: each seed's own test, and in how many seeds the system beats the baseline.
 """
 
 import math
@@ -13,6 +13,7 @@ import os
 import textwrap
 from typing import Dict, List, Optional, Sequence
 
+from syntax_nmt import significance as significance_tests
 from syntax_nmt.analyze.common import mean_sd
 
 #: score keys (of :func:`syntax_nmt.evaluate.score`) -> labels in tables and plots
@@ -20,7 +21,7 @@ LABELS = {"sacrebleu": "sacreBLEU", "chrf": "chrF", "tokenized_bleu": "tok. BLEU
           "lc_tokenized_bleu": "lc tok. BLEU", "compound_split_bleu": "split BLEU"}
 #: metrics a paired test can use (on detokenized text): score key -> sacrebleu metric
 TESTABLE = {"sacrebleu": ("BLEU",), "chrf": ("chrF",)}
-TEST_NAMES = {"bs": "paired bootstrap resampling", "ar": "approximate randomization"}
+TEST_NAMES = significance_tests.TEST_NAMES
 
 
 def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[int],
@@ -55,38 +56,35 @@ def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[i
     return rows
 
 
-def _paired(named: List[tuple], refs: List[str], metrics: Sequence[str], test_type: str,
-            seed: Optional[int]) -> Dict[str, List[float]]:
-    """p-values of ``named[1:]`` against ``named[0]`` for each metric (sacrebleu.significance)."""
-    from sacrebleu.metrics import BLEU, CHRF
-    from sacrebleu.significance import PairedTest
-
-    from syntax_nmt.evaluate import _sacrebleu_seed
-
-    objects = {"BLEU": BLEU, "chrF": CHRF}
-    with _sacrebleu_seed(seed):
-        test = PairedTest(named, {m: objects[TESTABLE[m][0]]() for m in metrics}, references=[refs],
-                          test_type=test_type, n_samples=0)
-        _, scores = test()
-    # sacrebleu keys the results by each metric's own name (BLEU, chrF2), in the order of the metrics given
-    results = [v for k, v in scores.items() if k != "System"]
-    return {m: [res.p_value for res in results[i][1:]] for i, m in enumerate(metrics)}
+def resampling_seed(seed: Optional[int] = None) -> Optional[int]:
+    """The tests' random seed: ``seed``, else ``$SACREBLEU_SEED`` (``none``: fresh entropy), else sacreBLEU's
+    default, 12345."""
+    if seed is not None:
+        return seed
+    env = os.environ.get("SACREBLEU_SEED", str(significance_tests.DEFAULT_SEED))
+    return None if env.lower() == "none" else int(env)
 
 
 def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str, seeds: Sequence[int],
                  tests: Sequence[str] = ("bs",), metrics: Sequence[str] = ("sacrebleu",),
                  pooled_dir: Optional[str] = None, per_seed: bool = True, seed: Optional[int] = None,
-                 ref_name: str = "ref") -> None:
-    """Paired tests of every row against the first, on the seeds' translations pooled (and per seed).
+                 ref_name: str = "ref", n_samples: int = 0) -> None:
+    """Paired tests of every row against the first, the test sentence as the unit (all seeds' lines of a sentence
+    resampled or swapped together, :mod:`syntax_nmt.significance`), and the seeds' own evidence.
 
-    Adds to each row but the first: ``p`` = ``{test: {metric: p-value}}`` (pooled), ``p_pooled`` (the first
-    test and metric), and with ``per_seed`` ``p_per_seed`` (the first test and metric, one p-value per seed).
+    Adds to each row but the first: ``p`` = ``{test: {metric: p-value}}``, ``p_pooled`` (the first test and
+    metric; "pooled": over the seeds' translations, the sentence the unit), ``wins`` (in how many seeds the first
+    metric beats the baseline's same seed), and with ``per_seed`` ``p_per_seed`` (the first test and metric, each
+    seed's translations alone: sacreBLEU's own test). Every row gets ``tests`` = what the p-values are (for
+    captions: :func:`syntax_nmt.significance.caption`).
 
     Args:
         hypotheses: ``(system, seed)`` -> detokenized hypotheses file (one line per reference line).
         reference: the raw reference file.
-        pooled_dir: where the pooled files are written (``ref_name`` and ``SYSTEM.detok``), if given.
-        seed: the resampling seed (None: ``$SACREBLEU_SEED`` or sacrebleu's default).
+        pooled_dir: where the seeds' translations are also written concatenated (``ref_name`` and
+            ``SYSTEM.detok``, for sacreBLEU's command line), if given.
+        seed: the resampling seed (None: :func:`resampling_seed`).
+        n_samples: resamples / trials (0: sacreBLEU's defaults).
     """
     from syntax_nmt.evaluate import read_lines, write_lines
 
@@ -96,29 +94,36 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
                          f"got {list(metrics)} {list(tests)}")
     if len(rows) < 2:
         return
+    rng_seed = resampling_seed(seed)
     refs = read_lines(reference)
     names = [r["system"] for r in rows]
-    pooled = {n: [h for s in seeds for h in read_lines(hypotheses[(n, s)])] for n in names}
+    hyps = {n: [read_lines(hypotheses[(n, s)]) for s in seeds] for n in names}
     if pooled_dir:
         os.makedirs(pooled_dir, exist_ok=True)
         write_lines(os.path.join(pooled_dir, ref_name), refs * len(seeds))
         for n in names:
-            write_lines(os.path.join(pooled_dir, n + ".detok"), pooled[n])
+            write_lines(os.path.join(pooled_dir, n + ".detok"), [h for lines in hyps[n] for h in lines])
+    stats = {m: {n: significance_tests.sentence_statistics(TESTABLE[m][0], hyps[n], refs) for n in names}
+             for m in metrics}
+    base, first = names[0], metrics[0]
+    info = {"unit": "sentence", "two_sided": True, "seeds": len(seeds), "resampling_seed": rng_seed,
+            "samples": {t: n_samples or significance_tests.DEFAULT_SAMPLES[t] for t in tests}}
+    for r in rows:
+        r["tests"] = info
     for r in rows[1:]:
-        r["p"] = {}
-    for t in tests:
-        res = _paired([(n, pooled[n]) for n in names], refs * len(seeds), metrics, t, seed)
-        for i, r in enumerate(rows[1:]):
-            r["p"][t] = {m: res[m][i] for m in metrics}
-    for r in rows[1:]:
-        r["p_pooled"] = r["p"][tests[0]][metrics[0]]
-    if per_seed:
-        for r in rows[1:]:
+        n = r["system"]
+        r["p"] = {t: {m: significance_tests.paired_test(TESTABLE[m][0], stats[m][base], stats[m][n], t, n_samples,
+                                                        rng_seed)[2] for m in metrics} for t in tests}
+        r["p_pooled"] = r["p"][tests[0]][first]
+        if first in r and first in rows[0]:
+            r["wins"] = sum(x > y for x, y in zip(r[first], rows[0][first]))
+        if per_seed:
             r["p_per_seed"] = []
-        for s in seeds:
-            res = _paired([(n, read_lines(hypotheses[(n, s)])) for n in names], refs, metrics[:1], tests[0], seed)
-            for i, r in enumerate(rows[1:]):
-                r["p_per_seed"].append(res[metrics[0]][i])
+            for k in range(len(seeds)):
+                one = {x: significance_tests.sentence_statistics(TESTABLE[first][0], [hyps[x][k]], refs)
+                       for x in (base, n)}
+                r["p_per_seed"].append(significance_tests.paired_test(
+                    TESTABLE[first][0], one[base], one[n], tests[0], n_samples, rng_seed)[2])
 
 
 def significant(p_value: Optional[float]) -> bool:
@@ -129,7 +134,9 @@ def significant(p_value: Optional[float]) -> bool:
 def markdown_table(rows: List[dict], metrics: Sequence[str], tests: Sequence[str] = ("bs",),
                    tested: Sequence[str] = ("sacrebleu",)) -> str:
     """A markdown table: per metric mean ± sd (and the per-seed scores of the first), Δ of the first metric's
-    mean to the baseline, and the pooled p-values of every test and tested metric (``*``: p < 0.05)."""
+    mean to the baseline, the p-values of every test and tested metric over the seeds' translations, the sentence
+    the unit (``*``: p < 0.05), and where :func:`significance` gave them, the seeds' evidence: in how many seeds
+    the system beats the baseline, and each seed's own p-value (the first test and metric)."""
     base = rows[0]
     head = ["system"]
     for i, m in enumerate(metrics):
@@ -137,6 +144,12 @@ def markdown_table(rows: List[dict], metrics: Sequence[str], tests: Sequence[str
         if i == 0:
             head += [f"{LABELS.get(m, m)} per seed", f"Δ {base['system']}"]
     head += [f"p {t} {LABELS.get(m, m)}" for t in tests for m in tested]
+    wins = any("wins" in r for r in rows[1:])
+    per_seed = any(r.get("p_per_seed") for r in rows[1:])
+    if wins:
+        head.append("seeds better")
+    if per_seed:
+        head.append(f"p per seed ({tests[0]} {LABELS.get(tested[0], tested[0])})")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["system"]]
@@ -149,6 +162,10 @@ def markdown_table(rows: List[dict], metrics: Sequence[str], tests: Sequence[str
             for m in tested:
                 p = (r.get("p") or {}).get(t, {}).get(m)
                 cells.append("" if p is None else f"{p:.4f}" + ("*" if significant(p) else ""))
+        if wins:
+            cells.append("" if "wins" not in r else f"{r['wins']}/{len(r[metrics[0]])}")
+        if per_seed:
+            cells.append(" ".join(f"{p:.3f}" + ("*" if significant(p) else "") for p in r.get("p_per_seed") or []))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

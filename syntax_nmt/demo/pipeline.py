@@ -65,9 +65,8 @@ class Demo(JobRunner):
         return plan.jobs()
 
     def significance(self, rows: List[dict]) -> None:
-        """Paired bootstrap (sacreBLEU) of every system against the baseline: on the translations
-        of all seeds pooled (seed s of a system paired with seed s of the baseline), and per seed
-        (:func:`syntax_nmt.compare.significance`)."""
+        """Paired bootstrap of every system against the baseline, the test sentence as the unit (all seeds'
+        lines of a sentence resampled together), and per seed (:func:`syntax_nmt.compare.significance`)."""
         seeds = self.seeds()
         hyps = {(r["system"], s): self.path("eval", f"{r['system']}.seed{s}.detok") for r in rows for s in seeds}
         compare.significance(rows, hyps, self.path("corpus", "test.de"), seeds, pooled_dir=self.path("eval", "pooled"),

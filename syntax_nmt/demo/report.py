@@ -34,8 +34,10 @@ def format_table(rows: List[dict], args, seeds: Sequence[int]) -> str:
         train_s = sum(r["train_seconds"]) / len(r["train_seconds"])
         lines.append(f"{r['system']:<16} {r['mean']:>8.2f} ± {r['sd']:<4.2f} {per_seed:>20} {delta:>14} {p:>9} "
                      f"{sig:>11} {r['params'] or 0:>10,} {train_s:>7.0f}")
-    lines.append("p: sacreBLEU paired bootstrap against the first system (1000 resamples), on the seeds' translations "
-                 "pooled (* p < 0.05); seeds p<.05: seeds whose own test is significant")
+    from syntax_nmt.significance import caption
+
+    lines.append(caption(("bs",), len(seeds), baseline=base["system"]) + " seeds p<.05: seeds whose own test "
+                 "(that seed's translations alone) is significant")
     if len(seeds) == 1:
         lines.append("ONE training seed: the sd is 0 by construction, and no difference can be judged against the "
                      "variation between seeds (p says only that the two models' translations differ)")

@@ -53,8 +53,19 @@ def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequenc
     rows = compare.summarize(runs, systems, seeds, METRICS)
     hyps = {(n, s): os.path.join(eval_dir, split, f"{n}.seed{s}.detok") for n in systems for s in seeds}
     compare.significance(rows, hyps, os.path.join(refs, f"{split}.raw.de"), seeds, tests, TESTED,
-                         pooled_dir=os.path.join(eval_dir, split, "pooled"), per_seed=False, seed=seed)
+                         pooled_dir=os.path.join(eval_dir, split, "pooled"), seed=seed)
     return rows
+
+
+def significance_caption(tests: Sequence[str], seeds: Sequence[int], baseline: str) -> str:
+    """What the tables' p-values and seed columns are."""
+    from syntax_nmt.significance import caption
+
+    text = caption(tests, len(seeds), baseline=baseline)
+    if len(seeds) > 1:
+        text += (f" Seeds better: in how many seeds the system's sacreBLEU beats {baseline}'s same seed; p per seed: "
+                 f"each seed's translations alone ({compare.TEST_NAMES[tests[0]]}, sacreBLEU).")
+    return text
 
 
 def _minutes(values) -> str:
@@ -70,10 +81,8 @@ def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: 
     lines = [f"# {title}" if title else "# Results", "",
              f"Systems: {', '.join(systems)} (baseline: {systems[0]}); training seeds {', '.join(map(str, seeds))}. "
              f"Metrics: sacreBLEU and chrF (cased, detokenized; signatures below), tokenized BLEU cased and "
-             f"lowercased (multi-bleu; lowercased: the Multi30k literature's metric). p: "
-             + "; ".join(compare.TEST_NAMES[t] for t in tests)
-             + f" against {systems[0]}, on the translations of all seeds pooled (seed s of a system paired with "
-             "seed s of the baseline); * p < 0.05. Mean ± sample sd over seeds.", ""]
+             f"lowercased (multi-bleu; lowercased: the Multi30k literature's metric). Mean ± sample sd over seeds. "
+             + significance_caption(tests, seeds, systems[0]), ""]
     for sp in splits:
         rows = by_split[sp]
         lines += [f"## {sp} ({rows[0]['sentences']} sentences)", "",
@@ -122,8 +131,8 @@ def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str
     lines = [f"# {system}: clean parses against corrupted heads", "",
              f"Each corrupted row trains and tests {system} on data whose heads are corrupted at that rate (a word's "
              "head replaced by a random other word of its sentence, in training, validation and test data; "
-             "syntax-nmt-analyze corrupt); clean: the same system on the parser's heads. p: against clean, pooled "
-             f"over seeds {', '.join(map(str, seeds))}.", ""]
+             f"syntax-nmt-analyze corrupt); clean: the same system on the parser's heads (seeds "
+             f"{', '.join(map(str, seeds))}). " + significance_caption(tests, seeds, "clean"), ""]
     out = {}
     for sp in splits:
         runs, hyps = {}, {}
@@ -132,7 +141,7 @@ def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str
                 runs[(n, s)] = _load(dirs[n], sp, system, s)
                 hyps[(n, s)] = os.path.join(dirs[n], sp, f"{system}.seed{s}.detok")
         rows = compare.summarize(runs, names, seeds, METRICS)
-        compare.significance(rows, hyps, os.path.join(refs, f"{sp}.raw.de"), seeds, tests, TESTED, per_seed=False)
+        compare.significance(rows, hyps, os.path.join(refs, f"{sp}.raw.de"), seeds, tests, TESTED)
         out[sp] = rows
         lines += [f"## {sp}", "", compare.markdown_table(rows, METRICS, tests, TESTED), ""]
     text = "\n".join(lines)

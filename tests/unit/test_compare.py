@@ -50,24 +50,54 @@ def _files(tmp_path):
     return hyps
 
 
-def test_pooled_tests_equal_sacrebleus_own_on_the_concatenated_seeds(tmp_path, monkeypatch):
-    hyps = _files(tmp_path)
-    rows = compare.summarize(_runs(), ["base", "good"], [1, 2], ("sacrebleu", "chrf"))
-    compare.significance(rows, hyps, str(tmp_path / "ref.de"), [1, 2], tests=("bs", "ar"),
+def _generated(tmp_path, n=120):
+    """A larger test set and two systems over two seeds, whose seed 2 is an exact copy of seed 1."""
+    import random
+
+    rng = random.Random(0)
+    words = "a man dog woman runs sits in on the park street water ball red big with two near".split()
+    refs = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))) for _ in range(n)]
+
+    def noisy(rate):
+        return [" ".join(w if rng.random() > rate else rng.choice(words) for w in x.split()) for x in refs]
+
+    (tmp_path / "ref.de").write_text("\n".join(refs) + "\n")
+    lines = {"base": noisy(0.35), "good": noisy(0.32)}
+    hyps = {}
+    for name, hyp in lines.items():
+        for s in (1, 2):
+            path = tmp_path / f"{name}.seed{s}.detok"
+            path.write_text("\n".join(hyp) + "\n")
+            hyps[(name, s)] = str(path)
+    runs = {(name, s): {"sacrebleu": BLEU().corpus_score(hyp, [refs]).score, "sentences": n, "signature": "sig"}
+            for name, hyp in lines.items() for s in (1, 2)}
+    return refs, lines, hyps, runs
+
+
+@pytest.mark.parametrize("test", ["bs", "ar"])
+def test_the_unit_is_the_sentence_not_the_line(tmp_path, monkeypatch, test):
+    """Issue 33: two identical seeds are one seed's evidence. The p-value over both equals seed 1's alone, which is
+    sacreBLEU's own paired test; pooling the lines (the implementation before) gave a far smaller one."""
+    refs, lines, hyps, runs = _generated(tmp_path)
+    rows = compare.summarize(runs, ["base", "good"], [1, 2], ("sacrebleu",))
+    compare.significance(rows, hyps, str(tmp_path / "ref.de"), [1, 2], tests=(test,),
                          metrics=("sacrebleu", "chrf"), pooled_dir=str(tmp_path / "pooled"), seed=7)
-    pooled_base = BASE[1] + BASE[2]
-    pooled_good = GOOD[1] + GOOD[2]
-    assert (tmp_path / "pooled" / "good.detok").read_text().splitlines() == pooled_good
-    assert (tmp_path / "pooled" / "ref").read_text().splitlines() == REFS * 2
-    for test in ("bs", "ar"):
-        monkeypatch.setenv("SACREBLEU_SEED", "7")
-        expect = PairedTest([("base", pooled_base), ("good", pooled_good)], {"BLEU": BLEU(), "chrF": CHRF()},
-                            references=[REFS * 2], test_type=test, n_samples=0)()[1]
-        monkeypatch.delenv("SACREBLEU_SEED")
-        assert rows[1]["p"][test]["sacrebleu"] == expect["BLEU"][1].p_value
-        assert rows[1]["p"][test]["chrf"] == expect["chrF2"][1].p_value
-    assert rows[1]["p_pooled"] == rows[1]["p"]["bs"]["sacrebleu"]
-    assert len(rows[1]["p_per_seed"]) == 2 and "p" not in rows[0]
+    monkeypatch.setenv("SACREBLEU_SEED", "7")
+    own = PairedTest([("base", lines["base"]), ("good", lines["good"])], {"BLEU": BLEU(), "chrF": CHRF()},
+                     references=[refs], test_type=test, n_samples=0)()[1]
+    pooled = PairedTest([("base", lines["base"] * 2), ("good", lines["good"] * 2)], {"BLEU": BLEU()},
+                        references=[refs * 2], test_type=test, n_samples=0)()[1]
+    good = rows[1]
+    assert good["p"][test]["sacrebleu"] == own["BLEU"][1].p_value
+    assert good["p"][test]["chrf"] == own["chrF2"][1].p_value
+    assert pooled["BLEU"][1].p_value < own["BLEU"][1].p_value / 2  # what line pooling said
+    assert good["p_pooled"] == good["p"][test]["sacrebleu"]
+    assert good["p_per_seed"] == [own["BLEU"][1].p_value] * 2
+    assert good["wins"] == (2 if runs[("good", 1)]["sacrebleu"] > runs[("base", 1)]["sacrebleu"] else 0)
+    assert good["tests"] == {"unit": "sentence", "two_sided": True, "seeds": 2, "resampling_seed": 7,
+                             "samples": {test: 1000 if test == "bs" else 10000}} and "p" not in rows[0]
+    assert (tmp_path / "pooled" / "good.detok").read_text().splitlines() == lines["good"] * 2
+    assert (tmp_path / "pooled" / "ref").read_text().splitlines() == refs * 2
 
 
 def test_bad_requests_are_refused(tmp_path):
@@ -82,17 +112,20 @@ def test_markdown_table_and_chart(tmp_path):
     rows = compare.summarize(_runs(), ["base", "good"], [1, 2], ("sacrebleu", "chrf"))
     rows[1]["p"] = {"bs": {"sacrebleu": 0.001, "chrf": 0.2}, "ar": {"sacrebleu": 0.04, "chrf": 0.3}}
     rows[1]["p_pooled"] = 0.001
+    rows[1]["wins"], rows[1]["p_per_seed"] = 2, [0.01, 0.3]
     text = compare.markdown_table(rows, ("sacrebleu", "chrf"), ("bs", "ar"), ("sacrebleu", "chrf"))
     lines = text.splitlines()
     assert lines[0] == ("| system | sacreBLEU mean ± sd | sacreBLEU per seed | Δ base | chrF mean ± sd | "
-                        "p bs sacreBLEU | p bs chrF | p ar sacreBLEU | p ar chrF |")
+                        "p bs sacreBLEU | p bs chrF | p ar sacreBLEU | p ar chrF | seeds better | "
+                        "p per seed (bs sacreBLEU) |")
     good = rows[1]
     cells = [c.strip() for c in lines[3].strip("|").split("|")]
     assert cells[0] == "good" and cells[1] == f"{good['mean']:.2f} ± {good['sd']:.2f}"
     assert cells[3] == f"{good['mean'] - rows[0]['mean']:+.2f}"
-    assert cells[5:] == ["0.0010*", "0.2000", "0.0400*", "0.3000"]
+    assert cells[5:] == ["0.0010*", "0.2000", "0.0400*", "0.3000", "2/2", "0.010* 0.300"]
     assert [c.strip() for c in lines[2].strip("|").split("|")][3:] == ["", f"{rows[0]['chrf_mean']:.2f} ± "
-                                                                      f"{rows[0]['chrf_sd']:.2f}", "", "", "", ""]
+                                                                      f"{rows[0]['chrf_sd']:.2f}", "", "", "", "",
+                                                                      "", ""]
     compare.plot_bars(rows, str(tmp_path / "bars.png"), "title", "chrf")
     assert (tmp_path / "bars.png").stat().st_size > 1000
 
