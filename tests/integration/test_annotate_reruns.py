@@ -263,3 +263,33 @@ def test_rerun_with_the_same_inputs_at_other_paths_does_nothing(tmp_path, spacy_
         main(kill, on_chunk_done=lambda k: (_ for _ in ()).throw(Killed()))
     main([a.replace("/run/", "/kill/") for a in other])
     assert outputs(tmp_path / "kill/train", NAMES) == ref
+
+
+@pytest.mark.parametrize("spelling", ["plain", "dot", "absolute", "symlink", "hardlink"])
+def test_an_output_prefix_that_names_an_input_is_refused_and_the_input_kept(tmp_path, monkeypatch, spelling):
+    """Issue 34: ``-o d/train --overwrite`` with ``--source d/train.en --target d/train.de`` deleted both inputs.
+    Refused, however the prefix is spelled, before anything is written or removed."""
+    from syntax_nmt.syntax.conllu import write_conllu
+
+    monkeypatch.chdir(tmp_path)
+    os.makedirs("d")
+    with open("d/in.conllu", "w", encoding="utf-8") as f:
+        write_conllu(SENTS, f)
+    src = write(tmp_path / "d" / "train.en", ["The cat sat .", "", "Dogs run quickly"])
+    tgt = write(tmp_path / "d" / "train.de", ["Die Katze sass .", "", "Hunde rennen schnell"])
+    prefix = {"plain": "d/train", "dot": "./d/../d/train", "absolute": str(tmp_path / "d" / "train"),
+              "symlink": "e/train", "hardlink": "h/train"}[spelling]
+    if spelling == "symlink":
+        os.symlink(tmp_path / "d", tmp_path / "e")
+    if spelling == "hardlink":
+        os.makedirs("h")
+        os.link(tgt, "h/train.de")
+    before = {p: open(p, "rb").read() for p in (src, tgt)}
+    args = ["--backend", "conllu", "--conllu", "d/in.conllu", "--source", "d/train.en", "--target", "d/train.de",
+            "--pretokenized", "--src-lang", "en", "--tgt-lang", "de", "-o", prefix, "--subword", "none", "--quiet",
+            "--overwrite"]
+    with pytest.raises(ValueError, match=r"would overwrite the input d/train\.(en|de) \(--(source|target)\): "
+                                         r"choose another --output-prefix"):
+        main(args)
+    assert {p: open(p, "rb").read() for p in (src, tgt)} == before
+    assert sorted(os.listdir("d")) == ["in.conllu", "train.de", "train.en"]

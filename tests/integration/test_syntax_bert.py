@@ -511,3 +511,30 @@ def test_short_batches_take_the_explicit_path_on_a_cpu(limit, kernels, monkeypat
     exp = mod(x, x, x, key_padding_mask=pad, need_weights=True)[0]  # weights asked for: always the explicit path
     assert (len(fused) == 1) == kernels and (len(widths) > 0) == kernels
     torch.testing.assert_close(got, exp, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("paths", ["cpu", "accelerator"])
+def test_every_mask_empty_gives_zero_gradients_not_none(paths, monkeypatch):
+    """Issue 34: without the global sub-network, a batch wider than ``explicit_cpu_max_length`` whose every mask is
+    empty (one word of 70 pieces) gave ``v_proj`` no gradient at all (None), which breaks DDP without
+    find_unused_parameters; the explicit path gives zeros. Both kernels now give zero gradients to every
+    projection."""
+    from syntax_nmt.models.modules.device_paths import forced_accelerator_paths
+
+    monkeypatch.setattr(SyntaxBertAttention, "explicit_cpu_max_length", 64)
+    heads, starts = [0] * 70, [True] + [False] * 69
+    h, w, s = make_batch([make_row(heads, starts, 71, left_pad=False)[:3]])
+    T = h.shape[1]
+    assert T > SyntaxBertAttention.explicit_cpu_max_length
+    mod, state = _module(3, False, "exclude", "lca", seed=5)
+    mod.train()
+    state.ctx = SyntaxContext(h, w, s, torch.zeros(1, T, dtype=torch.bool))
+    assert not mod.subnet_masks(state.ctx).any()
+    x = torch.randn(T, 1, C, requires_grad=True)
+    with forced_accelerator_paths(paths == "accelerator"):
+        out, _ = mod(x, x, x, key_padding_mask=None, need_weights=False)
+    out.float().pow(2).sum().backward()
+    assert torch.equal(out, torch.zeros_like(out))
+    for name in ("q_proj", "k_proj", "v_proj"):
+        grad = getattr(mod, name).weight.grad
+        assert grad is not None and torch.equal(grad, torch.zeros_like(grad)), name
