@@ -252,39 +252,9 @@ def count_ops(encoder, criterion, batch) -> int:
     return counter.n
 
 
-def run_count(a) -> List[Dict]:
-    """``--count-ops``: :func:`count_ops` of every system and of the stock encoder at every length, on the CPU."""
-    import torch
-
-    torch.manual_seed(a.seed)
-    rows: List[Dict] = []
-    with tempfile.TemporaryDirectory() as data:
-        _write_data_dir(data, a.vocab)
-        models = {}
-        for name in ["stock", *a.systems]:
-            task, enc, crit = build(data, a, name)
-            models[name] = (enc.train(), crit.train())
-        rng = np.random.default_rng(a.seed)
-        for T in a.lengths:
-            B = max(1, a.tokens // T)
-            batch = make_batch(T, B, task, rng, a.pieces_per_word, torch.device("cpu"))
-            counts = {name: count_ops(enc, crit, batch) for name, (enc, crit) in models.items()}
-            rows += [{"system": name, "T": T, "batch": B, "ops": counts[name], "stock_ops": counts["stock"],
-                      "ops_ratio": counts[name] / counts["stock"]} for name in a.systems]
-            print(f"T={T:>4} B={B:>4}  stock {counts['stock']} ops  " + "  ".join(
-                f"{r['system']} {r['ops_ratio']:.2f}x" for r in rows if r["T"] == T), flush=True)
-    return rows
-
-
-def run(a) -> List[Dict]:
-    import torch
-
-    torch.manual_seed(a.seed)
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() and not a.cpu else "cpu")
-    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[a.precision]
-    rows: List[Dict] = []
+def _batches(a, device):
+    """Build the stock encoder and every system's encoder and criterion on ``device`` (training mode), then yield
+    ``(T, B, batch, models)`` for every length of ``a.lengths`` (``models``: name -> ``(encoder, criterion)``)."""
     with tempfile.TemporaryDirectory() as data:
         _write_data_dir(data, a.vocab)
         models = {}
@@ -292,29 +262,55 @@ def run(a) -> List[Dict]:
             task, enc, crit = build(data, a, name)
             models[name] = (enc.to(device).train(), crit.to(device).train())
         rng = np.random.default_rng(a.seed)
-        from tqdm import tqdm
-
         for T in a.lengths:
             B = max(1, a.tokens // T)
-            batch = make_batch(T, B, task, rng, a.pieces_per_word, device)
-            measured: Dict[str, List[Dict[str, float]]] = {n: [] for n in models}
-            for name, (enc, crit) in models.items():  # warm-up (allocator, kernels, lazy buffers)
-                step(enc, crit, batch, dtype)
-            for _ in tqdm(range(a.repeats), desc=f"T={T} B={B}", leave=False, disable=not a.progress):
-                for name, (enc, crit) in models.items():  # interleaved: drift hits every system alike
-                    measured[name].append(step(enc, crit, batch, dtype))
-            stock = _summary(measured["stock"])
-            for name in a.systems:
-                r = _summary(measured[name])
-                row = {"system": name, "T": T, "batch": B, **r, "stock_seconds": stock["seconds"],
-                       "stock_saved_mib": stock["saved_mib"], "time_ratio": stock["seconds"] / r["seconds"],
-                       "memory_ratio": r["saved_mib"] / stock["saved_mib"]}
-                if "cuda_peak_mib" in r:
-                    row["cuda_peak_ratio"] = r["cuda_peak_mib"] / stock["cuda_peak_mib"]
-                rows.append(row)
-            print(f"T={T:>4} B={B:>4}  stock {stock['seconds'] * 1e3:8.1f} ms {stock['saved_mib']:8.1f} MiB  " + "  ".join(
-                f"{r['system']} {r['time_ratio']:.2f}x/{r['memory_ratio']:.2f}x" for r in rows if r["T"] == T),
-                flush=True)
+            yield T, B, make_batch(T, B, task, rng, a.pieces_per_word, device), models
+
+
+def run_count(a) -> List[Dict]:
+    """``--count-ops``: :func:`count_ops` of every system and of the stock encoder at every length, on the CPU."""
+    import torch
+
+    torch.manual_seed(a.seed)
+    rows: List[Dict] = []
+    for T, B, batch, models in _batches(a, torch.device("cpu")):
+        counts = {name: count_ops(enc, crit, batch) for name, (enc, crit) in models.items()}
+        rows += [{"system": name, "T": T, "batch": B, "ops": counts[name], "stock_ops": counts["stock"],
+                  "ops_ratio": counts[name] / counts["stock"]} for name in a.systems]
+        print(f"T={T:>4} B={B:>4}  stock {counts['stock']} ops  " + "  ".join(
+            f"{r['system']} {r['ops_ratio']:.2f}x" for r in rows if r["T"] == T), flush=True)
+    return rows
+
+
+def run(a) -> List[Dict]:
+    import torch
+    from tqdm import tqdm
+
+    torch.manual_seed(a.seed)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() and not a.cpu else "cpu")
+    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[a.precision]
+    rows: List[Dict] = []
+    for T, B, batch, models in _batches(a, device):
+        measured: Dict[str, List[Dict[str, float]]] = {n: [] for n in models}
+        for name, (enc, crit) in models.items():  # warm-up (allocator, kernels, lazy buffers)
+            step(enc, crit, batch, dtype)
+        for _ in tqdm(range(a.repeats), desc=f"T={T} B={B}", leave=False, disable=not a.progress):
+            for name, (enc, crit) in models.items():  # interleaved: drift hits every system alike
+                measured[name].append(step(enc, crit, batch, dtype))
+        stock = _summary(measured["stock"])
+        for name in a.systems:
+            r = _summary(measured[name])
+            row = {"system": name, "T": T, "batch": B, **r, "stock_seconds": stock["seconds"],
+                   "stock_saved_mib": stock["saved_mib"], "time_ratio": stock["seconds"] / r["seconds"],
+                   "memory_ratio": r["saved_mib"] / stock["saved_mib"]}
+            if "cuda_peak_mib" in r:
+                row["cuda_peak_ratio"] = r["cuda_peak_mib"] / stock["cuda_peak_mib"]
+            rows.append(row)
+        print(f"T={T:>4} B={B:>4}  stock {stock['seconds'] * 1e3:8.1f} ms {stock['saved_mib']:8.1f} MiB  " + "  ".join(
+            f"{r['system']} {r['time_ratio']:.2f}x/{r['memory_ratio']:.2f}x" for r in rows if r["T"] == T),
+            flush=True)
     return rows
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from conftest import build_task_and_model
-from support.streamdata import write_corpus
+from support.streamdata import binarized_corpus
 from syntax_nmt import systems
 from syntax_nmt.models.modules.device_paths import cpu_paths, forced_accelerator_paths
 from syntax_nmt.models.modules.methods import SYNTAX_METHODS
@@ -31,15 +31,8 @@ CRITERION = ["--criterion", "label_smoothed_cross_entropy_with_syntax", "--label
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     """A tiny corpus whose parses are forests (several roots a line), with multi-piece words and one-word lines."""
-    from syntax_nmt.data import binarize
-
     root = tmp_path_factory.mktemp("accelerator")
-    corpus = write_corpus(str(root / "text"), sizes={"train": 40, "valid": 16, "test": 4}, seed=11, max_roots=3)
-    dest = str(root / "data-bin")
-    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"],
-                       "--validpref", corpus["valid"], "--testpref", corpus["test"], "--destdir", dest,
-                       "--joined-dictionary", "--workers", "1"])
-    return dest
+    return binarized_corpus(str(root), {"train": 40, "valid": 16, "test": 4}, seed=11, max_roots=3)[0]
 
 
 def _build(data, name, *extra):

@@ -39,7 +39,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 
 from conftest import BIN, USER_DIR, build_task_and_model
-from support.streamdata import write_corpus
+from support.streamdata import binarized_corpus
 from syntax_nmt import systems
 from syntax_nmt.models.modules.methods import SYNTAX_METHODS
 
@@ -58,14 +58,8 @@ CKPT = "--checkpoint-activations"
 def contract(tmp_path_factory):
     """The corpus binarized (train 64, valid 24, test 15 lines: generation's last batch is not full): ``.data``
     its directory, ``.corpus`` the text."""
-    from syntax_nmt.data import binarize
-
     root = tmp_path_factory.mktemp("contract")
-    corpus = write_corpus(str(root / "text"), sizes={"train": 64, "valid": 24, "test": 15}, seed=5, max_roots=3)
-    data = str(root / "data-bin")
-    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"],
-                       "--validpref", corpus["valid"], "--testpref", corpus["test"], "--destdir", data,
-                       "--joined-dictionary", "--workers", "1"])
+    data, corpus = binarized_corpus(str(root), {"train": 64, "valid": 24, "test": 15}, seed=5, max_roots=3)
     return SimpleNamespace(data=data, corpus=corpus)
 
 

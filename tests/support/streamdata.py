@@ -76,3 +76,16 @@ def write_corpus(out_dir: str, sizes=None, seed: int = 0, src: str = "en", tgt: 
             f.close()
         prefixes[split] = prefix
     return prefixes
+
+
+def binarized_corpus(root: str, sizes: Dict[str, int], seed: int, max_roots: int = 1):
+    """:func:`write_corpus` into ``root/text``, binarized with syntax-nmt-binarize (joined dictionary) into
+    ``root/data-bin``: ``(data directory, split -> text prefix)``."""
+    from syntax_nmt.data import binarize
+
+    corpus = write_corpus(os.path.join(root, "text"), sizes=sizes, seed=seed, max_roots=max_roots)
+    data = os.path.join(root, "data-bin")
+    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"],
+                       "--validpref", corpus["valid"], "--testpref", corpus["test"], "--destdir", data,
+                       "--joined-dictionary", "--workers", "1"])
+    return data, corpus
