@@ -103,8 +103,10 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
         write_lines(os.path.join(pooled_dir, ref_name), refs * len(seeds))
         for n in names:
             write_lines(os.path.join(pooled_dir, n + ".detok"), [h for lines in hyps[n] for h in lines])
-    stats = {m: {n: significance_tests.sentence_statistics(TESTABLE[m][0], hyps[n], refs) for n in names}
-             for m in metrics}
+    # each seed's sentence statistics, extracted once: a system's are their sum over its seeds
+    per_seed_stats = {m: {n: [significance_tests.sentence_statistics(TESTABLE[m][0], [lines], refs)
+                              for lines in hyps[n]] for n in names} for m in metrics}
+    stats = {m: {n: sum(per_seed_stats[m][n]) for n in names} for m in metrics}
     base, first = names[0], metrics[0]
     info = {"unit": "sentence", "two_sided": True, "seeds": len(seeds), "resampling_seed": rng_seed,
             "samples": {t: n_samples or significance_tests.DEFAULT_SAMPLES[t] for t in tests}}
@@ -119,11 +121,9 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
             r["wins"] = sum(x > y for x, y in zip(r[first], rows[0][first]))
         if per_seed:
             r["p_per_seed"] = []
-            for k in range(len(seeds)):
-                one = {x: significance_tests.sentence_statistics(TESTABLE[first][0], [hyps[x][k]], refs)
-                       for x in (base, n)}
+            for one_base, one in zip(per_seed_stats[first][base], per_seed_stats[first][n]):
                 r["p_per_seed"].append(significance_tests.paired_test(
-                    TESTABLE[first][0], one[base], one[n], tests[0], n_samples, rng_seed)[2])
+                    TESTABLE[first][0], one_base, one, tests[0], n_samples, rng_seed)[2])
 
 
 def significant(p_value: Optional[float]) -> bool:

@@ -161,6 +161,14 @@ def key_padding_additive(key_padding_mask: Optional[Tensor], B: int, T: int, dev
         key_padding_mask.view(B, 1, 1, T).bool(), fill)
 
 
+def key_padding_allowed(key_padding_mask: Optional[Tensor], B: int, T: int, device) -> Tensor:
+    """``(B, T, T)`` bool: query ``i`` may attend to key ``j`` unless ``j`` is padding (the global softmax's mask, as
+    a branch of :func:`stacked_additive`)."""
+    if key_padding_mask is None:
+        return torch.ones(B, T, T, dtype=torch.bool, device=device)
+    return ~key_padding_mask.bool().view(B, 1, T).expand(B, T, T)
+
+
 def stacked_additive(allowed: Tensor, dtype: torch.dtype) -> Tensor:
     """The additive mask of :func:`stacked_attention` for ``m`` bool masks ``allowed`` ``(B, m, T, T)`` (query x key):
     ``(B, 1, m * T, T)`` ``dtype``, 0 at allowed keys and the explicit path's large finite negative value elsewhere

@@ -9,7 +9,8 @@ from torch import Tensor, nn
 from syntax_nmt.models.modules.device_paths import cpu_paths
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
 from syntax_nmt.models.modules.methods.mixed_attention import (MixedSelfAttention, key_padding_additive,
-                                                               masked_softmax, stacked_additive, stacked_attention)
+                                                               key_padding_allowed, masked_softmax, stacked_additive,
+                                                               stacked_attention)
 from syntax_nmt.models.modules.methods.sla_masks import WINDOW_UNITS, sla_mask, wla_mask
 
 
@@ -110,13 +111,12 @@ class SyntaxLocalAttention(MixedSelfAttention):
         B, H, T, _ = q.shape
 
         def masks():
-            glb = (torch.ones(B, T, T, dtype=torch.bool, device=q.device) if key_padding_mask is None
-                   else ~key_padding_mask.bool().unsqueeze(1).expand(B, T, T))
+            glb = key_padding_allowed(key_padding_mask, B, T, q.device)
             return stacked_additive(torch.stack([self.local_mask(ctx), glb], dim=1), q.dtype)
 
         out = stacked_attention(q, k, v, ctx.cached(("stacked", self.local_key(), q.dtype), masks))
-        g = torch.sigmoid(self.gate(x)).permute(1, 2, 0).unsqueeze(-1)  # B 1 T 1
-        return torch.lerp(out[:, :, 1], out[:, :, 0], g.to(out.dtype))
+        g = self.compute_gate(x).view(B, 1, T, 1).to(out.dtype)
+        return torch.lerp(out[:, :, 1], out[:, :, 0], g)
 
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape

@@ -11,7 +11,8 @@ from torch import Tensor, nn
 from syntax_nmt.models.modules.device_paths import cpu_paths
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
 from syntax_nmt.models.modules.methods.mixed_attention import (MixedSelfAttention, key_padding_additive,
-                                                               stacked_additive, stacked_attention)
+                                                               key_padding_allowed, stacked_additive,
+                                                               stacked_attention)
 from syntax_nmt.models.modules.methods.syntax_bert_masks import (SYNTAX_BERT_SIBLINGS, syntax_bert_mask_names,
                                                                  syntax_bert_masks, syntax_bert_num_masks)
 
@@ -189,8 +190,7 @@ class SyntaxBertAttention(MixedSelfAttention):
             allowed = [self.subnet_masks(ctx)] if self.num_masks > 0 else []
             valid = [self.subnet_valid(ctx)] if self.num_masks > 0 else []
             if self.global_subnet or self.num_masks == 0:
-                allowed.append(torch.ones(B, 1, T, T, dtype=torch.bool, device=q.device) if key_padding_mask is None
-                               else ~key_padding_mask.bool().view(B, 1, 1, T).expand(B, 1, T, T))
+                allowed.append(key_padding_allowed(key_padding_mask, B, T, q.device).unsqueeze(1))
                 valid.append(torch.ones(B, 1, T, dtype=torch.bool, device=q.device))
             return stacked_additive(torch.cat(allowed, dim=1), q.dtype), torch.cat(valid, dim=1)
 
