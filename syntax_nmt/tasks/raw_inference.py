@@ -20,6 +20,7 @@ The task's fairseq hooks (``get_interactive_tokens_and_lengths``,
   tokens are the same).
 """
 
+import fileinput
 import io
 import json
 import logging
@@ -58,6 +59,31 @@ def lenient_stdin() -> None:
     stdin = sys.stdin
     if isinstance(stdin, io.TextIOWrapper) and stdin.errors == "strict":
         stdin.reconfigure(errors="surrogateescape")
+
+
+class _LenientFileinput:
+    """:mod:`fileinput` as ``fairseq_cli.interactive`` sees it once :func:`lenient_stdin` ran: ``--input FILE``
+    is decoded with ``surrogateescape``, as standard input is (its reader asks for ``hook_encoded("utf-8")``,
+    strict). Every other name is the standard module's."""
+
+    def __getattr__(self, name):
+        return getattr(fileinput, name)
+
+    @staticmethod
+    def hook_encoded(encoding, errors=None):
+        return fileinput.hook_encoded(encoding, errors=errors or "surrogateescape")
+
+
+def lenient_input_file() -> None:
+    """Make fairseq-interactive read ``--input FILE`` as :func:`lenient_stdin` makes it read standard input.
+
+    fairseq's ``buffered_read`` opens the file through :mod:`fileinput` with a strict UTF-8 hook: one invalid
+    byte ended the run before any line was translated, where the same bytes piped in were translated with a
+    warning. Only the name ``fileinput`` inside ``fairseq_cli.interactive`` (if it is loaded) is replaced.
+    """
+    module = sys.modules.get("fairseq_cli.interactive")
+    if module is not None and getattr(module, "fileinput", None) is fileinput:
+        module.fileinput = _LenientFileinput()
 
 
 def data_settings(data_path: str) -> Optional[AnnotationSettings]:

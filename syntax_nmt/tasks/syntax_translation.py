@@ -137,13 +137,15 @@ class SyntaxTranslationTask(TranslationTask):
         """fairseq's, which infers the language pair from binarized file names; a directory of
         dictionaries only (raw-text inference) names it by its ``dict.{lang}.txt`` files and the
         source language of its ``annotation.json`` (see :func:`language_pair_of_dictionaries`). Standard
-        input is read leniently from then on (:func:`~syntax_nmt.tasks.raw_inference.lenient_stdin`)."""
+        input and fairseq-interactive's ``--input FILE`` are read leniently from then on
+        (:func:`~syntax_nmt.tasks.raw_inference.lenient_stdin`, :func:`~.raw_inference.lenient_input_file`)."""
         if cfg.source_lang is None or cfg.target_lang is None:
             paths = utils.split_paths(cfg.data)
             if paths and os.path.isdir(paths[0]) and not _has_binarized_split(paths[0]):
                 cfg.source_lang, cfg.target_lang = language_pair_of_dictionaries(paths[0], cfg.source_lang,
                                                                                  cfg.target_lang)
-        raw_inference.lenient_stdin()  # fairseq-interactive: an invalid input byte ends no session
+        raw_inference.lenient_stdin()  # fairseq-interactive: an invalid input byte ends no session,
+        raw_inference.lenient_input_file()  # whether piped in or read from --input FILE
         return super().setup_task(cfg, **kwargs)
 
     def __init__(self, cfg: SyntaxTranslationConfig, src_dict, tgt_dict):

@@ -211,13 +211,17 @@ def test_hub_equals_generate(pipeline):
         assert m.sample(lines[:2], beam=4) == best[:2]  # sample(): greedy or beam, as fairseq's
 
 
-@pytest.mark.parametrize("stdin_env", [{"LC_ALL": "C.UTF-8"}, {"PYTHONIOENCODING": "utf-8:strict"}],
-                         ids=["c-utf8", "strict"])
-def test_an_invalid_byte_ends_no_session(pipeline, stdin_env):
+@pytest.mark.parametrize("stdin_env,from_file", [({"LC_ALL": "C.UTF-8"}, False),
+                                                 ({"PYTHONIOENCODING": "utf-8:strict"}, False),
+                                                 ({"PYTHONIOENCODING": "utf-8:strict"}, True)],
+                         ids=["c-utf8", "strict", "input-file"])
+def test_an_invalid_byte_ends_no_session(pipeline, stdin_env, from_file, tmp_path):
     """``printf 'A dog .\\nBad \\xff .\\n' | fairseq-interactive``: stdin is read with surrogateescape (the
     task sets it up so where Python decodes stdin strictly, as under en_US.UTF-8, emulated here by
     PYTHONIOENCODING), the byte reaches the task as a lone surrogate and is parsed as U+FFFD, with a
-    warning naming its line; every line is translated. The hub takes the same path."""
+    warning naming its line; every line is translated. ``--input FILE`` with the same bytes gives the same
+    (fairseq opened it with a strict UTF-8 hook, and the run ended before any line was translated). The hub
+    takes the same path."""
     import torch
 
     from syntax_nmt import SyntaxTransformerModel
@@ -226,9 +230,13 @@ def test_an_invalid_byte_ends_no_session(pipeline, stdin_env):
     lines = raw_test_lines(pipeline)
     stdin = (lines[0] + "\nThe \udcff dog .\n" + lines[1] + "\n").encode("utf-8", "surrogateescape")
     assert b"\xff" in stdin
+    source = []
+    if from_file:
+        (tmp_path / "in.txt").write_bytes(stdin)
+        source, stdin = ["--input", str(tmp_path / "in.txt")], b""
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "fairseq-interactive"), pipeline["data"],
                            "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", pipeline["ckpt"]["sgnet"],
-                           *DECODE, "--buffer-size", "8"], input=stdin, capture_output=True,
+                           *DECODE, "--buffer-size", "8", *source], input=stdin, capture_output=True,
                           env={**{k: v for k, v in os.environ.items() if k != "PYTHONIOENCODING"}, **stdin_env})
     log = (proc.stdout + proc.stderr).decode("utf-8", "backslashreplace")
     assert proc.returncode == 0, log[-3000:]
