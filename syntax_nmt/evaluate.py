@@ -133,10 +133,17 @@ def compound_split_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tup
 def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: str = "de") -> Dict:
     """Extract, detokenize and score one system; writes ``out_prefix.{tok,detok,json}``."""
     hyps_tok = read_hypotheses(generate_log)
+    return score_lines(hyps_tok, detokenize(hyps_tok, lang), ref_raw, ref_tok, out_prefix)
+
+
+def score_lines(hyps_tok: Sequence[str], hyps: Sequence[str], ref_raw: str, ref_tok: str, out_prefix: str) -> Dict:
+    """Score tokenized hypotheses and their detokenized form (:func:`score`'s scores, from translations kept
+    as text); writes ``out_prefix.{tok,detok,json}``."""
     refs_raw, refs_tok = read_lines(ref_raw), read_lines(ref_tok)
-    if not len(hyps_tok) == len(refs_raw) == len(refs_tok):
-        raise ValueError(f"{len(hyps_tok)} hypotheses, {len(refs_raw)} raw and {len(refs_tok)} tokenized references")
-    hyps = detokenize(hyps_tok, lang)
+    if not len(hyps_tok) == len(hyps) == len(refs_raw) == len(refs_tok):
+        raise ValueError(f"{len(hyps_tok)} tokenized and {len(hyps)} detokenized hypotheses, {len(refs_raw)} raw "
+                         f"references ({ref_raw}) and {len(refs_tok)} tokenized ones ({ref_tok}): the line counts "
+                         f"must agree")
     write_lines(out_prefix + ".tok", hyps_tok)
     write_lines(out_prefix + ".detok", hyps)
     bleu, bleu_str, signature = detok_bleu(hyps, refs_raw)

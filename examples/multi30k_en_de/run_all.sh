@@ -33,7 +33,7 @@
 #   MAX_TOKENS, LR, WARMUP, DROPOUT, MAX_UPDATE, ...: see examples/common/train.sh; BEAM, LENPEN, ...: generate.sh
 # Outputs, with T = bpe$BPE_MERGES and P = $PRESET: WORK/download, WORK/work (tokenization cache),
 # WORK/prep/T, WORK/annotated/T, WORK/data-bin/T, WORK/checkpoints/P-T/SYSTEM/seedN,
-# WORK/eval/P-T/{SPLIT/SYSTEM.seedN.*,results.md,results.json,*.png}, WORK/noise/P-T/...
+# WORK/eval/P-T/{SPLIT/SYSTEM.seedN.*,results.md,results.json,*.png,translations/}, WORK/noise/P-T/...
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -208,10 +208,11 @@ evaluate_one() {
     done
 }
 
-# report EVALDIR SYSTEMS TITLE: the multi-seed tables, paired tests and charts
+# report EVALDIR SYSTEMS CHECKPOINTS TITLE: the multi-seed tables, paired tests and charts; the translations behind
+# them gzipped in EVALDIR/translations (to keep or publish: --translations recomputes every table from them)
 report() {
     "$PYTHON" -m syntax_nmt.recipes.report --eval "$1" --systems "$2" --seeds "$SEEDS" --splits "$SPLITS" \
-        --refs "$PREP" --tests "$SIGNIFICANCE" --checkpoints "$3" --title "$4"
+        --refs "$PREP" --tests "$SIGNIFICANCE" --checkpoints "$3" --title "$4" --pack "$1/translations"
 }
 
 if has_stage train; then

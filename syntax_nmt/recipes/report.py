@@ -5,15 +5,21 @@ parse-noise table (a system trained and tested on corrupted heads against the sa
 
 Inputs are what ``examples/multi30k_en_de/run_all.sh`` writes: ``EVAL/SPLIT/SYSTEM.seedN.{json,detok}``
 (:func:`syntax_nmt.evaluate.score`), ``CHECKPOINTS/SYSTEM/seedN/.done`` (wall and CPU seconds), and the
-references ``REFS/SPLIT.raw.de``.
+references ``REFS/SPLIT.raw.de``. Or the translations alone, as kept in a repository (``--translations``:
+``DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz``, written by ``--pack``): they are scored again against the references
+``REFS/SPLIT.raw.de`` and ``REFS/SPLIT.de`` (the recipe's ``prepare`` stage makes both) into ``--eval``, and
+every table, p-value and chart is derived from them.
 
     python -m syntax_nmt.recipes.report --eval E --systems "transformer sgnet" --seeds "1 2 3" \\
         --splits "valid test2016" --refs PREP --checkpoints CKPT        # E/results.{md,json}, E/bleu-SPLIT.png
+    python -m syntax_nmt.recipes.report --eval E ... --pack KEPT       # also KEPT/SPLIT/SYSTEM.seedN.*.gz
+    python -m syntax_nmt.recipes.report --translations KEPT --eval NEW --refs PREP --systems ... --seeds ...
     python -m syntax_nmt.recipes.report --eval E --best-on-valid        # the best non-stock system on valid
     python -m syntax_nmt.recipes.report --noise N --eval E --system S --rates "0.3 1.0" ...   # N/results.md
 """
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -37,13 +43,88 @@ def _load(eval_dir: str, split: str, system: str, seed: int) -> dict:
         return json.load(f)
 
 
+def _done_file(checkpoints: Optional[str], system: str, seed: int) -> Optional[str]:
+    """A training's record of its wall and CPU seconds: the recipe's ``CHECKPOINTS/SYSTEM/seedN/.done``, or the
+    copy that :func:`pack` keeps beside the translations (``DIR/training/SYSTEM.seedN.json``); None if neither."""
+    if not checkpoints:
+        return None
+    for path in (os.path.join(checkpoints, system, f"seed{seed}", ".done"),
+                 os.path.join(checkpoints, "training", f"{system}.seed{seed}.json")):
+        if os.path.exists(path):
+            return path
+    return None
+
+
 def _timing(checkpoints: Optional[str], system: str, seed: int) -> dict:
-    path = os.path.join(checkpoints or "", system, f"seed{seed}", ".done")
-    if not checkpoints or not os.path.exists(path):
+    path = _done_file(checkpoints, system, seed)
+    if path is None:
         return {}
     with open(path) as f:
         t = json.load(f)
     return {"train_seconds": t.get("wall_seconds"), "train_cpu_seconds": t.get("cpu_seconds")}
+
+
+#: the forms of a translation kept by :func:`pack`: tokenized (tokenized BLEU) and detokenized (sacreBLEU, chrF)
+KEPT = ("tok", "detok")
+
+
+def _kept(directory: str, split: str, system: str, seed: int, form: str) -> str:
+    return os.path.join(directory, split, f"{system}.seed{seed}.{form}.gz")
+
+
+def pack(eval_dir: str, out_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str],
+         checkpoints: Optional[str] = None) -> int:
+    """Keep the translations behind a report: ``out_dir/SPLIT/SYSTEM.seedN.{tok,detok}.gz``, the same bytes for
+    the same text (no time stamp, no file name in the gzip header), and with ``checkpoints`` the trainings' times
+    (``out_dir/training/SYSTEM.seedN.json``). Returns how many translation files were written."""
+    count = 0
+    for n in systems:
+        for s in seeds:
+            done = _done_file(checkpoints, n, s)
+            if done is not None:
+                os.makedirs(os.path.join(out_dir, "training"), exist_ok=True)
+                with open(done) as f, open(os.path.join(out_dir, "training", f"{n}.seed{s}.json"), "w") as g:
+                    json.dump(json.load(f), g, indent=1, sort_keys=True)
+    for sp in splits:
+        os.makedirs(os.path.join(out_dir, sp), exist_ok=True)
+        for n in systems:
+            for s in seeds:
+                for form in KEPT:
+                    src = os.path.join(eval_dir, sp, f"{n}.seed{s}.{form}")
+                    if not os.path.exists(src):
+                        raise FileNotFoundError(f"{src} is missing: translate and score {n} seed {s} on {sp} first")
+                    with open(src, "rb") as f:
+                        data = f.read()
+                    with open(_kept(out_dir, sp, n, s, form), "wb") as raw:
+                        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as g:
+                            g.write(data)
+                    count += 1
+    return count
+
+
+def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str],
+           refs: str) -> None:
+    """Score translations kept by :func:`pack` against ``refs/SPLIT.raw.de`` and ``refs/SPLIT.de``, into
+    ``eval_dir/SPLIT/SYSTEM.seedN.{tok,detok,json}``: what the recipe's evaluate stage leaves."""
+    from syntax_nmt.evaluate import score_lines
+
+    for sp in splits:
+        for name in ("raw.de", "de"):
+            if not os.path.exists(os.path.join(refs, f"{sp}.{name}")):
+                raise FileNotFoundError(f"{os.path.join(refs, f'{sp}.{name}')} is missing: --refs must be the "
+                                        f"recipe's prepared data (STAGES=\"download prepare\" run_all.sh makes it)")
+        os.makedirs(os.path.join(eval_dir, sp), exist_ok=True)
+        for n in systems:
+            for s in seeds:
+                lines = {}
+                for form in KEPT:
+                    path = _kept(translations, sp, n, s, form)
+                    if not os.path.exists(path):
+                        raise FileNotFoundError(f"{path} is missing: no kept translation of {n} seed {s} on {sp}")
+                    with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
+                        lines[form] = [line.rstrip("\n") for line in f]
+                score_lines(lines["tok"], lines["detok"], os.path.join(refs, f"{sp}.raw.de"),
+                            os.path.join(refs, f"{sp}.de"), os.path.join(eval_dir, sp, f"{n}.seed{s}"))
 
 
 def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequence[int], refs: str,
@@ -156,11 +237,18 @@ def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--eval", required=True, help="the recipe's evaluation directory (SPLIT/SYSTEM.seedN.*)")
+    p.add_argument("--eval", required=True, help="the recipe's evaluation directory (SPLIT/SYSTEM.seedN.*); with "
+                   "--translations, where they are scored again")
+    p.add_argument("--translations", default=None, metavar="DIR",
+                   help="report on kept translations (DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz), scored again against "
+                        "--refs into --eval")
+    p.add_argument("--pack", default=None, metavar="DIR",
+                   help="also keep the report's translations in DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz")
     p.add_argument("--systems", default="", help="space- or comma-separated, the baseline first")
     p.add_argument("--seeds", default="1 2 3")
     p.add_argument("--splits", default="valid test2016 test2017 mscoco", help="the first is the validation split")
-    p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de")
+    p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de (and SPLIT.de, tokenized: "
+                   "with --translations)")
     p.add_argument("--tests", default="bs ar", help="paired tests: bs (bootstrap), ar (approximate randomization)")
     p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training times)")
     p.add_argument("--title", default="")
@@ -193,7 +281,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         systems = _words(a.systems)
         if not systems or not seeds or not splits:
             fail(PROG, "--systems, --seeds and --splits must not be empty")
-        print(report(a.eval, systems, seeds, splits, a.refs, tests, a.checkpoints, a.title))
+        checkpoints = a.checkpoints
+        if a.translations:
+            unpack(a.translations, a.eval, systems, seeds, splits, a.refs)
+            checkpoints = checkpoints or a.translations  # the training times kept beside them
+        print(report(a.eval, systems, seeds, splits, a.refs, tests, checkpoints, a.title))
+        if a.pack:
+            n = pack(a.eval, a.pack, systems, seeds, splits, checkpoints)
+            print(f"kept {n} translation files in {a.pack}", file=sys.stderr)
     except (FileNotFoundError, ValueError, KeyError) as e:
         fail(PROG, e)
 

@@ -149,6 +149,44 @@ def test_report_pools_seeds_and_tests_both_ways(recipe_run):
     assert best.returncode == 0 and best.stdout == "sgnet\n"
 
 
+def test_the_kept_translations_give_the_same_report(recipe_run, tmp_path):
+    """The evaluate stage keeps the translations behind its tables (gzipped, with the trainings' times), and
+    ``report --translations`` scores them again against the prepared references into every table, p-value and
+    time of the recipe's own report."""
+    work, _, _, _ = recipe_run
+    ev = work / "eval" / "cpu-bpe200"
+    kept = ev / "translations"
+    assert sorted(p.name for p in (kept / "valid").iterdir()) == sorted(
+        f"{n}.seed{s}.{form}.gz" for n in ("transformer", "sgnet") for s in (1, 2) for form in ("tok", "detok"))
+    with gzip.open(kept / "test2017" / "sgnet.seed2.detok.gz", "rt", encoding="utf-8") as f:
+        assert f.read() == (ev / "test2017" / "sgnet.seed2.detok").read_text(encoding="utf-8")
+    new = tmp_path / "again"
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.recipes.report", "--translations", str(kept),
+                           "--eval", str(new), "--refs", str(work / "prep" / "bpe200"), "--systems", "transformer sgnet",
+                           "--seeds", "1 2", "--splits", SPLITS, "--pack", str(tmp_path / "kept")],
+                          capture_output=True, text=True, env={**os.environ, "SACREBLEU_SEED": "7"})  # the run's
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    old = json.loads((ev / "results.json").read_text())["splits"]
+    again = json.loads((new / "results.json").read_text())["splits"]
+    diff = {(sp, i, k): (row.get(k), old[sp][i].get(k)) for sp, rows in again.items() for i, row in enumerate(rows)
+            for k in set(row) | set(old[sp][i]) if row.get(k) != old[sp][i].get(k)}
+    assert not diff and again == old
+    for path in kept.rglob("*.gz"):  # packing again gives the same bytes
+        assert (tmp_path / "kept" / path.relative_to(kept)).read_bytes() == path.read_bytes(), path
+    (new / "valid" / "sgnet.seed1.json").unlink()
+    (kept / "valid" / "sgnet.seed1.tok.gz").rename(tmp_path / "moved.gz")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "syntax_nmt.recipes.report", "--translations", str(kept),
+                               "--eval", str(new), "--refs", str(work / "prep" / "bpe200"), "--systems",
+                               "transformer sgnet", "--seeds", "1 2", "--splits", SPLITS], capture_output=True,
+                              text=True)
+    finally:
+        (tmp_path / "moved.gz").rename(kept / "valid" / "sgnet.seed1.tok.gz")
+    assert proc.returncode == 2 and proc.stderr == (
+        f"python -m syntax_nmt.recipes.report: error: {kept}/valid/sgnet.seed1.tok.gz is missing: no kept "
+        f"translation of sgnet seed 1 on valid\n")
+
+
 def test_noise_stage_trains_on_corrupted_heads(recipe_run):
     work, _, _, _ = recipe_run
     noise = work / "noise" / "cpu-bpe200"
