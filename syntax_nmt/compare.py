@@ -115,7 +115,7 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
     for r in rows[1:]:
         n = r["system"]
         r["p"] = {t: {m: significance_tests.paired_test(TESTABLE[m][0], stats[m][base], stats[m][n], t, n_samples,
-                                                        rng_seed)[2] for m in metrics} for t in tests}
+                                                        rng_seed).p_value for m in metrics} for t in tests}
         r["p_pooled"] = r["p"][tests[0]][first]
         if first in r and first in rows[0]:
             r["wins"] = sum(x > y for x, y in zip(r[first], rows[0][first]))
@@ -123,7 +123,7 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
             r["p_per_seed"] = []
             for one_base, one in zip(per_seed_stats[first][base], per_seed_stats[first][n]):
                 r["p_per_seed"].append(significance_tests.paired_test(
-                    TESTABLE[first][0], one_base, one, tests[0], n_samples, rng_seed)[2])
+                    TESTABLE[first][0], one_base, one, tests[0], n_samples, rng_seed).p_value)
 
 
 def significant(p_value: Optional[float]) -> bool:

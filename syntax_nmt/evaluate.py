@@ -19,13 +19,13 @@ detokenized with sacremoses (``NAME.detok``), and reports
 reference) for tokenized BLEU.
 
 ``significance``: paired bootstrap resampling (``bs``) or approximate
-randomization (``ar``) of systems against a baseline with
-``sacrebleu.significance.PairedTest``, i.e. ``sacrebleu REF -i BASE SYS...
---paired-bs``.
+randomization (``ar``) of systems against a baseline, the test sentence as the unit
+(:mod:`syntax_nmt.significance`, shared with the recipes' and the demo's tables): for one
+file per system, exactly ``sacrebleu REF -i BASE SYS... --paired-bs``; for several (one
+per training seed), all seeds' lines of a sentence are resampled or swapped together.
 """
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -36,6 +36,8 @@ from sacrebleu.metrics import BLEU, CHRF
 _COMPOUND = re.compile(r"(\S)-(\S)")
 #: Metrics of :func:`significance`.
 METRICS = ("sacrebleu", "tokenized")
+#: how many resamples / trials a summary's p-values used
+DEFAULT_SAMPLES_TEXT = {"bs": lambda n: f"{n or 1000:,} resamples", "ar": lambda n: f"{n or 10000:,} trials"}
 
 
 def read_lines(path: str) -> List[str]:
@@ -164,59 +166,59 @@ def score_lines(hyps_tok: Sequence[str], hyps: Sequence[str], ref_raw: str, ref_
     return result
 
 
-@contextlib.contextmanager
-def _sacrebleu_seed(seed: Optional[int]):
-    """Set ``SACREBLEU_SEED`` (where sacrebleu's paired tests read their seed) for the block only.
-
-    ``None`` leaves the environment alone: sacrebleu then uses ``$SACREBLEU_SEED`` or its default 12345.
-    """
-    if seed is None:
-        yield
-        return
-    old = os.environ.get("SACREBLEU_SEED")
-    os.environ["SACREBLEU_SEED"] = str(seed)
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["SACREBLEU_SEED"]
-        else:
-            os.environ["SACREBLEU_SEED"] = old
+def _files(spec) -> List[str]:
+    """A system's hypothesis files: one path, or a list of them (one per training seed)."""
+    return [spec] if isinstance(spec, str) else list(spec)
 
 
-def significance(ref_raw: str, baseline: Tuple[str, str], systems: Sequence[Tuple[str, str]],
+def significance(ref_raw: str, baseline: Tuple[str, object], systems: Sequence[Tuple[str, object]],
                  test_type: str = "bs", n_samples: int = 0, seed: Optional[int] = None,
                  metric: str = "sacrebleu") -> List[Dict]:
-    """Paired significance of each system against the baseline (sacrebleu.significance).
+    """Paired significance of each system against the baseline, the test sentence as the unit
+    (:mod:`syntax_nmt.significance`, which the recipes' and the demo's tables use too).
+
+    With one hypothesis file per system this is sacreBLEU's ``--paired-bs`` / ``--paired-ar`` exactly (scores,
+    bootstrap means and confidence intervals, p-values). With several (the translations of several training
+    seeds, seed s of a system paired with seed s of the baseline) every resample carries, and every trial swaps,
+    the lines of all seeds of a sentence together.
 
     Args:
         ref_raw: the reference file: untokenized for ``sacrebleu``, tokenized for ``tokenized``.
-        baseline, systems: ``(name, hypothesis file)``, detokenized or tokenized like the reference.
+        baseline, systems: ``(name, hypothesis file or list of files)``, detokenized or tokenized like the
+            reference; every system has as many files as the baseline.
         test_type: ``"bs"`` (paired bootstrap, 1000 samples) or ``"ar"``
             (approximate randomization, 10000 trials) when ``n_samples`` is 0.
         metric: ``sacrebleu`` (13a-tokenized BLEU of detokenized text) or ``tokenized``
             (:func:`multi_bleu` on tokenized text).
-        seed: seed of the resampling; ``None``: ``$SACREBLEU_SEED`` if set, else sacrebleu's 12345.
-            Must not be 0 (sacrebleu would leave the system's resampling unseeded).
+        seed: seed of the resampling; ``None``: ``$SACREBLEU_SEED`` if set (``none``: unseeded), else
+            sacrebleu's 12345. Must not be 0 (sacreBLEU reads 0 as unseeded; refused, so both agree).
 
     Returns:
-        One dict per system: name, BLEU, bootstrap mean and 95% CI (``bs``) and p-value.
+        One dict per system: name, BLEU (over all its files), bootstrap mean and 95% CI (``bs``; None for
+        ``ar``) and p-value (None for the baseline).
     """
-    from sacrebleu.significance import PairedTest
+    from syntax_nmt import significance as tests
+    from syntax_nmt.compare import resampling_seed
 
     if seed == 0:
         raise ValueError("significance seed 0 is not reproducible in sacrebleu (it means unseeded); use another")
-    named = [(name, read_lines(path)) for name, path in [baseline, *systems]]
-    refs = [read_lines(ref_raw)]
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    named = [(name, _files(spec)) for name, spec in [baseline, *systems]]
+    for name, files in named[1:]:
+        if len(files) != len(named[0][1]):
+            raise ValueError(f"{name} has {len(files)} hypothesis files, the baseline {named[0][0]} "
+                             f"{len(named[0][1])}: give each system one file per seed, in the same order")
+    refs = read_lines(ref_raw)
     bleu = BLEU() if metric == "sacrebleu" else multi_bleu()
-    with _sacrebleu_seed(seed):  # sacrebleu reads the seed from the environment when the test is built and run
-        test = PairedTest(named, {"BLEU": bleu}, references=refs, test_type=test_type, n_samples=n_samples)
-        _, scores = test()
-    rows = []
-    for (name, _), res in zip(named, scores["BLEU"]):
-        rows.append({"name": name, "bleu": res.score, "mean": res.mean, "ci": res.ci, "p_value": res.p_value})
+    stats = [tests.sentence_statistics(bleu, [read_lines(f) for f in files], refs) for _, files in named]
+    rng_seed = resampling_seed(seed)
+    results = [tests.paired_test(bleu, stats[0], s, test_type, n_samples, rng_seed) for s in stats[1:]]
+    first = results[0]  # the baseline's resamples are the same draws in every comparison
+    rows = [{"name": named[0][0], "bleu": first.baseline, "mean": first.baseline_mean, "ci": first.baseline_ci,
+             "p_value": None}]
+    for (name, _), res in zip(named[1:], results):
+        rows.append({"name": name, "bleu": res.system, "mean": res.mean, "ci": res.ci, "p_value": res.p_value})
     return rows
 
 
@@ -280,16 +282,19 @@ def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = Non
     lines.append("tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, "
                  "compound-split BLEU (as most WMT14 papers)")
     if baseline and len(prefixes) > 1:
-        lines.append(f"p: {label} against the baseline (sacrebleu.significance); * p < 0.05")
+        lines.append(f"p: two-sided {label} against the baseline ({DEFAULT_SAMPLES_TEXT[test_type](n_samples)}, "
+                     f"unit: the test sentence; sacreBLEU's test); * p < 0.05")
     lines.append(f"sacreBLEU signature: {results[0]['signature']}")
     return "\n".join(lines)
 
 
-def _named(spec: str) -> Tuple[str, str]:
+def _named(spec: str) -> Tuple[str, object]:
+    """``[NAME=]FILE[,FILE...]``: a name (default: the first file's stem) and one file, or one per seed."""
     name, sep, path = spec.partition("=")
     if not sep:
-        name, path = os.path.splitext(os.path.basename(spec))[0], spec
-    return name, path
+        name, path = os.path.splitext(os.path.basename(spec.split(",")[0]))[0], spec
+    files = path.split(",")
+    return name, files[0] if len(files) == 1 else files
 
 
 def main(args: argparse.Namespace):
@@ -342,8 +347,10 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", default="de", help="target language for detokenization")
     p = sub.add_parser("significance", help="paired significance test against a baseline")
     p.add_argument("--ref-raw", required=True, help="reference: untokenized (sacrebleu) or tokenized (tokenized)")
-    p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized)")
-    p.add_argument("systems", nargs="+", help="[NAME=]system hypotheses (detokenized or tokenized)")
+    p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized); "
+                   "FILE,FILE,...: one per training seed, the test sentence the unit")
+    p.add_argument("systems", nargs="+", help="[NAME=]system hypotheses (detokenized or tokenized), one file per "
+                   "seed as for --baseline")
     p.add_argument("--metric", choices=METRICS, default="sacrebleu",
                    help="sacrebleu (detokenized files) or tokenized (multi-bleu.perl BLEU of tokenized files)")
     p.add_argument("--test", choices=["bs", "ar"], default="bs",

@@ -17,7 +17,7 @@ functions, so the pooled corpus score (all k·N lines) is sacreBLEU's, and for o
 two-sided, as sacreBLEU's: the statistic is ``|score_system - score_baseline|``.
 """
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -28,15 +28,31 @@ DEFAULT_SEED = 12345
 TEST_NAMES = {"bs": "paired bootstrap resampling", "ar": "approximate randomization"}
 
 
-def _metric(name: str):
+class PairedResult(NamedTuple):
+    """One paired test: corpus scores, the p-value, and (paired bootstrap only, else None) the bootstrap mean and
+    95 % confidence half-width of each side's resampled scores (sacreBLEU's ``estimate_ci``)."""
+    baseline: float
+    system: float
+    p_value: float
+    baseline_mean: Optional[float] = None
+    baseline_ci: Optional[float] = None
+    mean: Optional[float] = None
+    ci: Optional[float] = None
+
+
+def _metric(metric):
+    """A sacreBLEU metric: ``BLEU`` or ``chrF`` with sacreBLEU's defaults, or a configured metric object."""
     from sacrebleu.metrics import BLEU, CHRF
 
-    return {"BLEU": BLEU, "chrF": CHRF}[name]()
+    if not isinstance(metric, str):
+        return metric
+    return {"BLEU": BLEU, "chrF": CHRF}[metric]()
 
 
-def sentence_statistics(metric_name: str, hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> np.ndarray:
-    """``(N, K)``: sacreBLEU's sufficient statistics of metric ``metric_name`` (``BLEU`` or ``chrF``) of every test
-    sentence, summed over its lines in ``hypotheses`` (one list of N lines per seed).
+def sentence_statistics(metric_name, hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> np.ndarray:
+    """``(N, K)``: sacreBLEU's sufficient statistics of metric ``metric_name`` (``BLEU`` or ``chrF``, or a
+    sacreBLEU metric object) of every test sentence, summed over its lines in ``hypotheses`` (one list of N lines
+    per seed).
 
     Raises:
         ValueError: a seed's hypotheses are not as many lines as the references.
@@ -51,15 +67,15 @@ def sentence_statistics(metric_name: str, hypotheses: Sequence[Sequence[str]], r
     return total
 
 
-def corpus_score(metric_name: str, stats: np.ndarray) -> float:
+def corpus_score(metric_name, stats: np.ndarray) -> float:
     """The corpus score of statistics ``(N, K)`` (sacreBLEU's: the sum over sentences, then the metric)."""
     return _metric(metric_name)._compute_score_from_stats(stats.sum(0)).score
 
 
-def paired_test(metric_name: str, baseline: np.ndarray, system: np.ndarray, test: str = "bs",
-                n_samples: int = 0, seed: Optional[int] = DEFAULT_SEED) -> Tuple[float, float, float]:
+def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str = "bs",
+                n_samples: int = 0, seed: Optional[int] = DEFAULT_SEED) -> PairedResult:
     """Two-sided paired test of ``system`` against ``baseline``, both :func:`sentence_statistics` of the same N
-    sentences: ``(baseline score, system score, p-value)``.
+    sentences: ``(baseline score, system score, p-value, ...)`` (:class:`PairedResult`).
 
     ``bs``: sacreBLEU's paired bootstrap (``_paired_bs_test``) on the sentences; ``ar``: its approximate
     randomization (``_paired_ar_test``), swapping whole sentences. Scores, the p-value (``(c + 1) / (n + 1)``,
@@ -70,7 +86,7 @@ def paired_test(metric_name: str, baseline: np.ndarray, system: np.ndarray, test
         n_samples: resamples (``bs``) or trials (``ar``); 0: sacreBLEU's defaults, 1,000 and 10,000.
         seed: the resampling seed (None: fresh entropy).
     """
-    from sacrebleu.significance import _compute_p_value
+    from sacrebleu.significance import _compute_p_value, estimate_ci
 
     if test not in DEFAULT_SAMPLES:
         raise ValueError(f"unknown paired test {test!r}; choose from {', '.join(DEFAULT_SAMPLES)}")
@@ -90,6 +106,8 @@ def paired_test(metric_name: str, baseline: np.ndarray, system: np.ndarray, test
         scores_s = np.array([metric._compute_score_from_stats(x).score for x in s[idxs].sum(1)])
         sample = np.abs(scores_s - scores_b)
         p = _compute_p_value(sample - sample.mean(), diff)
+        # sacreBLEU resamples the baseline alone with the same seed, hence the same draws
+        return PairedResult(base_score, sys_score, float(p), *estimate_ci(scores_b), *estimate_ci(scores_s))
     else:
         pos = rng.integers(2, size=(n, N), dtype=bool)
         neg = ~pos
@@ -97,7 +115,7 @@ def paired_test(metric_name: str, baseline: np.ndarray, system: np.ndarray, test
         scores_a = np.array([metric._compute_score_from_stats(x).score for x in shuf_a])
         scores_b = np.array([metric._compute_score_from_stats(x).score for x in shuf_b])
         p = _compute_p_value(np.abs(scores_a - scores_b), diff)
-    return base_score, sys_score, float(p)
+    return PairedResult(base_score, sys_score, float(p))
 
 
 def compare_systems(hypotheses: Dict[str, Sequence[Sequence[str]]], references: Sequence[str], baseline: str,
@@ -116,7 +134,7 @@ def compare_systems(hypotheses: Dict[str, Sequence[Sequence[str]]], references: 
     for name in hypotheses:
         if name == baseline:
             continue
-        out[name] = {t: {m: paired_test(m, stats[m][baseline], stats[m][name], t, n_samples, seed)[2]
+        out[name] = {t: {m: paired_test(m, stats[m][baseline], stats[m][name], t, n_samples, seed).p_value
                          for m in metrics} for t in tests}
     return out
 

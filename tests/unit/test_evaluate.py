@@ -3,6 +3,7 @@ references, with expected values computed here straight from sacrebleu (or writt
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,7 +149,9 @@ def test_score_refuses_mismatched_line_counts(tmp_path, n_raw, n_tok):
     log = gen_log(tmp_path / "sys.gen", HYP_TOK)
     raw = write(tmp_path / "ref.raw", (REF_RAW * 2)[:n_raw])
     tok = write(tmp_path / "ref.tok", (REF_TOK * 2)[:n_tok])
-    with pytest.raises(ValueError, match=f"^3 hypotheses, {n_raw} raw and {n_tok} tokenized references$"):
+    with pytest.raises(ValueError, match=re.escape(f"3 tokenized and 3 detokenized hypotheses, {n_raw} raw references "
+                                                   f"({raw}) and {n_tok} tokenized ones ({tok}): the line counts "
+                                                   f"must agree")):
         evaluate.score(log, raw, tok, str(tmp_path / "sys"))
     assert not (tmp_path / "sys.json").exists()
 
@@ -210,6 +213,33 @@ def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, 
         assert rows[1][1]["p_value"] != rows[999][1]["p_value"]
     again = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], test_type, 200, seed=1)
     assert again == rows[1]
+
+
+@pytest.mark.parametrize("test_type", ["bs", "ar"])
+def test_significance_of_several_seeds_is_the_reports_test(systems, tmp_path, test_type):
+    """``--baseline b1,b2 s1,s2``: one file per seed, the test sentence the unit, the very test of the recipes'
+    and the demo's tables (compare.significance); two identical seeds give the one seed's p-value."""
+    from syntax_nmt import significance as sig
+
+    ref, base, sys_ = systems
+    base2 = write(tmp_path / "base2.detok", SYS12[:6] + BASE12[6:])
+    sys2 = write(tmp_path / "sys2.detok", BASE12[:3] + SYS12[3:])
+    rows = evaluate.main(evaluate.get_parser().parse_args(
+        ["significance", "--ref-raw", ref, "--baseline", f"{base},{base2}", f"syn={sys_},{sys2}", "--test", test_type,
+         "--n-samples", "300", "--seed", "5"]))
+    assert [r["name"] for r in rows] == ["base", "syn"]
+    stats = [sig.sentence_statistics("BLEU", [BASE12, SYS12[:6] + BASE12[6:]], REFS12),
+             sig.sentence_statistics("BLEU", [SYS12, BASE12[:3] + SYS12[3:]], REFS12)]
+    expected = sig.paired_test("BLEU", stats[0], stats[1], test_type, 300, 5)
+    assert (rows[0]["bleu"], rows[1]["bleu"], rows[1]["p_value"]) == expected[:3]
+    assert rows[1]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12 + BASE12[:3] + SYS12[3:],
+                                                                  [REFS12 * 2]).score)
+    twice = evaluate.significance(ref, ("b", [base, base]), [("s", [sys_, sys_])], test_type, 300, seed=5)
+    once = evaluate.significance(ref, ("b", base), [("s", sys_)], test_type, 300, seed=5)
+    assert twice[1]["p_value"] == once[1]["p_value"] == sacrebleu_paired(test_type, 5, 300)[1][3]
+    with pytest.raises(ValueError, match=r"^s has 1 hypothesis files, the baseline b 2: give each system one file "
+                                         r"per seed, in the same order$"):
+        evaluate.significance(ref, ("b", [base, base2]), [("s", sys_)])
 
 
 def test_significance_seed_none_follows_the_environment_and_restores_it(systems, monkeypatch):
@@ -295,7 +325,8 @@ def test_summary_table_exact(scored, monkeypatch):
         row(res["close"], f"{p_close:.4f}"),  # not significant: no star
         "tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, compound-split BLEU "
         "(as most WMT14 papers)",
-        "p: paired bootstrap against the baseline (sacrebleu.significance); * p < 0.05",
+        "p: two-sided paired bootstrap against the baseline (1,000 resamples, unit: the test sentence; sacreBLEU's "
+        "test); * p < 0.05",
         f"sacreBLEU signature: {b['signature']}",
     ]
     # a baseline alone: nothing to test
@@ -310,7 +341,7 @@ def test_summary_table_exact(scored, monkeypatch):
     both = evaluate.summary(ref_raw, [prefixes["baseline"], prefixes["syntax"]], baseline=prefixes["baseline"],
                             test_type="ar", n_samples=100, seed=5)
     assert [line.split()[0] for line in both.splitlines()[1:3]] == ["baseline", "syntax"]
-    assert "p: approximate randomization against the baseline" in both
+    assert "p: two-sided approximate randomization against the baseline (100 trials, unit: the test sentence" in both
 
 
 def test_significant():
@@ -360,7 +391,8 @@ def test_named_systems():
     (["score", "--gen", "{missing}", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"],
      "syntax-nmt-evaluate: error: [Errno 2] No such file or directory: '{missing}'"),
     (["score", "--gen", "{gen}", "--ref-raw", "{ref}", "--ref-tok", "{ref}", "--out-prefix", "{tmp}/o"],
-     "syntax-nmt-evaluate: error: 3 hypotheses, 2 raw and 2 tokenized references"),
+     "syntax-nmt-evaluate: error: 3 tokenized and 3 detokenized hypotheses, 2 raw references ({ref}) and 2 "
+     "tokenized ones ({ref}): the line counts must agree"),
     (["score", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"],
      "syntax-nmt-evaluate score: error: the following arguments are required: --gen"),
     (["summary", "--ref-raw", "r", "p", "--test", "t"],
@@ -385,7 +417,7 @@ def test_module_entry_point(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "syntax_nmt.evaluate", "significance", "--ref-raw", "r",
                            "--baseline", "b", "s"], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
-    assert proc.stderr == "syntax-nmt-evaluate: error: [Errno 2] No such file or directory: 'b'\n"
+    assert proc.stderr == "syntax-nmt-evaluate: error: [Errno 2] No such file or directory: 'r'\n"
 
 
 def test_parser_defaults_and_values():
