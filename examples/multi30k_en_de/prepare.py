@@ -25,7 +25,7 @@ import os
 import shutil
 from typing import Dict
 
-from syntax_nmt.recipes.text import learn_subword, stage_done, tokenize_pairs, write_lines, write_stage
+from syntax_nmt.recipes.text import learn_subword, positive_int, stage_done, tokenize_pairs, write_lines, write_stage
 
 SRC, TGT = "en", "de"
 #: recipe split -> file name stem in multi30k/dataset data/task1/raw
@@ -99,7 +99,7 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--download-dir", required=True, help="directory with the files of download.py")
     parser.add_argument("--work-dir", required=True, help="cache for the tokenized data")
     parser.add_argument("--out-dir", required=True, help="output directory (one per BPE size)")
-    parser.add_argument("--bpe-merges", type=int, default=8000, help="joint subword-nmt merge operations")
+    parser.add_argument("--bpe-merges", type=positive_int, default=8000, help="joint subword-nmt merge operations")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="tokenizer processes")
     return parser
 

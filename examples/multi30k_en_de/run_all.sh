@@ -45,6 +45,10 @@ preset_args "$PRESET"
 WORK=${WORK:-multi30k_en_de}
 STAGES=${STAGES:-download prepare annotate binarize train evaluate}
 BPE_MERGES=${BPE_MERGES:-$BPE_MERGES_DEFAULT}
+if [[ ! "$BPE_MERGES" =~ ^[1-9][0-9]*$ ]]; then  # 0 or less: codes without merges, every word in characters
+    echo "run_all.sh: error: BPE_MERGES must be a positive integer, got '$BPE_MERGES'" >&2
+    exit 2
+fi
 SPACY_MODEL=${SPACY_MODEL:-en_core_web_sm}
 SEEDS=${SEEDS:-1 2 3}
 # distinct non-negative integers: fairseq-train takes each as --seed, and a repeated seed would train twice

@@ -219,8 +219,8 @@ def get_parser() -> argparse.ArgumentParser:
                         help="percentage of the cleaned training data to keep (paper Table 1: 1 5 10 25 50 100)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the subsample")
     parser.add_argument("--subword", choices=["bpe", "sentencepiece"], default="bpe")
-    parser.add_argument("--bpe-merges", type=int, default=32000, help="subword-nmt merge operations")
-    parser.add_argument("--spm-vocab-size", type=int, default=32000)
+    parser.add_argument("--bpe-merges", type=text.positive_int, default=32000, help="subword-nmt merge operations")
+    parser.add_argument("--spm-vocab-size", type=text.positive_int, default=32000)
     parser.add_argument("--spm-model-type", choices=["bpe", "unigram"], default="bpe")
     parser.add_argument("--spm-input-sentence-size", type=int, default=5_000_000,
                         help="sentences sampled to train sentencepiece")

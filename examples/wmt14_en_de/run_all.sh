@@ -56,6 +56,10 @@ PERCENT=${PERCENT:-100}
 SEED=${SEED:-1}
 SUBWORD=${SUBWORD:-bpe}
 BPE_MERGES=${BPE_MERGES:-$BPE_MERGES_DEFAULT}
+if [[ ! "$BPE_MERGES" =~ ^[1-9][0-9]*$ ]]; then  # 0 or less: codes without merges, every word in characters
+    echo "run_all.sh: error: BPE_MERGES must be a positive integer, got '$BPE_MERGES'" >&2
+    exit 2
+fi
 SPM_VOCAB=${SPM_VOCAB:-32000}
 WORKERS=${WORKERS:-$(nproc)}
 SPACY_MODEL=${SPACY_MODEL:-en_core_web_sm}

@@ -135,14 +135,15 @@ class BpeSegmenter(Segmenter):
                              f"their '#version:' line): learn the codes again")
         lines = text.rstrip("\n").split("\n")
         offset = 2 if lines[0].startswith("#version:") else 1
-        merges = lines[offset - 1:]
-        if merges == [""]:  # learned from too little data: no merge at all, every word is split into characters
-            merges = []
+        merges = [line for line in lines[offset - 1:] if line.strip("\r ")]
+        if not merges:  # subword-nmt would split every word into characters
+            raise ValueError(f"{codes_path} holds no merge operation (only its '#version:' line), so every word "
+                             f"would be split into characters: learn the codes again with merges > 0 on more text")
         for i, line in enumerate(merges):
             if len(line.strip("\r\n ").split(" ")) != 2:
                 raise ValueError(f"{codes_path}:{i + offset}: not a subword-nmt BPE codes file (a line must hold two "
                                  f"symbols separated by a space, got {line[:60]!r})")
-        self.bpe = BPE(io.StringIO(text), merges=len(merges) or 0, separator=BPE_SEPARATOR)
+        self.bpe = BPE(io.StringIO(text), merges=len(merges), separator=BPE_SEPARATOR)
         self._cache = {}
 
     def _segment(self, words):

@@ -114,12 +114,28 @@ def write_stage(path: str, config: Dict, stats: Dict) -> None:
     os.replace(path + ".tmp", path)
 
 
+def positive_int(value: str) -> int:
+    """An argparse type: an integer > 0 (``--bpe-merges 0`` or ``-5`` learned codes without merges, so every
+    word was split into characters, silently)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return number
+
+
 def learn_subword(out_dir: str, subword: str = "bpe", bpe_merges: int = 32000, spm_vocab_size: int = 32000,
                   spm_model_type: str = "bpe", spm_input_sentence_size: int = 5_000_000, workers: int = 1,
                   langs: Sequence[str] = ("en", "de")) -> str:
     """Learn the joint subword model on ``out_dir/train.{LANG}`` (both sides together, like fairseq's
     ``cat train.en train.de | learn_bpe.py``): subword-nmt BPE codes ``out_dir/bpe.codes`` or a
     sentencepiece model ``out_dir/spm.model``; returns its path."""
+    if subword == "bpe" and bpe_merges < 1:
+        raise ValueError(f"BPE needs a positive number of merges, got {bpe_merges}")
     train_files = [os.path.join(out_dir, f"train.{lang}") for lang in langs]
     if subword == "sentencepiece":
         import sentencepiece as spm

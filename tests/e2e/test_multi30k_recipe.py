@@ -245,6 +245,8 @@ def test_a_failed_training_is_never_marked_done_nor_scored(recipe_run, tmp_path,
     ({"SEEDS": "x"}, "SEEDS must be distinct non-negative integers"),
     ({"SEEDS": "1 1"}, "SEEDS must be distinct non-negative integers"),
     ({"SYSTEMS": "transformer nope"}, "nope"),
+    ({"BPE_MERGES": "0"}, "run_all.sh: error: BPE_MERGES must be a positive integer, got '0'"),
+    ({"BPE_MERGES": "-5"}, "run_all.sh: error: BPE_MERGES must be a positive integer, got '-5'"),
 ])
 def test_bad_seeds_and_systems_stop_the_run(recipe_run, extra, message):
     work, env, _, _ = recipe_run

@@ -275,7 +275,7 @@ def _cli_error(capsys, argv):
 
 
 @pytest.mark.parametrize("case", ["no model", "shard", "spacy model", "conllu mismatch", "empty file",
-                                  "bad codes", "empty codes", "truncated spm"])
+                                  "bad codes", "empty codes", "header-only codes", "truncated spm"])
 def test_cli_errors_are_one_line_messages(tmp_path, capsys, case):
     """Each user error is one line ``syntax-nmt-annotate: error: ...`` with exit status 2, no traceback; an empty
     BPE codes file and a sentencepiece model cut between two of its pieces are such errors too (not models
@@ -297,6 +297,11 @@ def test_cli_errors_are_one_line_messages(tmp_path, capsys, case):
                       "is not a subword-nmt BPE codes file (not UTF-8 text at byte"),
         "empty codes": (base + ["--subword", "bpe", "--subword-model", write(tmp_path / "empty.codes", [])],
                         f"{tmp_path / 'empty.codes'} is an empty BPE codes file"),
+        "header-only codes": (base + ["--subword", "bpe", "--subword-model",
+                                      write(tmp_path / "header.codes", ["#version: 0.2"])],
+                              f"{tmp_path / 'header.codes'} holds no merge operation (only its '#version:' line), so "
+                              f"every word would be split into characters: learn the codes again with merges > 0 on "
+                              f"more text"),
         "truncated spm": (base + ["--subword", "spm", "--subword-model", _truncated_spm_model(tmp_path)],
                           f"{tmp_path / 'cut.model'} is a truncated sentencepiece model (8 pieces, no trainer_spec "
                           f"nor normalizer_spec)"),

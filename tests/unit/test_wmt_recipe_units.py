@@ -559,3 +559,22 @@ def test_train_sh_rejects_unknown_config(tmp_path):
     proc = subprocess.run(["bash", str(RECIPE / "train.sh"), "nope"], capture_output=True, text=True,
                           env=dict(os.environ, DATA="d", SAVE=str(tmp_path), SYSTEMS_PYTHON=sys.executable))
     assert proc.returncode != 0 and "unknown system 'nope'" in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "x", ""])
+def test_bpe_merges_must_be_positive(tmp_path, value, capsys):
+    """``--bpe-merges 0`` or ``-5`` learned codes without a merge (every word split into characters), silently."""
+    import argparse
+
+    from syntax_nmt.recipes.text import learn_subword, positive_int
+
+    with pytest.raises(argparse.ArgumentTypeError, match=f"^must be a positive integer, got {value!r}$"):
+        positive_int(value)
+    assert positive_int("14000") == 14000
+    with pytest.raises(ValueError, match="^BPE needs a positive number of merges, got 0$"):
+        learn_subword(str(tmp_path), "bpe", bpe_merges=0)
+    with pytest.raises(SystemExit) as e:
+        prepare.get_parser().parse_args(["--bpe-merges", value])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"error: argument --bpe-merges: must be a positive integer, got {value!r}")
