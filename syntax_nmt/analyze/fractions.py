@@ -61,9 +61,15 @@ def collect(results: str, metric: str = "sacrebleu", preset: Optional[str] = Non
     percents = []
     for entry, percent in next(iter(found.values()), []):
         scored_any = False
-        for fname in sorted(os.listdir(os.path.join(results, entry))):
-            if not fname.endswith(".json"):
-                continue
+        fnames = sorted(f for f in os.listdir(os.path.join(results, entry)) if f.endswith(".json"))
+        seedless = {f[: -len(".json")]: f for f in fnames if common.split_seed(f[: -len(".json")])[1] is None}
+        for fname in fnames:
+            name, seed = common.split_seed(fname[: -len(".json")])
+            if seed is not None and name in seedless:  # one run would be averaged as if it were another seed
+                raise AnalyzeError(f"{os.path.join(results, entry)} holds {seedless[name]} and {fname}: a run of "
+                                   f"{name} without a seed beside runs with seeds; rename it {name}.seedN.json "
+                                   f"(its seed) or move it away")
+        for fname in fnames:
             score = read_score(os.path.join(results, entry, fname), metric)
             if score is None:
                 continue

@@ -369,6 +369,23 @@ def test_fractions_warns_about_each_malformed_results_file(tmp_path, caplog):
     assert "| 10 | 20.00 | 21.00 | +1.00 |" in md
 
 
+def test_fractions_refuses_a_seedless_run_beside_seeded_ones(tmp_path):
+    """``sla.json`` beside ``sla.seed1.json`` in one share of the data: it was averaged in as another seed."""
+    results = tmp_path / "eval"
+    (results / "p5").mkdir(parents=True)
+    for name, v in (("transformer.json", 10.0), ("sla.json", 30.0), ("sla.seed1.json", 11.0), ("sla.seed2.json", 12.0)):
+        (results / "p5" / name).write_text(json.dumps({"sacrebleu": v}))
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.analyze.cli", "fractions", "--results", str(results),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr == (
+        f"syntax-nmt-analyze: error: {results / 'p5'} holds sla.json and sla.seed1.json: a run of sla without a "
+        f"seed beside runs with seeds; rename it sla.seedN.json (its seed) or move it away\n")
+    (results / "p5" / "sla.json").rename(results / "p5" / "sla.seed3.json")
+    analyze("fractions", "--results", results, "--out", tmp_path / "out")
+    row = json.loads((tmp_path / "out" / "fractions.json").read_text())["rows"][0]["systems"]
+    assert row["sla"]["runs"] == [11.0, 12.0, 30.0] and row["transformer"]["runs"] == [10.0]
+
+
 # ---------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("argv, message", [
     (["length", "--data", "/nonexistent", "--ref-raw", __file__, "--system", __file__, "--out", "x"],
