@@ -12,6 +12,7 @@ so a destination exists whole or not at all; an existing destination is only rep
 asked (``overwrite``), and never when it is (or holds, or backs) the source directory.
 """
 
+import fnmatch
 import json
 import os
 import re
@@ -208,13 +209,30 @@ def _move_into_place(tmp: str, out: str) -> None:
     _remove(aside)
 
 
+def _link(src: str, dst: str, noisy_data: Optional[str]) -> None:
+    """``dst`` the file ``src`` is: a symbolic link to its real path (through every link, so a copy of a copy
+    does not go through the first copy's directory entries), or, for a file a noisy copy ``noisy_data`` holds
+    itself (its noisy streams, its records), a hard link (a copy across file systems): when that noisy copy is
+    replaced (``--overwrite``), this one keeps its data and records, instead of dangling links or links to
+    another noise."""
+    real = os.path.realpath(src)
+    if noisy_data is not None and _within(real, os.path.realpath(noisy_data)):
+        try:
+            os.link(real, dst)
+        except OSError:
+            shutil.copy2(real, dst)
+    else:
+        os.symlink(real, dst)
+
+
 def noisy_copy(data: str, out: str, stream: str, rate: float, seed: int,
                splits: Sequence[str] = ("test",), overwrite: bool = False) -> List[dict]:
     """A copy of data directory ``data`` in ``out`` whose ``stream`` is noisy in ``splits``.
 
-    Every file is a symbolic link to ``data`` except the ``.bin`` files of the noisy stream,
-    which are rewritten, and ``noise-{stream}.json`` (the records returned, each naming
-    ``data``). Train on it with plain ``fairseq-train out ...`` (noise at training),
+    Every file is a symbolic link to ``data``'s (to its real path) except the ``.bin`` files of
+    the noisy stream, which are rewritten, and ``noise-{stream}.json`` (the records returned, each
+    naming ``data``); when ``data`` is itself a noisy copy, the files it holds itself are hard
+    links, so that replacing ``data`` later leaves this copy whole (:func:`_link`). Train on it with plain ``fairseq-train out ...`` (noise at training),
     or translate its test split (noise at test time). The copy is built in a temporary
     directory next to ``out`` and renamed to ``out`` when complete: an interrupted run leaves
     ``out`` as it was. See :func:`check_destination` for what ``out`` may be.
@@ -236,8 +254,9 @@ def noisy_copy(data: str, out: str, stream: str, rate: float, seed: int,
     tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     os.mkdir(tmp)
     try:
+        noisy_data = any(fnmatch.fnmatch(name, NOISE_RECORD_FILE.format("*")) for name in names)
         for name in names:
-            os.symlink(os.path.join(data, name), os.path.join(tmp, name))
+            _link(os.path.join(data, name), os.path.join(tmp, name), data if noisy_data else None)
         records = [dict(corrupt_split(data, tmp, split, stream, rate, seed), data=data) for split in splits]
         record = os.path.join(tmp, NOISE_RECORD_FILE.format(stream))
         if os.path.lexists(record):  # the link to the record of data's own noise on this stream

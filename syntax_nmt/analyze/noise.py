@@ -151,7 +151,7 @@ def add_args(p) -> None:
 def add_corrupt_args(p) -> None:
     p.add_argument("--data", required=True, help="binarized data directory (syntax-nmt-binarize)")
     p.add_argument("--out", required=True,
-                   help="the noisy copy (symbolic links except the noisy stream, and noise-STREAM.json), a new "
+                   help="the noisy copy (links except the noisy stream, and noise-STREAM.json), a new "
                         "directory: built next to it and renamed when complete")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out (never --data itself, nor a directory holding it or that it "

@@ -134,6 +134,25 @@ def test_noise_stacks_on_a_noisy_copy_with_both_records(capsys, data, tmp_path):
     assert json.loads((both / "noise-pos.json").read_text())[0]["data"] == str(head)
 
 
+def test_replacing_a_noisy_copy_leaves_a_copy_of_it_whole(capsys, data, tmp_path):
+    """``data`` -> ``head`` -> ``both``, then ``data`` -> ``head --overwrite`` with another seed: ``both`` keeps
+    its head noise and its record of it (its links went through ``head``'s entries, which then dangled or named
+    the new noise), and shares no inode with what replaced ``head``."""
+    head, both = tmp_path / "head", tmp_path / "both"
+    assert corrupt(capsys, data, head, stream="head")[0] == 0
+    assert corrupt(capsys, head, both, stream="pos")[0] == 0
+    before = {name: (both / name).read_bytes() for name in os.listdir(both)}
+    records = json.loads((both / "noise-head.json").read_text())
+    assert corrupt(capsys, data, head, "--overwrite", "--seed", "2", stream="head")[0] == 0
+    assert head_bin(head) != before["test.en-de.head.bin"]  # the new noise differs
+    for name in os.listdir(both):  # nothing dangles, nothing changed
+        assert os.path.exists(both / name) and (both / name).read_bytes() == before[name], name
+    assert json.loads((both / "noise-head.json").read_text()) == records
+    for name in os.listdir(both):  # a link never passes through another copy's directory entries
+        if os.path.islink(both / name):
+            assert os.readlink(both / name) == os.path.realpath(data / name), name
+
+
 def test_a_copy_may_not_replace_the_directory_it_links_into(capsys, data, tmp_path):
     """``data`` -> ``noisy`` (links into data); ``noisy`` -> ``data --overwrite`` would delete what noisy links to."""
     noisy = tmp_path / "noisy"
