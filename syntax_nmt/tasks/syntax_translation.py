@@ -107,7 +107,7 @@ def _get(cfg, key):
 
 
 def dictionary_signature(name: str, d: Dictionary) -> str:
-    """``name:size:hash`` of a stream dictionary, recorded in checkpoints."""
+    """``name:size:hash`` of a stream (or word) dictionary, recorded in checkpoints."""
     digest = hashlib.md5("\n".join(d.symbols).encode("utf-8")).hexdigest()[:10]
     return f"{name}:{len(d)}:{digest}"
 
@@ -215,6 +215,32 @@ class SyntaxTranslationTask(TranslationTask):
                         f"hash {current[name][1]}): binarize with --streamdict-dir pointing at the training data"
                     )
         return signature
+
+    def _record_word_dictionaries(self, cfg, from_checkpoint: bool) -> None:
+        """Record the signatures (size, hash) of the source and target dictionaries in the model's configuration
+        when training, and check them when a checkpoint is loaded: a dictionary of the same size in another
+        order (another data directory) loads without a shape error and translates garbage. Checkpoints that
+        recorded none are not checked.
+
+        Raises:
+            StreamConfigError: naming the dictionary that differs.
+        """
+        current = {"source": self.src_dict, "target": self.tgt_dict}
+        signature = ",".join(dictionary_signature(name, d) for name, d in current.items() if d is not None)
+        recorded = _get(cfg, "word_dict_signature")
+        if not from_checkpoint or not recorded:
+            if not from_checkpoint:
+                _set(cfg, "word_dict_signature", signature)
+            return
+        old, new = parse_signatures(recorded), parse_signatures(signature)
+        langs = {"source": self.cfg.source_lang, "target": self.cfg.target_lang}
+        for name in current:
+            if name in old and name in new and old[name] != new[name]:
+                path = os.path.join(utils.split_paths(self.cfg.data)[0], f"dict.{langs[name]}.txt")
+                raise StreamConfigError(
+                    f"the {name} dictionary {path} differs from the one the checkpoint was trained with "
+                    f"({old[name][0]} types, hash {old[name][1]} vs {new[name][0]} types, hash {new[name][1]}): "
+                    f"use the training data's dictionaries (binarize with --srcdict/--tgtdict of them)")
 
     def _record_source_prepend_bos(self, cfg, from_checkpoint: bool) -> None:
         """Record ``--source-prepend-bos`` in the model's configuration (so in the checkpoint)
@@ -350,6 +376,7 @@ class SyntaxTranslationTask(TranslationTask):
             StreamConfigError: if BOS is asked for but the checkpoint was trained without it.
         """
         self._record_source_prepend_bos(cfg, from_checkpoint)
+        self._record_word_dictionaries(cfg, from_checkpoint)
         data_file = os.path.join(utils.split_paths(self.cfg.data)[0], DATA_SETTINGS_FILE)
         recorded = raw_inference.recorded_settings(cfg)
         if recorded is None and not from_checkpoint:

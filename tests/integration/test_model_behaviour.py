@@ -196,6 +196,11 @@ def _swap_two_symbols(path):
      r"(\d+) types, hash \w+\): binarize with --streamdict-dir"),
     ("subword", _swap_two_symbols, r"dictionary of stream 'subword' differs .* \((\d+) types, hash (\w+) vs (\d+) "
      r"types, hash (\w+)\)"),
+    # the word dictionaries: same size, other order (only the hash tells; the model loaded and translated garbage)
+    ("en", _swap_two_symbols, r"the source dictionary \S+/dict.en.txt differs from the one the checkpoint was trained "
+     r"with \((\d+) types, hash (\w+) vs (\d+) types, hash (\w+)\): use the training data's dictionaries"),
+    ("de", _swap_two_symbols, r"the target dictionary \S+/dict.de.txt differs .* \((\d+) types, hash (\w+) vs (\d+) "
+     r"types, hash (\w+)\)"),
 ])
 def test_checkpoint_refuses_other_stream_dictionaries(stream_bin, tmp_path, stream, edit, message):
     from fairseq import checkpoint_utils
@@ -216,7 +221,7 @@ def test_checkpoint_refuses_other_stream_dictionaries(stream_bin, tmp_path, stre
     edit(str(other / f"dict.{stream}.txt"))
     with pytest.raises(StreamConfigError, match=message) as e:
         checkpoint_utils.load_model_ensemble([path], arg_overrides={"data": str(other)})
-    if stream == "subword":  # same size, other order: only the hash tells
+    if stream in ("subword", "en", "de"):  # same size, other order: only the hash tells
         n1, h1, n2, h2 = re.search(message, str(e.value)).groups()
         assert n1 == n2 and h1 != h2
     else:
