@@ -116,7 +116,24 @@ def parse_heads(line: str, path: str = "<heads>", lineno: int = 0) -> np.ndarray
     for i, v in enumerate(values):
         if not 0 <= i + v < n:
             raise StreamMismatchError(f"{path}:{lineno}: head offset {v} of token {i + 1} points outside the sentence")
+    offsets = np.asarray(values, dtype=np.int64)
+    on_cycle = cycle_token(offsets)
+    if on_cycle is not None:  # as a CoNLL-U file with a cycle is refused (syntax-nmt-analyze corrupt may make them)
+        raise StreamMismatchError(f"{path}:{lineno}: the heads form a cycle through token {on_cycle + 1} (every token "
+                                  f"must lead to a root, offset 0)")
     return np.asarray(values + [SPECIAL_HEAD], dtype=np.int64)
+
+
+def cycle_token(offsets: np.ndarray) -> Optional[int]:
+    """A token (0-based) on a cycle of the heads given as relative offsets (``0``: a root), or None if every token
+    leads to a root. Pointer doubling: after ``ceil(log2 n)`` squarings every token that leads to a root is at one
+    (roots are fixed points); a token that does not has reached the cycle it runs into."""
+    n = len(offsets)
+    parent = np.arange(n) + offsets
+    for _ in range(max(1, int(n).bit_length())):
+        parent = parent[parent]
+    stuck = np.nonzero(offsets[parent] != 0)[0]
+    return int(parent[stuck[0]]) if len(stuck) else None
 
 
 def binarize_heads(input_file: str, output_prefix: str, impl: str = "mmap") -> int:

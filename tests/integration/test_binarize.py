@@ -36,7 +36,8 @@ def corpus(tmp_path):
     return write_corpus(str(tmp_path / "text"), sizes={"train": 12, "valid": 9}, seed=7)
 
 
-@pytest.mark.parametrize("case", ["field short", "line missing", "line extra", "head outside", "empty source"])
+@pytest.mark.parametrize("case", ["field short", "line missing", "line extra", "head outside", "head cycle",
+                                  "empty source"])
 def test_text_errors_are_one_line_and_write_nothing(tmp_path, capsys, corpus, case):
     valid = corpus["valid"]
     if case == "field short":  # valid.pos:7 one field short
@@ -56,6 +57,14 @@ def test_text_errors_are_one_line_and_write_nothing(tmp_path, capsys, corpus, ca
         heads[2] = " ".join(heads[2].split()[:-1] + ["5"])
         _put(f"{valid}.head", heads)
         expected = r"valid\.head:3: head offset 5 of token \d+ points outside the sentence$"
+    elif case == "head cycle":  # tokens 2 and 3 each other's head, the others roots: a CoNLL-U file is refused too
+        heads = _lines(f"{valid}.head")
+        n = len(heads[2].split())
+        assert n >= 3
+        heads[2] = " ".join(["0", "1", "-1"] + ["0"] * (n - 3))
+        _put(f"{valid}.head", heads)
+        expected = r"valid\.head:3: the heads form a cycle through token [23] \(every token must lead to a root, " \
+                   r"offset 0\)$"
     else:
         _put(f"{valid}.en", [])
         expected = r"valid\.en \(split 'valid'\) is empty: fairseq cannot binarize an empty file$"

@@ -106,3 +106,35 @@ def test_unknown_current_tags_draw_from_every_choice_and_bad_rates_fail():
     np.testing.assert_array_equal(new, [4, 4, 4])  # 3 -> 4; 4 stays (no other choice); 5 -> 4
     with pytest.raises(ValueError):
         N.noise_draws(5, 1.5, 0)
+
+
+def test_cycle_token_against_a_walk_from_every_token():
+    """binarize's cycle check (pointer doubling) against following each token's heads one by one."""
+    from syntax_nmt.data.binarize import cycle_token
+
+    rng = np.random.default_rng(5)
+    found = {True: 0, False: 0}
+    for _ in range(400):
+        n = int(rng.integers(1, 12))
+        heads = rng.integers(0, n, size=n)
+        roots = rng.random(n) < 0.3
+        heads[roots] = np.arange(n)[roots]
+        offsets = heads - np.arange(n)
+        cyclic = None
+        for start in range(n):
+            seen, i = [], start
+            while offsets[i] != 0 and i not in seen:
+                seen.append(i)
+                i = i + offsets[i]
+            if offsets[i] != 0:
+                cyclic = i
+                break
+        got = cycle_token(offsets)
+        found[got is not None] += 1
+        assert (got is None) == (cyclic is None), offsets
+        if got is not None:  # the token named is on a cycle: its heads lead back to it
+            i, steps = got + offsets[got], 1
+            while i != got and steps <= n:
+                i, steps = i + offsets[i], steps + 1
+            assert i == got, (offsets, got)
+    assert found[True] > 50 and found[False] > 50
