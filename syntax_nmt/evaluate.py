@@ -34,6 +34,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from sacrebleu.metrics import BLEU, CHRF
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
+#: what a hypothesis still holds when fairseq-generate ran without --remove-bpe: a subword-nmt continuation
+#: ("Ver@@ ein") or a sentencepiece word boundary ("▁Ver ein")
+_BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 #: Metrics of :func:`significance`.
 METRICS = ("sacrebleu", "tokenized")
 #: how many resamples / trials a summary's p-values used
@@ -57,16 +60,21 @@ def read_hypotheses(generate_log: str) -> List[str]:
         generate_log: stdout of ``fairseq-generate`` (``H-<id>\\t<score>\\t<text>`` lines).
 
     Raises:
-        ValueError: when the sentence ids are not exactly ``0 .. n-1``.
+        ValueError: when the sentence ids are not exactly ``0 .. n-1``, or a hypothesis still holds subword
+            pieces (the log was made without ``--remove-bpe``), naming the line.
     """
     hyps: Dict[int, str] = {}
     with open(generate_log, encoding="utf-8") as f:
-        for line in f:
+        for lineno, line in enumerate(f, 1):
             if line.startswith("H-"):
                 fields = line.rstrip("\n").split("\t")
                 sid = int(fields[0][2:])
                 if sid not in hyps:  # first hypothesis is the best one (--nbest > 1)
                     hyps[sid] = fields[2] if len(fields) > 2 else ""
+                    if _BPE_PIECE.search(hyps[sid]):
+                        raise ValueError(f"{generate_log}:{lineno}: the hypothesis holds subword pieces "
+                                         f"({_BPE_PIECE.search(hyps[sid]).group().strip()!r}): score the output of "
+                                         f"fairseq-generate --remove-bpe (BPE) or --remove-bpe sentencepiece")
     if sorted(hyps) != list(range(len(hyps))):
         raise ValueError(f"{generate_log}: hypothesis ids are not 0..{len(hyps) - 1}")
     return [hyps[i] for i in range(len(hyps))]

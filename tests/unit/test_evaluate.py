@@ -397,11 +397,20 @@ def test_named_systems():
      "syntax-nmt-evaluate score: error: the following arguments are required: --gen"),
     (["summary", "--ref-raw", "r", "p", "--test", "t"],
      "syntax-nmt-evaluate summary: error: argument --test: invalid choice: 't' (choose from 'bs', 'ar')"),
+    # a log made without --remove-bpe: its pieces were scored silently
+    (["score", "--gen", "{bpe}", "--ref-raw", "{ref}", "--ref-tok", "{ref}", "--out-prefix", "{tmp}/o"],
+     "syntax-nmt-evaluate: error: {bpe}:9: the hypothesis holds subword pieces ('Ver@@'): score the output of "
+     "fairseq-generate --remove-bpe (BPE) or --remove-bpe sentencepiece"),
+    (["score", "--gen", "{spm}", "--ref-raw", "{ref}", "--ref-tok", "{ref}", "--out-prefix", "{tmp}/o"],
+     "syntax-nmt-evaluate: error: {spm}:3: the hypothesis holds subword pieces ('\u2581Der'): score the output of "
+     "fairseq-generate --remove-bpe (BPE) or --remove-bpe sentencepiece"),
 ])
 def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
     gen = gen_log(tmp_path / "g", HYP_TOK)
     ref = write(tmp_path / "r", REF_RAW[:2])
-    fmt = dict(missing=tmp_path / "missing", gen=gen, ref=ref, tmp=tmp_path)
+    bpe = gen_log(tmp_path / "bpe", ["Der Hund .", "Der Ver@@ ein ist e-mail@@x ."])
+    spm = gen_log(tmp_path / "spm", ["\u2581Der \u2581Hund ."])
+    fmt = dict(missing=tmp_path / "missing", gen=gen, ref=ref, tmp=tmp_path, bpe=bpe, spm=spm)
     argv = [a.format(**fmt) for a in argv]
     with pytest.raises(SystemExit) as e:
         evaluate.cli_main(argv)
