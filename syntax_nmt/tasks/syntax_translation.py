@@ -28,7 +28,10 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_l
 
 from syntax_nmt.data.stream_pair_dataset import StreamLanguagePairDataset, TruncateSourceDataset
 from syntax_nmt.annotate.settings import AnnotationSettings
+from syntax_nmt.annotate.textio import InputError
+from syntax_nmt.cli_errors import fairseq_errors_one_line
 from syntax_nmt.constants import DATA_SETTINGS_FILE, DICT_FILE
+from syntax_nmt.syntax.conllu import CoNLLUError
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     SPECIAL_HEAD,
@@ -46,6 +49,10 @@ logger = logging.getLogger(__name__)
 
 class StreamConfigError(ValueError):
     """The streams of the data, the task options and the model do not agree."""
+
+
+# fairseq-train/-generate/-interactive: these user errors are one line with exit status 2, not a traceback
+fairseq_errors_one_line((StreamConfigError, InputError, CoNLLUError))
 
 
 @dataclass
@@ -120,6 +127,20 @@ def parse_signatures(value: Optional[str]) -> Dict[str, tuple]:
             name, size, digest = item.split(":")
             out[name] = (int(size), digest)
     return out
+
+
+def _check_complete(ds, prefix: str, name: str) -> None:
+    """Refuse a binarized stream whose ``.bin`` is shorter than its ``.idx`` says (a copy cut short): it loaded,
+    and failed deep inside a batch with numpy's "offset must be non-negative and no greater than buffer length"."""
+    index = getattr(ds, "_index", None)
+    pointers, sizes = getattr(index, "_pointers", None), getattr(index, "_sizes", None)
+    if pointers is None or sizes is None or not len(sizes):
+        return
+    needed = int(pointers[-1]) + int(sizes[-1]) * np.dtype(index.dtype).itemsize
+    have = os.path.getsize(prefix + ".bin")
+    if have < needed:
+        raise StreamConfigError(f"stream {name!r}: {prefix}.bin holds {have} bytes, its index {prefix}.idx needs "
+                                f"{needed}: the file is cut short; binarize again or copy it whole")
 
 
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
@@ -331,6 +352,7 @@ class SyntaxTranslationTask(TranslationTask):
             ds = data_utils.load_indexed_dataset(prefix, self.stream_dicts.get(name), impl)
             if ds is None:
                 raise StreamConfigError(f"stream {name!r} of split {split_k!r} not found: {prefix}.{{bin,idx}}")
+            _check_complete(ds, prefix, name)
             src_ds = data_utils.load_indexed_dataset(
                 os.path.join(data_path, f"{split_k}.{lang_pair[0]}-{lang_pair[1]}.{src}"), self.src_dict, impl
             )

@@ -46,8 +46,44 @@ def test_generate_without_a_stream_the_model_needs_names_it(stream_bin, trained,
             os.remove(partial / f)
     proc = run_cli("fairseq-generate", partial, "--user-dir", USER_DIR, "--task", "syntax_translation",
                    "--path", trained, "--beam", "2", check=False)
-    assert proc.returncode != 0
-    assert "missing streams ['head']" in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "missing streams ['head']" in proc.stderr.splitlines()[-1]
+
+
+def _swap_first_words(path):
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[0], lines[1] = lines[1], lines[0]
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def _cut_short(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 7])
+
+
+@pytest.mark.parametrize("case", ["no pos dictionary", "pos stream cut short", "other target dictionary"])
+def test_data_errors_are_one_line(stream_bin, trained, tmp_path, case):
+    """What a user gets wrong about the data directory ends fairseq-generate with one line naming the file and
+    exit status 2 (a traceback of 7 to 18 frames through fairseq before)."""
+    other = tmp_path / "data-bin"
+    shutil.copytree(stream_bin, other)
+    if case == "no pos dictionary":
+        os.remove(other / "dict.pos.txt")
+        expected = "missing streams ['pos'] (the model needs ['pos', 'case', 'subword', 'head']; the data directory has "
+    elif case == "pos stream cut short":
+        _cut_short(other / "test.en-de.pos.bin")
+        expected = (f"stream 'pos': {other}/test.en-de.pos.bin holds "
+                    f"{(other / 'test.en-de.pos.bin').stat().st_size} bytes, its index {other}/test.en-de.pos.idx "
+                    f"needs {(other / 'test.en-de.pos.bin').stat().st_size + 7}: the file is cut short; binarize "
+                    f"again or copy it whole")
+    else:
+        _swap_first_words(other / "dict.de.txt")
+        expected = f"the target dictionary {other}/dict.de.txt differs from the one the checkpoint was trained with"
+    proc = run_cli("fairseq-generate", other, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                   "--path", trained, "--beam", "2", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith(f"fairseq-generate: error: {expected}"), last
 
 
 def test_generate_with_extra_streams_names_them(stream_bin, trained):
