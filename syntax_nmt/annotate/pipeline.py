@@ -262,6 +262,14 @@ def render(records: List[Dict], segmenter: Segmenter, settings: AnnotationSettin
 
 
 # -- the job --------------------------------------------------------------------------------------
+
+def _learned_by(stamp: str, model: str) -> bool:
+    """Whether ``model`` is the subword model an interrupted job recorded learning in ``stamp``."""
+    if not (os.path.exists(stamp) and os.path.exists(model)):
+        return False
+    with open(stamp, encoding="utf-8") as f:
+        return json.load(f).get("sha256") == file_sha256(model)
+
 class Job:
     """One invocation of the annotator (one shard, or a merge-only run).
 
@@ -408,13 +416,11 @@ class Job:
         a = self.args
         path = subword_model_file(a)
         stamp = os.path.join(store.dir, "learned.json")
-        if os.path.exists(stamp) and os.path.exists(path):
-            with open(stamp, encoding="utf-8") as f:
-                if json.load(f).get("sha256") == file_sha256(path):
-                    logger.info("reusing the %s model learned earlier: %s", a.subword, path)
-                    self._use_model(path)
-                    return
-        if os.path.exists(path):
+        if _learned_by(stamp, path):
+            logger.info("reusing the %s model learned earlier: %s", a.subword, path)
+            self._use_model(path)
+            return
+        if os.path.exists(path):  # only with --overwrite (run() refuses it otherwise, before parsing)
             logger.warning("overwriting %s with a newly learned model", path)
 
         def lines():
@@ -510,6 +516,11 @@ class Job:
             logger.info("%s.{%s} are up to date (same input and settings); nothing to do (pass --overwrite to redo "
                         "them)", a.output_prefix, ",".join(self.names))
             return 0
+        model_out = subword_model_file(a) if a.learn_subword else None
+        if model_out and not a.overwrite and os.path.exists(model_out) and \
+                not _learned_by(os.path.join(store_dir, "learned.json"), model_out):
+            raise ValueError(f"--subword-model-out: {model_out} exists and was not learned by this job: name another "
+                             f"file, or pass --overwrite to learn it again")
         if os.path.dirname(a.output_prefix):
             os.makedirs(os.path.dirname(a.output_prefix), exist_ok=True)
 

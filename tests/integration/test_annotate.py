@@ -266,6 +266,25 @@ def test_learn_subword_after_parsing(tmp_path, spacy_model, scheme, size):
     assert outputs(tmp_path / "again/train", NAMES) == outputs(tmp_path / "run/train", NAMES)
 
 
+def test_learn_subword_refuses_to_overwrite_an_existing_model(tmp_path, spacy_model, capsys):
+    """``--subword-model-out`` naming an existing file: refused before parsing, the file untouched (it was
+    overwritten with a warning, after the parse); --overwrite learns it again; a finished job run again reuses it."""
+    out = tmp_path / "codes"
+    out.write_text("#version: 0.2\nq u\n", encoding="utf-8")
+    args = corpus_args(tmp_path, "run/train", spacy_model, "--subword", "bpe", "--learn-subword", "20",
+                       "--subword-model-out", str(out))
+    code, err = _cli_error(capsys, args)
+    assert code == 2 and err == [f"syntax-nmt-annotate: error: --subword-model-out: {out} exists and was not learned "
+                                 f"by this job: name another file, or pass --overwrite to learn it again"]
+    assert out.read_text(encoding="utf-8") == "#version: 0.2\nq u\n"
+    assert not (tmp_path / "run" / "train.chunks").exists() and not (tmp_path / "run" / "train.en").exists()
+    main(args + ["--overwrite"])
+    learned = out.read_text(encoding="utf-8")
+    assert learned != "#version: 0.2\nq u\n" and len(learned.splitlines()) == 21
+    main(args)  # up to date: nothing to do, nothing refused
+    assert out.read_text(encoding="utf-8") == learned
+
+
 def _cli_error(capsys, argv):
     """Run syntax-nmt-annotate in-process; returns (exit status, stderr lines)."""
     capsys.readouterr()
