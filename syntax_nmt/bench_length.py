@@ -497,6 +497,30 @@ def parsed_trees(path: str, spacy_model: str) -> List[List[int]]:
     return trees
 
 
+def memory_floor(a) -> int:
+    """A lower bound of the bytes one forward + backward of the stock encoder keeps at the longest length: per
+    layer, four activations of every token (input, attention output, FFN input, FFN output) and one attention
+    probability per head and pair of positions. Every system needs more."""
+    width = 2 if a.precision in ("fp16", "bf16") else 4
+    T = max(a.lengths)
+    tokens = max(1, a.tokens // T) * T
+    return a.layers * width * (4 * tokens * a.dim + a.heads * tokens * T)
+
+
+def _machine_bytes(device: str) -> int:
+    import torch
+
+    if device == "cuda":
+        return int(torch.cuda.mem_get_info()[1])
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _allocation_failure(error: BaseException) -> bool:
+    text = str(error).lower()
+    return isinstance(error, MemoryError) or "out of memory" in text or "can't allocate" in text or \
+        "cannot allocate" in text
+
+
 def cli_main(argv=None) -> int:
     from syntax_nmt.cli_errors import fail
     from syntax_nmt.systems import parse_systems
@@ -531,6 +555,12 @@ def cli_main(argv=None) -> int:
 
     import torch
 
+    device = "cuda" if torch.cuda.is_available() and not a.cpu and not a.count_ops else "cpu"
+    floor, have = memory_floor(a), _machine_bytes(device)
+    if floor > have:
+        fail(prog, f"--tokens {a.tokens} at --dim {a.dim}, {a.layers} layers, {a.heads} heads and length "
+                   f"{max(a.lengths)} need at least {floor / 2 ** 30:.1f} GiB for one step, more than the "
+                   f"{have / 2 ** 30:.1f} GiB of this {device}: lower --tokens, --dim or --lengths")
     logging.basicConfig(level=logging.WARNING, force=True)
     warnings.filterwarnings("ignore", module="hydra")  # fairseq's per-model INFO lines, matplotlib's DEBUG
 
@@ -544,8 +574,13 @@ def cli_main(argv=None) -> int:
             json.dump({"setup": setup, "args": dict(vars(a)), "rows": rows}, f, indent=2)
         print(f"bench-length --count-ops finished in {time.time() - start:.0f}s; bench-length-ops.json in {a.out}")
         return 0
-    rows = run(a)
-    device = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
+    try:
+        rows = run(a)
+    except (RuntimeError, MemoryError) as e:
+        if not _allocation_failure(e):
+            raise
+        fail(prog, f"the {device} could not allocate a step of --tokens {a.tokens} at --dim {a.dim} "
+                   f"({str(e).strip().splitlines()[0][:200]}): lower --tokens, --dim or --lengths")
     setup = (f"{a.layers} layers, width {a.dim}, FFN {4 * a.dim}, {a.heads} heads, {a.tokens} tokens per batch, "
              f"{a.precision} on {device}{'' if device == 'cuda' else f' ({torch.get_num_threads()} threads)'}, "
              f"median of {a.repeats}")

@@ -112,6 +112,11 @@ def test_tiny_run_writes_consistent_results(tmp_path):
         assert r["saved_mib"] > 0
     # every method keeps more for the backward pass than the stock encoder (its masks, extra scores, losses)
     assert all(r["memory_ratio"] > 1.0 for r in rows)
+    # the floor that refuses impossible sizes is below what the stock encoder kept at the longest length
+    import argparse
+
+    floor = bl.memory_floor(argparse.Namespace(**result["args"]))
+    assert 0 < floor <= min(r["stock_saved_mib"] for r in rows if r["T"] == 16) * 2 ** 20
     assert (out / "bench-length.png").stat().st_size > 10_000
     assert "| syntax_bert |" in proc.stdout and "backward memory ratio" in proc.stdout
 
@@ -120,6 +125,10 @@ def test_tiny_run_writes_consistent_results(tmp_path):
     (["--systems", "syntax-infused"], "not encoders with a syntax method"),
     (["--systems", "nope"], "nope"),
     (["--lengths", "64", "--tokens", "32"], "--tokens >= the longest length"),
+    # a step that cannot fit this machine (a 98-line traceback, or hours building the batch)
+    (["--lengths", "4", "--tokens", "100000000000", "--systems", "sgnet"],
+     "--tokens 100000000000 at --dim 256, 6 layers, 4 heads and length 4 need at least 2324581.1 GiB for one step, "
+     "more than the"),
 ])
 def test_user_errors_are_one_line(tmp_path, argv, message):
     proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(tmp_path), *argv],
@@ -127,6 +136,17 @@ def test_user_errors_are_one_line(tmp_path, argv, message):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("python -m syntax_nmt.bench_length: error:") and message in lines[0]
+
+
+def test_memory_floor_is_below_what_a_step_keeps():
+    """The bound that refuses impossible sizes never refuses a possible one: it is below the bytes the stock
+    encoder keeps for its backward pass (measured by the bench itself)."""
+    import argparse
+
+    a = argparse.Namespace(precision="fp32", lengths=[16, 64], tokens=1024, layers=2, dim=64, heads=4)
+    assert bl.memory_floor(a) == 2 * 4 * (4 * 1024 * 64 + 4 * 1024 * 64)
+    a.precision = "bf16"
+    assert bl.memory_floor(a) == 2 * 2 * (4 * 1024 * 64 + 4 * 1024 * 64)
 
 
 def test_stats_table_buckets_and_means():
