@@ -9,8 +9,8 @@ The table is built from the method registry (:func:`~syntax_nmt.models.modules.m
 every registered method brings its own system, named like the method, with the options its class declares
 (``system_args``, ``system_losses``), so a method added to the plugin is compared from then on without
 editing this file. Besides those: ``transformer`` (stock fairseq, the baseline), ``syntax-infused`` (the
-feature embeddings), ``syntax+sgnet`` (features and SG-Net), ``all`` (features and every method; the methods
-that replace a layer's self-attention get distinct layers, in registry order, the last one the top layer),
+feature embeddings), ``syntax+sgnet`` (features and SG-Net), ``all`` (the features and a fixed list of methods,
+:data:`ALL_METHODS`, those that replace a layer's self-attention in fixed distinct layers, :data:`ALL_LAYERS`),
 and two systems outside the default comparison: ``syntax-concat`` (the features' concatenated variant,
 8+4+8) and ``sgnet-ckpt`` (SG-Net with recomputed activations: the same model, measured by the bench).
 
@@ -97,17 +97,28 @@ def _method_system(name: str, cls) -> System:
                   criterion_args=tuple(cls.system_losses), note=title if len(title) <= 90 else title[:89] + "…")
 
 
+#: ``all``: the features and these methods, fixed, so that its published rows reproduce (it was every registered
+#: method, and a new method changed its layers and size). A method joins ``all`` only by an edit here, with its
+#: layer if it replaces a layer's self-attention (:data:`ALL_LAYERS`).
+ALL_METHODS = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
+#: the layers of ``all``'s methods that replace a layer's self-attention (distinct layers; -1: the top one)
+ALL_LAYERS = {"sla": 0, "syntax_bert": 1, "lisa": -1}
+
+
 def _all_system(methods: Dict[str, type]) -> System:
-    attention = [n for n, c in methods.items() if c.replaces_attention]
+    chosen = {n: methods[n] for n in ALL_METHODS if n in methods}
     args: List[str] = []
-    for i, name in enumerate(attention):
-        args += [methods[name].layers_option, str(-1 if i == len(attention) - 1 and i > 0 else i)]
-    for name, cls in methods.items():
+    for name, layer in ALL_LAYERS.items():
+        if name in chosen:
+            args += [chosen[name].layers_option, str(layer)]
+    for cls in chosen.values():
         args += list(cls.system_args)
-    losses = [a for cls in methods.values() for a in cls.system_losses]
-    return System("all", features=True, methods=tuple(methods), model_args=tuple(args), criterion_args=tuple(losses),
-                  min_encoder_layers=max(1, len(attention)),
-                  note="the features and every method (attention-replacing methods in distinct layers)")
+    losses = [a for cls in chosen.values() for a in cls.system_losses]
+    layers = [layer for name, layer in ALL_LAYERS.items() if name in chosen]
+    return System("all", features=True, methods=tuple(chosen), model_args=tuple(args), criterion_args=tuple(losses),
+                  min_encoder_layers=max([1, len(layers)] + [layer + 1 for layer in layers]),
+                  note="the features and " + ", ".join(chosen) + " (" + ", ".join(
+                      f"{n} in layer {layer}" for n, layer in ALL_LAYERS.items() if n in chosen) + ")")
 
 
 def systems() -> Dict[str, System]:
