@@ -138,9 +138,10 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
         return loss, nll_loss
 
     def load_state_dict(self, state_dict, strict: bool = True, **kwargs):
-        """Restore the DP/HP classifiers from a checkpoint's ``"criterion"`` entry.
+        """Restore the auxiliary losses' own parameters (e.g. SEPREM's DP and HP classifiers) from a checkpoint's
+        ``"criterion"`` entry.
 
-        The syntax losses may change between runs (a checkpoint trained without DP, resumed with
+        The syntax losses may change between runs (a checkpoint trained without a loss, resumed with
         it, stores ``None`` there): classifiers the checkpoint lacks keep their fresh
         initialisation and ones it has but this run does not use are dropped, both with a warning.
         """

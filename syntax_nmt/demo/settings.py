@@ -7,14 +7,8 @@ from syntax_nmt.systems import get as get_system
 #: the demo's encoder depth (a system that needs more layers, such as ``all``, gets them:
 #: :func:`syntax_nmt.systems.fit_encoder_layers`)
 ENCODER_LAYERS = 2
-#: Model size and optimisation shared by every system (identical budgets). The demo's budget is a few
-#: hundred updates, far from overfitting 20k sentences: without dropout the models learn about twice as
-#: fast (measured with the transformer, 1536 tokens x 400 updates: sacreBLEU 21.9 without dropout;
-#: 2048 x 300: 15.5 without, 11.0 with 0.1), and small batches with more updates beat large batches
-#: with fewer under the same compute (4096 x 300 with dropout 0.1 reached 21.5 in 2.3x the time).
-#: Pre-norm layers: with post-norm, the 3-layer encoder of "all" barely starts translating in 400 updates
-#: (sacreBLEU 2.9 without its auxiliary losses; a features-only model with 3 encoder layers 15.7 against
-#: 23.8 with 2), with pre-norm "all" reaches 21.4 (the transformer 19.5 instead of 21.9).
+#: Model size and optimisation shared by every system (identical budgets): no dropout, small batches, pre-norm
+#: layers (the measurements behind them: README.md, "Demo and benchmark", "Why these settings").
 MODEL_ARGS = [
     "--encoder-embed-dim", "128", "--decoder-embed-dim", "128",
     "--encoder-ffn-embed-dim", "256", "--decoder-ffn-embed-dim", "256",
@@ -29,8 +23,7 @@ OPTIM_ARGS = [
 ]
 GEN_ARGS = ["--beam", "4", "--lenpen", "0.6", "--batch-size", "128"]
 #: glibc keeps freed buffers instead of returning them to the system after every training step and faulting them
-#: in again (on the CPU a quarter of a training's time went to the kernel; measured with the Multi30k
-#: recipe's model: 2500 -> 3364 tokens/s on one core, identical losses); harmless on a GPU
+#: in again (README.md, "Why these settings"); harmless on a GPU
 CPU_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "1073741824",
                   "MALLOC_TOP_PAD_": "268435456"}
 

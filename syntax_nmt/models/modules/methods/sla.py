@@ -61,13 +61,7 @@ class SyntaxLocalAttention(MixedSelfAttention):
     record_kind = "sla"
     #: On a CPU, batches up to 384 tokens wide compute both branches from one score matrix
     #: (:func:`~syntax_nmt.models.modules.methods.mixed_attention.branch_softmax_attention`), wider ones through
-    #: two calls of torch's fused attention. Measured with the length bench's SLA encoder (6 layers, width 256,
-    #: 4 heads, 4,096 tokens, 1 thread, median of 5, the paths interleaved in one process, nothing else running),
-    #: time ratio to the stock encoder / backward memory ratio, one score matrix against two fused calls:
-    #: T = 32: 1.01 / 1.08 against 0.93 / 1.15; 64: 0.99 / 1.15 against 0.91 / 1.15; 128: 0.95 / 1.28 against
-    #: 0.87 / 1.15; 256: 0.92 / 1.56 against 0.81 / 1.16; 384: 0.85 / 1.83 against 0.79 / 1.17; 512: 0.71 / 2.10
-    #: against 0.74 / 1.17 (slower, and above the 2x memory bound). The memory ratio grows with ``T`` alone (two
-    #: ``T``-wide float32 rows per token and head). Other devices always take the fused kernels.
+    #: torch's fused attention, as other devices always do (the measurements: README.md, "Length scaling").
     one_score_cpu_max_length = 384
 
     def __init__(self, embed_dim, num_heads, dropout, state, threshold: int = 3, window: int = 0,
