@@ -38,7 +38,6 @@ from tqdm import tqdm
 from syntax_nmt.constants import DATA_SETTINGS_FILE
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
-    SPECIAL_HEAD,
     STREAMS,
     parse_stream_list,
     stream_data_prefix,
@@ -46,6 +45,7 @@ from syntax_nmt.data.streams import (
 )
 
 from syntax_nmt.annotate.settings import AnnotationSettings, check_compatible, settings_path
+from syntax_nmt.data.heads import StreamMismatchError, cycle_token, parse_heads  # noqa: F401  (their home until now)
 
 logger = logging.getLogger("syntax_nmt.binarize")
 
@@ -59,10 +59,6 @@ written by syntax-nmt-annotate; train with
   fairseq-train data-bin --user-dir $(python -c 'import syntax_nmt,os;print(os.path.dirname(syntax_nmt.__file__))') \\
       --task syntax_translation --arch syntax_transformer_wmt_en_de ...
 """
-
-
-class StreamMismatchError(ValueError):
-    """A stream does not line up with the source text."""
 
 
 def get_parser():
@@ -104,36 +100,6 @@ def resolve_streams(args) -> List[str]:
         return parse_stream_list(args.streams)
     first = args.trainpref or (args.validpref or args.testpref or "").split(",")[0]
     return [s for s in STREAMS if os.path.exists(f"{first}.{s}")]
-
-
-def parse_heads(line: str, path: str = "<heads>", lineno: int = 0) -> np.ndarray:
-    """One line of relative head offsets -> int array with the EOS value appended."""
-    try:
-        values = [int(x) for x in line.split()]
-    except ValueError as e:
-        raise StreamMismatchError(f"{path}:{lineno}: head offsets must be integers ({e})") from None
-    n = len(values)
-    for i, v in enumerate(values):
-        if not 0 <= i + v < n:
-            raise StreamMismatchError(f"{path}:{lineno}: head offset {v} of token {i + 1} points outside the sentence")
-    offsets = np.asarray(values, dtype=np.int64)
-    on_cycle = cycle_token(offsets)
-    if on_cycle is not None:  # as a CoNLL-U file with a cycle is refused (syntax-nmt-analyze corrupt may make them)
-        raise StreamMismatchError(f"{path}:{lineno}: the heads form a cycle through token {on_cycle + 1} (every token "
-                                  f"must lead to a root, offset 0)")
-    return np.asarray(values + [SPECIAL_HEAD], dtype=np.int64)
-
-
-def cycle_token(offsets: np.ndarray) -> Optional[int]:
-    """A token (0-based) on a cycle of the heads given as relative offsets (``0``: a root), or None if every token
-    leads to a root. Pointer doubling: after ``ceil(log2 n)`` squarings every token that leads to a root is at one
-    (roots are fixed points); a token that does not has reached the cycle it runs into."""
-    n = len(offsets)
-    parent = np.arange(n) + offsets
-    for _ in range(max(1, int(n).bit_length())):
-        parent = parent[parent]
-    stuck = np.nonzero(offsets[parent] != 0)[0]
-    return int(parent[stuck[0]]) if len(stuck) else None
 
 
 def binarize_heads(input_file: str, output_prefix: str, impl: str = "mmap") -> int:

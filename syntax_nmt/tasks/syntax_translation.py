@@ -524,7 +524,7 @@ class SyntaxTranslationTask(TranslationTask):
             streams = {}
             for name in self.streams:
                 if name == HEAD_STREAM:
-                    from syntax_nmt.data.binarize import parse_heads
+                    from syntax_nmt.data.heads import parse_heads
 
                     streams[name] = torch.from_numpy(parse_heads(a.streams[name], "<input>", first + i))
                 else:

@@ -110,7 +110,7 @@ def test_unknown_current_tags_draw_from_every_choice_and_bad_rates_fail():
 
 def test_cycle_token_against_a_walk_from_every_token():
     """binarize's cycle check (pointer doubling) against following each token's heads one by one."""
-    from syntax_nmt.data.binarize import cycle_token
+    from syntax_nmt.data.heads import cycle_token
 
     rng = np.random.default_rng(5)
     found = {True: 0, False: 0}
