@@ -18,7 +18,8 @@ with ``fairseq-generate``. It reports, per system and as ratios to the stock
   the CPU allocator's caches (see the README);
 * parameter counts.
 
-Targets: in TARGETS (ratio >= value) and MAX_TARGETS (ratio <= value).
+Targets: each method's own (``bench_targets``: ratio >= value, ``bench_max_targets``: ratio <= value, on its
+class; :func:`targets`) and ``SYSTEM_TARGETS``.
 Results are also written to ``BENCH_DIR/bench.json`` and plotted to ``bench.png``.
 """
 
@@ -35,25 +36,30 @@ from syntax_nmt.analyze.common import exe, user_dir
 from syntax_nmt.demo.data import DataPipeline
 from syntax_nmt.demo.report import count_params
 from syntax_nmt.demo.settings import OPTIM_ARGS, system_command
-from syntax_nmt.systems import default_systems, parse_systems
+from syntax_nmt.systems import default_systems, extra_systems, parse_systems
 from syntax_nmt.systems import get as get_system
 
-#: the demo's systems, and one measured by the benchmark only (the same model as sgnet)
-BENCH_SYSTEMS = [*default_systems(), "sgnet-ckpt"]
+#: the demo's systems, and the methods' extra systems (measured by the benchmark only, e.g. sgnet-ckpt)
+BENCH_SYSTEMS = [*default_systems(), *extra_systems()]
 
-#: upper bounds: ratio must be <= the value
-MAX_TARGETS = {"sgnet": {"model_mem_mib": 1.08}, "sgnet-ckpt": {"model_mem_mib": 1.08}}
+#: targets of systems that are no one method's own (ratio >= value); the methods' are on their classes
+SYSTEM_TARGETS = {"all": {"gen_sps": 0.9}}
 
-TARGETS = {
-    "sgnet": {"train_wps": 0.9, "gen_sps": 0.95},
-    "sgnet-ckpt": {"train_wps": 0.85},
-    "syntax+sgnet": {"gen_sps": 0.95},
-    "sla": {"train_wps": 0.85, "gen_sps": 0.9},
-    "syntax_bert": {"train_wps": 0.6, "gen_sps": 0.9},
-    "all": {"gen_sps": 0.9},
-    "seprem": {"train_wps": 0.85, "gen_sps": 0.9},
-    "lisa": {"train_wps": 0.95, "gen_sps": 0.9},
-}
+
+def targets():
+    """``(lowest, highest)``: system -> ``{measure: ratio}`` the bench judges it by: the methods' own
+    (``bench_targets``, ``bench_max_targets`` of their classes, so a new method is judged) and
+    :data:`SYSTEM_TARGETS`."""
+    from syntax_nmt.models.modules.methods import registered_methods
+
+    low = {name: dict(v) for name, v in SYSTEM_TARGETS.items()}
+    high: Dict[str, Dict[str, float]] = {}
+    for cls in registered_methods().values():
+        for name, v in cls.bench_targets.items():
+            low.setdefault(name, {}).update(v)
+        for name, v in cls.bench_max_targets.items():
+            high.setdefault(name, {}).update(v)
+    return low, high
 
 
 def _run_measured(cmd: List[str], log: str) -> Dict[str, float]:
@@ -197,8 +203,9 @@ class Bench(DataPipeline):
                 f"{'model MiB':>9} {'ratio':>6} {'proc RSS':>8} {'ratio':>6} {'params':>9} {'ratio':>6}  target")
         print(head)
         print("-" * len(head))
+        lows, highs = targets()
         for r in rows:
-            low, high = TARGETS.get(r["system"], {}), MAX_TARGETS.get(r["system"], {})
+            low, high = lows.get(r["system"], {}), highs.get(r["system"], {})
             verdict = ""
             if low or high:
                 ok = all(r[f"{k}_ratio"] >= v for k, v in low.items()) and \

@@ -138,10 +138,19 @@ def systems() -> Dict[str, System]:
     table.append(System("syntax-concat", features=True, model_args=(
         "--feature-merge", "concat", "--feature-embed-dims", "8,4,8"), default=False,
         note="the features concatenated (8+4+8) instead of summed"))
-    if "sgnet" in methods:
-        table.append(System("sgnet-ckpt", methods=("sgnet",), model_args=("--sgnet-checkpoint-activations",),
-                            default=False, note="SG-Net with recomputed activations (the same model; for the bench)"))
+    for name, cls in methods.items():  # a method's further systems (e.g. sgnet-ckpt), outside the comparison
+        for extra, args, note in cls.extra_systems:
+            own = _method_system(name, cls)
+            table.append(System(extra, methods=(name,), model_args=(*args, *own.model_args),
+                                criterion_args=own.criterion_args, default=False, note=note))
     return {s.name: s for s in table}
+
+
+def extra_systems() -> List[str]:
+    """The names of the methods' further systems (their classes' ``extra_systems``), measured by the bench."""
+    from syntax_nmt.models.modules.methods import registered_methods
+
+    return [extra for cls in registered_methods().values() for extra, _, _ in cls.extra_systems]
 
 
 def default_systems() -> List[str]:

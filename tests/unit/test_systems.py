@@ -62,6 +62,10 @@ def test_a_method_registered_later_joins_the_table(monkeypatch):
         replaces_attention = True
         system_args = ("--toy-strength", "2")
         system_losses = ("--toy-loss-weight", "0.5")
+        extra_systems = (("toy-fast", ("--toy-fast",), "the toy, faster"),)
+        bench_targets = {"toy": {"train_wps": 0.7}, "toy-fast": {"gen_sps": 0.8}}
+        bench_max_targets = {"toy": {"model_mem_mib": 1.5}}
+        length_targets = {"time": 0.6, "memory": 3.0, "ops": 1.4}
 
     before = S.get("all")
     monkeypatch.setitem(methods_base.SYNTAX_METHODS, "toy", Toy)
@@ -69,6 +73,20 @@ def test_a_method_registered_later_joins_the_table(monkeypatch):
     assert table["toy"].args() == ["--source-features", "", "--syntax-attention", "toy", "--toy-strength", "2",
                                    *CRIT, "--toy-loss-weight", "0.5"]
     assert "toy" in S.default_systems()
+    # its extra system, outside the default comparison, and its targets: the benches judge it
+    from syntax_nmt import bench
+    from syntax_nmt import bench_length as bl
+
+    assert table["toy-fast"].args() == ["--source-features", "", "--syntax-attention", "toy", "--toy-fast",
+                                        "--toy-strength", "2", *CRIT, "--toy-loss-weight", "0.5"]
+    assert "toy-fast" not in S.default_systems() and S.extra_systems() == ["sgnet-ckpt", "toy-fast"]
+    low, high = bench.targets()
+    assert low["toy"] == {"train_wps": 0.7} and low["toy-fast"] == {"gen_sps": 0.8}
+    assert high["toy"] == {"model_mem_mib": 1.5} and low["sgnet"] == {"train_wps": 0.9, "gen_sps": 0.95}
+    rows = [{"system": "toy", "T": 256, "time_ratio": 0.5, "memory_ratio": 1.0, "ops_ratio": 1.5},
+            {"system": "toy", "T": 512, "time_ratio": 0.9, "memory_ratio": 2.0}]
+    assert bl.verdicts(rows) == {"toy": "MISSED: time 0.50x < 0.6x at T=256"}
+    assert bl.ops_verdicts(rows) == {"toy": "MISSED: 1.50x > 1.4x"}
     # ``all`` is a fixed list: a new method leaves it (its options, layers and size) as published
     assert table["all"] == before and "toy" not in table["all"].methods
     assert "--toy-layers" not in table["all"].args() and table["all"].min_encoder_layers == 3

@@ -142,6 +142,18 @@ class SyntaxMethod:
     #: ... and the criterion options it trains with (weights of its auxiliary losses, read by
     #: ``label_smoothed_cross_entropy_with_syntax``); empty: the translation loss alone
     system_losses: Sequence[str] = ()
+    #: further systems of the method, outside the default comparison: ``(name, model options beyond
+    #: --syntax-attention NAME, note)``, e.g. SG-Net with recomputed activations for the bench
+    extra_systems: Sequence[Tuple[str, Sequence[str], str]] = ()
+    #: the benches' targets for the method's systems, so that a new method is judged (``make bench``, ratio to the
+    #: stock transformer in the same run): system -> ``{measure: lowest ratio}`` (``train_wps``, ``gen_sps``) ...
+    bench_targets: Dict[str, Dict[str, float]] = {}
+    #: ... and system -> ``{measure: highest ratio}`` (``model_mem_mib``)
+    bench_max_targets: Dict[str, Dict[str, float]] = {}
+    #: ``make bench-length``'s targets for the method's encoder: ``time`` (lowest time ratio at T = 256),
+    #: ``memory`` (highest backward-memory ratio at T = 512), ``ops`` (highest ratio of operations dispatched by
+    #: the accelerator paths at T = 256, ``--count-ops``)
+    length_targets: Dict[str, float] = {}
     #: the method's identity setting: model options under which the model, as built and after
     #: :meth:`set_identity`, computes what the stock Transformer computes with the same weights (up to float
     #: rounding; ``tests/integration/test_method_contract.py`` checks it). ``None``: the method has none, and

@@ -191,6 +191,8 @@ class Lisa(SyntaxMethod):
     identity_args = ()
     # the demo's budget (400 updates; transformer 21.9 BLEU): weight 1 gave 16.9, 0.1 gave 27.5 (seed 1)
     system_losses = ("--lisa-loss-weight", "0.1")
+    bench_targets = {"lisa": {"train_wps": 0.95, "gen_sps": 0.9}}
+    length_targets = {"time": 0.9, "memory": 2.0, "ops": 1.15}
     loss_config = LisaLossConfig
     losses = (LisaLoss,)
 

@@ -189,6 +189,8 @@ class Seprem(SyntaxMethod):
     # the demo's budget (400 updates; transformer 21.9 BLEU): DP+HP at 1 (the paper's plain sum) gave 10.0,
     # at 0.1 19.6, at 0.01 24.0 (seed 1): early in training the syntax losses take most of the clipped gradient
     system_losses = ("--dp-loss-weight", "0.01", "--hp-loss-weight", "0.01")
+    bench_targets = {"seprem": {"train_wps": 0.85, "gen_sps": 0.9}}
+    length_targets = {"time": 0.85, "memory": 2.0, "ops": 1.15}
     loss_config = SepremLossConfig
     losses = (DistanceLoss, HeadLoss)
 

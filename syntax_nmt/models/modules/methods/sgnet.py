@@ -68,6 +68,12 @@ class SGNet(SyntaxMethod):
     title = "SG-Net's SDOI-masked self-attention layer over the encoder output (Zhang et al., 2020)"
     config = SGNetConfig
     legacy_args = {"sgnet_layer_norm": "encoder"}
+    extra_systems = (("sgnet-ckpt", ("--sgnet-checkpoint-activations",),
+                      "SG-Net with recomputed activations (the same model; for the bench)"),)
+    bench_targets = {"sgnet": {"train_wps": 0.9, "gen_sps": 0.95}, "sgnet-ckpt": {"train_wps": 0.85},
+                     "syntax+sgnet": {"gen_sps": 0.95}}
+    bench_max_targets = {"sgnet": {"model_mem_mib": 1.08}, "sgnet-ckpt": {"model_mem_mib": 1.08}}
+    length_targets = {"time": 0.8, "memory": 2.0, "ops": 1.15}
     identity_args = ("--sgnet-alpha", "1")  # alpha H + (1 - alpha) H' = H
 
     def __init__(self, cfg, num_layers):

@@ -139,6 +139,8 @@ class SLA(SyntaxMethod):
     config = SLAConfig
     layers_option = "--sla-layers"
     replaces_attention = True
+    bench_targets = {"sla": {"train_wps": 0.85, "gen_sps": 0.9}}
+    length_targets = {"time": 0.85, "memory": 2.0, "ops": 1.15}
     identity_args = ()
 
     @classmethod

@@ -408,6 +408,8 @@ class SyntaxBert(SyntaxMethod):
     layers_option = "--syntax-bert-layers"
     replaces_attention = True
     system_args = ("--syntax-bert-max-distance", "3")
+    bench_targets = {"syntax_bert": {"train_wps": 0.6, "gen_sps": 0.9}}
+    length_targets = {"time": 0.5, "memory": 4.0, "ops": 1.6}
     # no syntax mask: the global sub-network alone, mixed by topical attention with W^V as initialised (I)
     identity_args = ("--syntax-bert-max-distance", "0")
     legacy_args = {"syntax_bert_sibling": LEGACY_SIBLING}
