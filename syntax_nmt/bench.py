@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Dict, List
 
-from syntax_nmt.analyze.common import exe, user_dir
+from syntax_nmt.utils import exe, user_dir
 from syntax_nmt.demo.data import DataPipeline
 from syntax_nmt.demo.report import count_params
 from syntax_nmt.demo.settings import OPTIM_ARGS, system_command

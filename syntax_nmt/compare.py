@@ -14,7 +14,7 @@ import textwrap
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt import significance as significance_tests
-from syntax_nmt.analyze.common import mean_sd
+from syntax_nmt.utils import mean_sd
 
 #: score keys (of :func:`syntax_nmt.evaluate.score`) -> labels in tables and plots
 LABELS = {"sacrebleu": "sacreBLEU", "chrf": "chrF", "tokenized_bleu": "tok. BLEU",
@@ -178,7 +178,7 @@ def noise_bound(base: dict, other: dict, key: str = "sacrebleu") -> float:
 def plot_bars(rows: List[dict], path: str, title: str, key: str = "sacrebleu", ylabel: Optional[str] = None) -> None:
     """Bar chart of one metric: mean (bar, value above it), sd (error bar), seeds (dots); ``*``: the row's
     ``p_pooled`` < 0.05; the baseline's mean as a dotted line."""
-    from syntax_nmt.analyze.common import pyplot
+    from syntax_nmt.utils import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 2), 4.5))

@@ -6,23 +6,13 @@ import math
 import os
 import re
 import subprocess
-import sys
 from typing import Dict, List, Optional, Sequence, Tuple
+
+from syntax_nmt.utils import exe, mean_sd, pyplot, user_dir  # noqa: F401  (the analyses' helpers, shared)
 
 
 class AnalyzeError(ValueError):
     """A user error: printed as one ``syntax-nmt-analyze: error: ...`` line (exit status 2)."""
-
-
-def user_dir() -> str:
-    """The plugin directory for fairseq's ``--user-dir``."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def exe(name: str) -> str:
-    """A console script of this environment (the one next to the running python)."""
-    local = os.path.join(os.path.dirname(sys.executable), name)
-    return local if os.path.exists(local) else name
 
 
 def parse_named(spec: str, kind: str = "file") -> Tuple[str, str]:
@@ -53,19 +43,6 @@ def parse_floats(value: str, option: str) -> List[float]:
         return [float(v) for v in value.split(",") if v.strip()]
     except ValueError:
         raise AnalyzeError(f"{option} takes comma-separated numbers, got {value!r}") from None
-
-
-def pyplot():
-    """matplotlib's pyplot on the non-interactive Agg backend."""
-    import logging
-
-    import matplotlib
-
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search logs at DEBUG
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -185,14 +162,3 @@ def split_seed(name: str) -> Tuple[str, Optional[int]]:
     """``"sgnet.seed2"`` -> ``("sgnet", 2)``; ``"sgnet"`` -> ``("sgnet", None)``."""
     m = _SEED.match(name)
     return (m.group(1), int(m.group(2))) if m else (name, None)
-
-
-def mean_sd(values: Sequence[float]) -> Tuple[float, float]:
-    """Mean and sample standard deviation (0 for one value; NaN for none)."""
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    if not values:
-        return float("nan"), float("nan")
-    m = sum(values) / len(values)
-    if len(values) == 1:
-        return m, 0.0
-    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))

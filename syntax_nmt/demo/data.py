@@ -3,7 +3,7 @@
 import os
 from typing import List
 
-from syntax_nmt.analyze.common import exe
+from syntax_nmt.utils import exe
 from syntax_nmt.demo.workdir import Workdir
 
 

@@ -7,7 +7,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Callable, Dict, List, Optional, Sequence
 
-from syntax_nmt.analyze.common import exe, user_dir
+from syntax_nmt.utils import exe, user_dir
 from syntax_nmt.demo import budget
 from syntax_nmt.demo.data import DataPipeline
 from syntax_nmt.demo.settings import GEN_ARGS, MODEL_ARGS, OPTIM_ARGS, system_command

@@ -9,7 +9,7 @@ import time
 from typing import Dict, List
 
 from syntax_nmt import compare
-from syntax_nmt.analyze.common import exe, user_dir
+from syntax_nmt.utils import exe, user_dir
 from syntax_nmt.demo import budget
 from syntax_nmt.demo.jobs import JobRunner
 from syntax_nmt.demo.report import count_params, format_table, plot_bleu, quality_check, summarize

@@ -1,0 +1,42 @@
+"""Small helpers shared by the console scripts, the demo, the benches and the analyses (no fairseq, no torch):
+the plugin directory and console scripts of this environment, matplotlib without a display, mean and sd."""
+
+import math
+import os
+import sys
+from typing import Sequence, Tuple
+
+
+def user_dir() -> str:
+    """The plugin directory for fairseq's ``--user-dir``."""
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def exe(name: str) -> str:
+    """A console script of this environment (the one next to the running python)."""
+    local = os.path.join(os.path.dirname(sys.executable), name)
+    return local if os.path.exists(local) else name
+
+
+def pyplot():
+    """matplotlib's pyplot on the non-interactive Agg backend."""
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search logs at DEBUG
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def mean_sd(values: Sequence[float]) -> Tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value; NaN for none)."""
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    if not values:
+        return float("nan"), float("nan")
+    m = sum(values) / len(values)
+    if len(values) == 1:
+        return m, 0.0
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
