@@ -46,8 +46,8 @@ def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):
     assert AnnotationSettings.read(settings_path(prefix)).to_dict() == raw
     # a learned model is recorded with its final path and hash; conllu: no spaCy model; no moses
     conllu = tmp_path / "in.conllu"
-    conllu.write_text("1\tThe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t0\troot\t_\t_\n\n"
-                      "1\tDogs\t_\tNOUN\tNNS\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    conllu.write_text("1\tThe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t0\troot\t_\t_\n\n" * 2
+                      + "1\tDogs\t_\tNOUN\tNNS\t_\t0\troot\t_\t_\n\n", encoding="utf-8")  # pairs seen twice: merges
     main(["--backend", "conllu", "--conllu", str(conllu), "--src-lang", "en", "-o", str(tmp_path / "c/train"),
           "--subword", "bpe", "--learn-subword", "5", "--subword-model-out", "learned.codes", "--quiet"])
     got = AnnotationSettings.read(str(tmp_path / "c/train.annotation.json"))

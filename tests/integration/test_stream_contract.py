@@ -73,10 +73,10 @@ def test_every_line_ends_with_eos_and_unseen_tags_become_unk(stream_bin, stream_
 
 def test_heads_are_raw_offsets_int16_then_int32(tmp_path):
     small = tmp_path / "small.head"
-    small.write_text("1 -1 0\n0\n\n")
+    small.write_text("1 0 -1\n0\n\n")
     n = binarize.binarize_heads(str(small), str(tmp_path / "small"))
     ds = _dataset(str(tmp_path / "small"))
-    assert n == 3 and ds[0].tolist() == [1, -1, 0, 0] and ds[1].tolist() == [0, 0] and ds[2].tolist() == [0]
+    assert n == 3 and ds[0].tolist() == [1, 0, -1, 0] and ds[1].tolist() == [0, 0] and ds[2].tolist() == [0]
     assert ds._index.dtype == np.int16  # stored; fairseq reads every item as int64
 
     length = 2 ** 15 + 2

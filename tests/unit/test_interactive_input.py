@@ -9,6 +9,8 @@ fairseq_interactive = pytest.importorskip("fairseq_cli.interactive")
 
 @pytest.fixture
 def restore_fileinput():
+    """fairseq's own reader before (a task set up earlier in this process replaced it) and after the test."""
+    fairseq_interactive.fileinput = fileinput
     yield
     fairseq_interactive.fileinput = fileinput
 
