@@ -526,10 +526,11 @@ def _allocation_failure(error: BaseException) -> bool:
 def cli_main(argv=None) -> int:
     from syntax_nmt.cli_errors import fail
     from syntax_nmt.systems import parse_systems
+    from syntax_nmt.utils import setup_logging
 
     prog = "python -m syntax_nmt.bench_length"
     a = get_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, force=True)  # fairseq's INFO lines (one per model), matplotlib's DEBUG
+    setup_logging(logging.WARNING)  # fairseq's INFO lines (one per model), matplotlib's DEBUG
     warnings.filterwarnings("ignore", module="hydra")
     if a.tree_stats or a.parse_stats:
         try:
@@ -563,8 +564,8 @@ def cli_main(argv=None) -> int:
         fail(prog, f"--tokens {a.tokens} at --dim {a.dim}, {a.layers} layers, {a.heads} heads and length "
                    f"{max(a.lengths)} need at least {floor / 2 ** 30:.1f} GiB for one step, more than the "
                    f"{have / 2 ** 30:.1f} GiB of this {device}: lower --tokens, --dim or --lengths")
-    logging.basicConfig(level=logging.WARNING, force=True)
-    warnings.filterwarnings("ignore", module="hydra")  # fairseq's per-model INFO lines, matplotlib's DEBUG
+    setup_logging(logging.WARNING)  # again: importing fairseq (with torch) set the root logger up
+    warnings.filterwarnings("ignore", module="hydra")
 
     start = time.time()
     if a.count_ops:

@@ -1,6 +1,8 @@
 """Small helpers shared by the console scripts, the demo, the benches and the analyses (no fairseq, no torch):
-the plugin directory and console scripts of this environment, matplotlib without a display, mean and sd."""
+the plugin directory and console scripts of this environment, the console scripts' one logging setup,
+matplotlib without a display, mean and sd."""
 
+import logging
 import math
 import os
 import sys
@@ -10,6 +12,19 @@ from typing import Sequence, Tuple
 def user_dir() -> str:
     """The plugin directory for fairseq's ``--user-dir``."""
     return os.path.dirname(os.path.abspath(__file__))
+
+
+#: the console scripts' log lines: fairseq's format, so a recipe's log reads as one
+LOG_FORMAT = "%(asctime)s | %(levelname)s | %(name)s | %(message)s"
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    """The one logging setup of every console script: fairseq's format on stderr at ``level``, replacing any
+    handler a library configured at import (fairseq leaves the root logger at DEBUG), and matplotlib and PIL,
+    whose font and image searches log at DEBUG, at WARNING or above."""
+    logging.basicConfig(format=LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S", level=level, stream=sys.stderr, force=True)
+    for noisy in ("matplotlib", "PIL"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
 def exe(name: str) -> str:

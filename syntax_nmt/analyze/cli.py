@@ -64,7 +64,9 @@ def main(args) -> list:
 
 def cli_main(argv=None) -> None:
     # before fairseq is imported: it would otherwise leave the root logger at DEBUG
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.WARNING)
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING)
     args = get_parser().parse_args(argv)
     from syntax_nmt.cli_errors import run
 

@@ -215,13 +215,9 @@ def cli_main(argv: Optional[List[str]] = None) -> None:
     """Console entry point ``syntax-nmt-annotate``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-        datefmt="%Y-%m-%d %H:%M:%S",
-        level=logging.WARNING if args.quiet else logging.INFO,
-        stream=sys.stderr,
-        force=True,  # replace any handler a library configured at import
-    )
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING if args.quiet else logging.INFO)
     from syntax_nmt.cli_errors import run
 
     sys.exit(run("syntax-nmt-annotate", main, args))

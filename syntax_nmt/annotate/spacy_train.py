@@ -421,7 +421,9 @@ def get_parser() -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> Dict[str, float]:
     """Train (or reuse) the pipeline, then evaluate it; returns the scores."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.INFO)
     out = Path(args.output)
     train_spacy_pipeline(
         args.train, args.dev, out, max_steps=args.max_steps, seed=args.seed, width=args.width,

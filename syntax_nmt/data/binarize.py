@@ -25,7 +25,6 @@ import filecmp
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import time
 from argparse import Namespace
@@ -388,8 +387,9 @@ def _binarize(args: Namespace, splits: List[tuple], streams: List[str], streamdi
 
 
 def cli_main(argv=None) -> None:
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
-                        stream=sys.stderr, force=True)
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.INFO)
     from syntax_nmt.cli_errors import run
 
     args = get_parser().parse_args(argv)
