@@ -11,13 +11,17 @@ comparable with the README's table):
 
 1. every system with as many seeds as fit, from ``min_seeds`` (2: a standard deviation over seeds needs two)
    up to ``max_seeds``;
-2. if ``min_seeds`` seeds of every system do not fit (and the systems are the default comparison, not the
-   user's ``--systems``): the most systems from the front of the list that fit with ``min_seeds`` seeds, at
-   least ``min_systems`` (the baseline and one method);
-3. if not even that fits: one seed, of as many systems as fit, said plainly (one seed cannot show whether a
-   difference is larger than the variation between training seeds);
+2. if ``min_seeds`` seeds of every system do not fit: every system with one seed, said plainly (one seed cannot
+   show whether a difference is larger than the variation between training seeds; the paired test, whose unit
+   is the test sentence, still says whether two models' translations differ);
+3. if not even that fits (and the systems are the default comparison, not the user's ``--systems``): the most
+   systems from the front of the list that fit with ``min_seeds`` seeds, at least ``min_systems`` (the baseline
+   and one method), then with one seed;
 4. if nothing fits: the smallest plan with whatever costs nothing more (a finished job is never dropped for
    nothing), marked as over the budget, with its expected end.
+
+Fewer updates, which would keep every system on a slower machine, are not part of the rule: the first trainings
+measure the machine at the full budget of updates, and scores of different budgets would not compare.
 
 Everything here is pure (no clock, no training), so the rule is tested on simulated timings
 (tests/unit/test_demo_budget.py).
@@ -170,13 +174,16 @@ def plan_budget(job_seconds: Mapping[str, float], systems: Sequence[str], worker
     minutes = lambda s: f"{s / 60:.1f} min"  # noqa: E731
 
     def best(ok):
-        """The preferred ``(systems, seeds)`` among those ``ok`` accepts: ``min_seeds`` or more seeds of as many
-        systems as possible (then as many seeds as possible), else one seed of as many systems as possible."""
-        for seeds in (range(max_seeds, min_seeds - 1, -1), (1,)):
-            for n in sizes:
-                k = next((k for k in seeds if ok(n, k)), None)
-                if k is not None:
-                    return n, k
+        """The preferred ``(systems, seeds)`` among those ``ok`` accepts: every system with as many seeds as
+        possible (``min_seeds`` or more, else one), then ``min_seeds`` or more seeds of as many systems as
+        possible, then one seed of as many systems as possible."""
+        several = range(max_seeds, min_seeds - 1, -1)
+        order = [(total, several), (total, (1,))] + [(n, several) for n in sizes if n < total] + \
+            [(n, (1,)) for n in sizes if n < total]
+        for n, seeds in order:
+            k = next((k for k in seeds if ok(n, k)), None)
+            if k is not None:
+                return n, k
         return None
 
     chosen = best(fits)
@@ -193,10 +200,11 @@ def plan_budget(job_seconds: Mapping[str, float], systems: Sequence[str], worker
                  f"{', '.join(systems[n:])} ({min_seeds} seeds of all {total} would end at "
                  f"{minutes(end(total, min_seeds) + reserve)})")
     if k == 1:
-        parts.append(f"ONE SEED: {min_seeds} seeds of {'the first ' if smallest < total else ''}{smallest} systems "
-                     f"would end at {minutes(end(smallest, min_seeds) + reserve)}, and with one seed the table cannot "
-                     "show whether a difference is larger than the variation between training seeds (the paired "
-                     "bootstrap only says that two models' translations differ)")
+        which = (f"all {total}" if n == total else f"the first {smallest}" if smallest < total else str(smallest))
+        parts.append(f"ONE SEED: {min_seeds} seeds of {which} systems would end at "
+                     f"{minutes(end(total if n == total else smallest, min_seeds) + reserve)}, and with one seed the "
+                     "table cannot show whether a difference is larger than the variation between training seeds "
+                     "(the paired test, the test sentence its unit, only says that two models' translations differ)")
     elif n == total and k < max_seeds:
         parts.append(f"{k + 1} seeds would end at {minutes(end(total, k + 1) + reserve)}")
     why = "; ".join(parts)
@@ -210,14 +218,14 @@ def policy(systems: Sequence[str], workers: int, budget_minutes: float, adapt_sy
            min_seeds: int = MIN_SEEDS, max_seeds: int = MAX_SEEDS) -> str:
     """The demo's first lines with ``--seeds auto``: how it will choose what fits."""
     first = ", ".join(systems[:workers])
-    drop = (f"if {min_seeds} seeds of every system do not fit, fewer systems (the last first: "
-            f"{', '.join(reversed(systems[2:]))}; at least {', '.join(systems[:2])}); " if adapt_systems
-            and len(systems) > 2 else "")
+    drop = (f"if one seed of every system does not fit either, fewer systems (the last first: "
+            f"{', '.join(reversed(systems[2:]))}; at least {', '.join(systems[:2])}), with {min_seeds} seeds if "
+            "they fit. " if adapt_systems and len(systems) > 2 else "")
     return (f"time budget {budget_minutes:g} min (--time-budget): the first training{'s' * (workers > 1)} "
             f"({first}, seed 1) measure{'s' * (workers == 1)} this machine; then every finished training "
-            f"re-plans what fits: {min_seeds} to {max_seeds} seeds of all {len(systems)} systems; {drop}"
-            f"one seed only if {min_seeds} do not fit, said plainly. The corpus, the model and the updates stay "
-            "as they are, so the scores compare with the README's table.")
+            f"re-plans what fits: {min_seeds} to {max_seeds} seeds of all {len(systems)} systems; if {min_seeds} "
+            f"do not fit, one seed of every system, said plainly; {drop}The corpus, the model and the updates "
+            "stay as they are, so the scores compare with the README's table.")
 
 
 def describe(plan: Plan, train_seconds: Dict[str, float], budget_minutes: float) -> str:

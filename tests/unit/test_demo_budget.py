@@ -60,12 +60,13 @@ def calibrated(factor, systems=SYSTEMS, adapt=True, workers=2):
     # now = 220 f after the first wave; (n, k) needs ceil((n k - 2) / 2) more waves of 100 f; reserve 90 max(1, f)
     (0.5, 9, 4),   # 110 + 17 x 50 + 90 = 1050; 5 seeds: 110 + 22 x 50 + 90 = 1300
     (1.0, 9, 2),   # 220 + 8 x 100 + 90 = 1110; 3 seeds: 220 + 13 x 100 + 90 = 1610
-    (1.5, 5, 2),   # 330 + 4 x 150 + 135 = 1065; 6 systems: 330 + 5 x 150 + 135 = 1215
-    (2.0, 3, 2),   # 440 + 2 x 200 + 180 = 1020; 4 systems: 440 + 3 x 200 + 180 = 1220
+    # one seed of all 9 before fewer systems: 330 + 4 x 150 + 135 = 1065 at 1.5 (2 seeds of 5 systems fitted too)
+    (1.5, 9, 1),
+    (2.0, 3, 2),   # 9 x 1: 440 + 4 x 200 + 180 = 1420; 3 x 2: 440 + 2 x 200 + 180 = 1020; 4 x 2: 1220
     (2.5, 2, 2),   # 550 + 1 x 250 + 225 = 1025; 3 systems: 550 + 2 x 250 + 225 = 1275
     (3.0, 2, 1),   # 660 + 0 + 270 = 930; 2 seeds of 2 systems: 660 + 300 + 270 = 1230
 ])
-def test_slower_machines_get_fewer_systems_then_one_seed(factor, systems, seeds):
+def test_slower_machines_get_one_seed_then_fewer_systems(factor, systems, seeds):
     plan = calibrated(factor)
     assert (plan.systems, plan.seeds) == (tuple(SYSTEMS[:systems]), seeds)
     assert plan.fits and plan.finish <= 1200
@@ -108,8 +109,9 @@ def test_running_jobs_hold_their_worker_and_unmeasured_systems_count_as_the_slow
 
 
 def test_the_rule_never_plans_past_the_budget_and_takes_the_most_that_fits():
-    """On random timings: a plan said to fit ends within the budget; n systems with k >= 2 seeds fit only if
-    n + 1 do not (k = 2) or k + 1 seeds do not (all systems); one seed only when 2 seeds of 2 systems do not fit."""
+    """On random timings: a plan said to fit ends within the budget; every system with as many seeds as fit (one
+    only when 2 do not); fewer systems only when one seed of every system does not fit, then as many as fit with
+    2 seeds, then with one."""
     rng = random.Random(1)
     for _ in range(300):
         workers = rng.randint(1, 3)
@@ -130,11 +132,12 @@ def test_the_rule_never_plans_past_the_budget_and_takes_the_most_that_fits():
             assert all(finish(m, q) > budget for m, q in itertools.product(range(2, 10), (1, 2)))
             limit = finish(2, 1)
             assert finish(n, k) == limit
-        if k >= 2:  # as many systems as fit with 2 seeds, then as many seeds as fit
-            assert n == 9 or finish(n + 1, 2) > limit
-            assert k == 5 or finish(n, k + 1) > limit
-        else:  # one seed only when 2 seeds of 2 systems do not fit, then as many systems as fit
-            assert finish(2, 2) > limit and (n == 9 or finish(n + 1, 1) > limit)
+        if n == 9:  # every system: as many seeds as fit, one only when 2 do not
+            assert k == 5 or finish(9, k + 1) > limit
+        elif k >= 2:  # fewer systems only when one seed of all does not fit; as many as fit with 2 seeds
+            assert finish(9, 1) > limit and finish(n + 1, 2) > limit and finish(n, k + 1) > limit
+        else:  # one seed of fewer systems only when 2 seeds of 2 systems do not fit either
+            assert finish(9, 1) > limit and finish(2, 2) > limit and finish(n + 1, 1) > limit
 
 
 class FakeClock:
@@ -168,12 +171,14 @@ def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys
     d.schedule(d.budget_plan)
     out = capsys.readouterr().out
     # after transformer (t = 250; training 130 s: reserve 90 x 1.3 = 117): 2 seeds of 4 systems: 250 + 7 x 150 + 117
-    # = 1417 > 1200; of 3: 250 + 5 x 150 + 117 = 1117 (3 seeds of 3: 1567)
+    # = 1417 > 1200; one seed of all 4: 250 + 3 x 150 + 117 = 817 (fewer systems come after one seed of all)
     assert "=== plan: budget 20 min: measured trainings transformer 130 s" in out
-    assert "Chosen: 3 systems x 2 seeds (transformer, sgnet, syntax-infused)" in out
-    assert "1/6 done, 4.2 min, trainings end at ~16.7 min, the demo at ~18.6 of 20 min" in out
-    # after sgnet (t = 550; reserve 90 x 2.05 = 184.5; unmeasured syntax-infused counts as 300 s): 3 systems:
-    # 550 + 300 + 150 + 300 + 300 + 184.5 > 1200; 2 systems: 550 + 150 + 300 + 184.5 = 1184.5
+    assert "Chosen: 4 systems x 1 seed (transformer, sgnet, syntax-infused, lisa): every system with 1 seed" in out
+    assert "ONE SEED: 2 seeds of all 4 systems would end at 23.6 min" in out
+    assert "1/4 done, 4.2 min, trainings end at ~11.7 min, the demo at ~13.6 of 20 min" in out
+    # after sgnet (t = 550; reserve 90 x 2.05 = 184.5; unmeasured syntax-infused counts as 300 s): one seed of all:
+    # 550 + 300 + 300 + 184.5 > 1200; 2 seeds of 3 systems: 550 + 300 + 150 + 300 + 300 + 184.5 > 1200; of 2 systems:
+    # 550 + 150 + 300 + 184.5 = 1184.5
     assert "=== re-planned: budget 20 min: measured trainings transformer 130 s, sgnet 280 s" in out
     assert "Chosen: 2 systems x 2 seeds (transformer, sgnet): the first 2 of the 4 systems with 2 seeds, " \
            "dropping syntax-infused, lisa" in out
