@@ -149,11 +149,13 @@ def test_results_md_opens_with_the_budget_decision(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "plot_bleu", lambda *a, **k: None)
     rows = d.compare()
     # 200 s a job, one at a time, reserve 90 x 1.9 = 171 s: after the first job (200 s) 2 seeds of 3 systems end at
-    # 200 + 5 x 200 + 171 > 1200 s, of 2 at 200 + 3 x 200 + 171 = 971 s
-    assert (d.plan.systems, d.plan.seeds) == (("transformer", "sgnet"), 2)
+    # 200 + 5 x 200 + 171 > 1200 s; one seed of all 3 at 200 + 2 x 200 + 171 = 771 s (before fewer systems)
+    assert (d.plan.systems, d.plan.seeds) == (("transformer", "sgnet", "lisa"), 1)
     text = d.report(rows)
     md = (tmp_path / "results.md").read_text()
     assert md.startswith(f"{d.decision}\n\n```\n{text}\n```")
-    assert md.startswith("budget 20 min: measured trainings transformer 190 s, sgnet 190 s (the reference 2-core "
-                         "machine: about 100 s: this one takes 1.9x as long). Chosen: 2 systems x 2 seeds "
-                         "(transformer, sgnet): the first 2 of the 3 systems with 2 seeds, dropping lisa")
+    # the last plan, after the third job (600 s): seed 2 of all 3 would end at 600 + 3 x 200 + 171 = 1371 s
+    assert md.startswith("budget 20 min: measured trainings transformer 190 s, sgnet 190 s, lisa 190 s (the reference "
+                         "2-core machine: about 100 s: this one takes 1.9x as long). Chosen: 3 systems x 1 seed "
+                         "(transformer, sgnet, lisa): every system with 1 seed; ONE SEED: 2 seeds of all 3 systems "
+                         "would end at 22.9 min")
