@@ -39,8 +39,6 @@ _COMPOUND = re.compile(r"(\S)-(\S)")
 _BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 #: Metrics of :func:`significance`.
 METRICS = ("sacrebleu", "tokenized")
-#: how many resamples / trials a summary's p-values used
-DEFAULT_SAMPLES_TEXT = {"bs": lambda n: f"{n or 1000:,} resamples", "ar": lambda n: f"{n or 10000:,} trials"}
 
 
 def read_lines(path: str) -> List[str]:
@@ -71,9 +69,10 @@ def read_hypotheses(generate_log: str) -> List[str]:
                 sid = int(fields[0][2:])
                 if sid not in hyps:  # first hypothesis is the best one (--nbest > 1)
                     hyps[sid] = fields[2] if len(fields) > 2 else ""
-                    if _BPE_PIECE.search(hyps[sid]):
+                    piece = _BPE_PIECE.search(hyps[sid])
+                    if piece:
                         raise ValueError(f"{generate_log}:{lineno}: the hypothesis holds subword pieces "
-                                         f"({_BPE_PIECE.search(hyps[sid]).group().strip()!r}): score the output of "
+                                         f"({piece.group().strip()!r}): score the output of "
                                          f"fairseq-generate --remove-bpe (BPE) or --remove-bpe sentencepiece")
     if sorted(hyps) != list(range(len(hyps))):
         raise ValueError(f"{generate_log}: hypothesis ids are not 0..{len(hyps) - 1}")
@@ -290,8 +289,11 @@ def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = Non
     lines.append("tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, "
                  "compound-split BLEU (as most WMT14 papers)")
     if baseline and len(prefixes) > 1:
-        lines.append(f"p: two-sided {label} against the baseline ({DEFAULT_SAMPLES_TEXT[test_type](n_samples)}, "
-                     f"unit: the test sentence; sacreBLEU's test); * p < 0.05")
+        from syntax_nmt.significance import DEFAULT_SAMPLES
+
+        samples = f"{n_samples or DEFAULT_SAMPLES[test_type]:,} {'resamples' if test_type == 'bs' else 'trials'}"
+        lines.append(f"p: two-sided {label} against the baseline ({samples}, unit: the test sentence; sacreBLEU's "
+                     f"test); * p < 0.05")
     lines.append(f"sacreBLEU signature: {results[0]['signature']}")
     return "\n".join(lines)
 

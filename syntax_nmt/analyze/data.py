@@ -232,8 +232,9 @@ def noisy_copy(data: str, out: str, stream: str, rate: float, seed: int,
     Every file is a symbolic link to ``data``'s (to its real path) except the ``.bin`` files of
     the noisy stream, which are rewritten, and ``noise-{stream}.json`` (the records returned, each
     naming ``data``); when ``data`` is itself a noisy copy, the files it holds itself are hard
-    links, so that replacing ``data`` later leaves this copy whole (:func:`_link`). Train on it with plain ``fairseq-train out ...`` (noise at training),
-    or translate its test split (noise at test time). The copy is built in a temporary
+    links, so that replacing ``data`` later leaves this copy whole (:func:`_link`). Train on it with
+    plain ``fairseq-train out ...`` (noise at training), or translate its test split (noise at test
+    time). The copy is built in a temporary
     directory next to ``out`` and renamed to ``out`` when complete: an interrupted run leaves
     ``out`` as it was. See :func:`check_destination` for what ``out`` may be.
 

@@ -18,11 +18,13 @@ def parse_heads(line: str, path: str = "<heads>", lineno: int = 0) -> np.ndarray
         values = [int(x) for x in line.split()]
     except ValueError as e:
         raise StreamMismatchError(f"{path}:{lineno}: head offsets must be integers ({e})") from None
-    n = len(values)
-    for i, v in enumerate(values):
-        if not 0 <= i + v < n:
-            raise StreamMismatchError(f"{path}:{lineno}: head offset {v} of token {i + 1} points outside the sentence")
     offsets = np.asarray(values, dtype=np.int64)
+    heads = np.arange(len(offsets)) + offsets
+    outside = np.nonzero((heads < 0) | (heads >= len(offsets)))[0]
+    if len(outside):
+        i = int(outside[0])
+        raise StreamMismatchError(f"{path}:{lineno}: head offset {values[i]} of token {i + 1} points outside the "
+                                  f"sentence")
     on_cycle = cycle_token(offsets)
     if on_cycle is not None:  # as a CoNLL-U file with a cycle is refused (syntax-nmt-analyze corrupt may make them)
         raise StreamMismatchError(f"{path}:{lineno}: the heads form a cycle through token {on_cycle + 1} (every token "
