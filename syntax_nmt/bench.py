@@ -254,7 +254,7 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
     if name is None:
         return {}
     from syntax_nmt.annotate.online import OnlineAnnotator, ensure_data_settings
-    from syntax_nmt.annotate.settings import AnnotationSettings
+    from syntax_nmt.annotation_settings import AnnotationSettings
     from syntax_nmt.annotate.backends.spacy_backend import load_pipeline
 
     a = bench.args

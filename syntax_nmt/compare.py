@@ -14,6 +14,7 @@ import textwrap
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt import significance as significance_tests
+from syntax_nmt.significance import resampling_seed  # noqa: F401  (its home: significance)
 from syntax_nmt.utils import mean_sd
 
 #: score keys (of :func:`syntax_nmt.evaluate.score`) -> labels in tables and plots
@@ -54,15 +55,6 @@ def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[i
             row["params"] = params.get(name)
         rows.append(row)
     return rows
-
-
-def resampling_seed(seed: Optional[int] = None) -> Optional[int]:
-    """The tests' random seed: ``seed``, else ``$SACREBLEU_SEED`` (``none``: fresh entropy), else sacreBLEU's
-    default, 12345."""
-    if seed is not None:
-        return seed
-    env = os.environ.get("SACREBLEU_SEED", str(significance_tests.DEFAULT_SEED))
-    return None if env.lower() == "none" else int(env)
 
 
 def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str, seeds: Sequence[int],

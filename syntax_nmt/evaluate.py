@@ -205,7 +205,6 @@ def significance(ref_raw: str, baseline: Tuple[str, object], systems: Sequence[T
         ``ar``) and p-value (None for the baseline).
     """
     from syntax_nmt import significance as tests
-    from syntax_nmt.compare import resampling_seed
 
     if seed == 0:
         raise ValueError("significance seed 0 is not reproducible in sacrebleu (it means unseeded); use another")
@@ -219,7 +218,7 @@ def significance(ref_raw: str, baseline: Tuple[str, object], systems: Sequence[T
     refs = read_lines(ref_raw)
     bleu = BLEU() if metric == "sacrebleu" else multi_bleu()
     stats = [tests.sentence_statistics(bleu, [read_lines(f) for f in files], refs) for _, files in named]
-    rng_seed = resampling_seed(seed)
+    rng_seed = tests.resampling_seed(seed)
     results = [tests.paired_test(bleu, stats[0], s, test_type, n_samples, rng_seed) for s in stats[1:]]
     first = results[0]  # the baseline's resamples are the same draws in every comparison
     rows = [{"name": named[0][0], "bleu": first.baseline, "mean": first.baseline_mean, "ci": first.baseline_ci,

@@ -17,6 +17,7 @@ functions, so the pooled corpus score (all k·N lines) is sacreBLEU's, and for o
 two-sided, as sacreBLEU's: the statistic is ``|score_system - score_baseline|``.
 """
 
+import os
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -38,6 +39,15 @@ class PairedResult(NamedTuple):
     baseline_ci: Optional[float] = None
     mean: Optional[float] = None
     ci: Optional[float] = None
+
+
+def resampling_seed(seed: Optional[int] = None) -> Optional[int]:
+    """The tests' random seed: ``seed``, else ``$SACREBLEU_SEED`` (``none``: fresh entropy), else sacreBLEU's
+    default, 12345."""
+    if seed is not None:
+        return seed
+    env = os.environ.get("SACREBLEU_SEED", str(DEFAULT_SEED))
+    return None if env.lower() == "none" else int(env)
 
 
 def _metric(metric):

@@ -55,3 +55,13 @@ def mean_sd(values: Sequence[float]) -> Tuple[float, float]:
     if len(values) == 1:
         return m, 0.0
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def atomic_write_lines(path: str, lines) -> None:
+    """Write ``lines`` (each without newline) to ``path`` via a temp file and rename."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line)
+            f.write("\n")
+    os.replace(tmp, path)

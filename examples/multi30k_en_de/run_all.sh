@@ -267,6 +267,6 @@ if has_stage noise; then
         echo "$NOISE/data-bin/r$rate $NOISE/checkpoints/r$rate/$system/seed$seed $NOISE/eval/r$rate $system $seed"
     done; done | run_jobs evaluate_one
     "$PYTHON" -m syntax_nmt.recipes.report --noise "$NOISE" --eval "$EVAL" --system "$system" --rates "$NOISE_RATES" \
-        --seeds "$SEEDS" --splits "$SPLITS" --refs "$PREP" --tests "$SIGNIFICANCE"
+        --seeds "$SEEDS" --splits "$SPLITS" --refs "$PREP" --tests "$SIGNIFICANCE" --pack "$NOISE/translations"
     stage_end noise
 fi

@@ -41,7 +41,7 @@ from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 from .backends import get_backend
 from .parsed import check_tree, empty_sentence, resolve_roots
 from .pipeline import make_record, output_names, render
-from .settings import AnnotationSettings, MosesSettings
+from .settings import AnnotationSettings, MosesSettings, settings_from_args
 from .subwords import ESCAPE_VERSION, file_sha256, load_segmenter
 from .textio import InputError, normalize, replace_lone_surrogates
 
@@ -57,7 +57,7 @@ def ensure_data_settings(data_dir: str, annotate_argv: Sequence[str]) -> str:
     if not os.path.exists(path):
         args = build_parser().parse_args([str(a) for a in annotate_argv])
         check_args(args)
-        AnnotationSettings.from_args(args).write(path)
+        settings_from_args(args).write(path)
     return path
 
 

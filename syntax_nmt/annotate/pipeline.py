@@ -53,7 +53,7 @@ from syntax_nmt.syntax.conllu import Sentence, format_conllu
 from .align import align_streams
 from .backends import get_backend
 from .chunks import ChunkStore
-from .settings import AnnotationSettings, check_compatible, settings_path, subword_model_file
+from .settings import AnnotationSettings, check_compatible, settings_from_args, settings_path, subword_model_file
 from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter
 from .textio import InputError, atomic_write_lines, read_lines
 
@@ -291,7 +291,7 @@ class Job:
 
     def _use_model(self, path: Optional[str]) -> None:
         self.segmenter = load_segmenter(self.args.subword, path)
-        self.settings = AnnotationSettings.from_args(self.args)
+        self.settings = settings_from_args(self.args)
         self.key = render_key(self.settings, self.names)
 
     def _render_chunk(self, store: ChunkStore, k: int, records: Optional[List[Dict]] = None) -> Dict:
@@ -394,7 +394,7 @@ class Job:
                 for k in tqdm(todo, unit="chunk", disable=a.quiet, desc="segment"):
                     self._render_chunk(store, k)
             store.merge()
-            AnnotationSettings.from_args(a).write(settings_path(a.output_prefix))
+            settings_from_args(a).write(settings_path(a.output_prefix))
             atomic_write_lines(inputs_path(a.output_prefix),
                                [json.dumps({"inputs": self.inputs, "outputs": self.names}, indent=1)])
             totals = dict.fromkeys(_STAT_KEYS, 0)
@@ -457,7 +457,7 @@ class Job:
             raise ValueError(refuse % f"without a record of their input and settings ({os.path.basename(spath)} or "
                                        f"{os.path.basename(ipath)} is missing: an older or interrupted run)")
         try:
-            check_compatible(AnnotationSettings.read(spath), AnnotationSettings.from_args(a), "the existing outputs",
+            check_compatible(AnnotationSettings.read(spath), settings_from_args(a), "the existing outputs",
                              "this run")
         except ValueError as e:
             raise ValueError(refuse % f"with other settings ({e})") from None

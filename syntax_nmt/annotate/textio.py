@@ -14,6 +14,8 @@ import os
 import re
 from typing import Iterator, Tuple
 
+from syntax_nmt.utils import atomic_write_lines  # noqa: F401  (its home is the low floor)
+
 #: A UTF-16 surrogate pair (group 1), or any other surrogate code point (a lone one).
 _SURROGATE = re.compile("([\ud800-\udbff][\udc00-\udfff])|[\ud800-\udfff]")
 
@@ -64,13 +66,3 @@ def read_lines(path: str) -> Iterator[str]:
             if lineno == 1 and line.startswith("\ufeff"):
                 line = line[1:]
             yield normalize(line)
-
-
-def atomic_write_lines(path: str, lines) -> None:
-    """Write ``lines`` (each without newline) to ``path`` via a temp file and rename."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line)
-            f.write("\n")
-    os.replace(tmp, path)

@@ -43,7 +43,7 @@ from syntax_nmt.data.streams import (
     stream_dict_path,
 )
 
-from syntax_nmt.annotate.settings import AnnotationSettings, check_compatible, settings_path
+from syntax_nmt.annotation_settings import AnnotationSettings, check_compatible, settings_path
 from syntax_nmt.data.heads import StreamMismatchError, cycle_token, parse_heads  # noqa: F401  (their home until now)
 
 logger = logging.getLogger("syntax_nmt.binarize")

@@ -151,7 +151,7 @@ class Demo(JobRunner):
                             open(f"{prefix}.{e}", "w", encoding="utf-8") as dst:
                         dst.writelines(line for line, keep in zip(src, mask) if keep)
                 # a subsample is annotated exactly as the whole: the same settings file
-                from syntax_nmt.annotate.settings import settings_path
+                from syntax_nmt.annotation_settings import settings_path
 
                 if os.path.exists(settings_path(f"{t}/train")):
                     shutil.copyfile(settings_path(f"{t}/train"), settings_path(prefix))

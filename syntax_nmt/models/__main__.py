@@ -6,11 +6,8 @@ chosen architecture, so the model's options are listed here.
 
 import argparse
 
-from syntax_nmt import register_with_fairseq
-
 
 def main(argv=None):
-    register_with_fairseq()
     from syntax_nmt.models.syntax_transformer import SyntaxTransformerModel
 
     parser = argparse.ArgumentParser(

@@ -16,6 +16,8 @@ every table, p-value and chart is derived from them.
     python -m syntax_nmt.recipes.report --translations KEPT --eval NEW --refs PREP --systems ... --seeds ...
     python -m syntax_nmt.recipes.report --eval E --best-on-valid        # the best non-stock system on valid
     python -m syntax_nmt.recipes.report --noise N --eval E --system S --rates "0.3 1.0" ...   # N/results.md
+        [--pack KEPT]                  # KEPT/clean/SPLIT/S.seedN.*.gz, KEPT/r0.3/..., KEPT/r1.0/...
+    python -m syntax_nmt.recipes.report --noise NEW_N --eval NEW_E --translations KEPT --system S --rates ...
 """
 
 import argparse
@@ -23,7 +25,7 @@ import gzip
 import json
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt import compare
 from syntax_nmt.cli_errors import fail
@@ -202,13 +204,19 @@ def best_on_valid(eval_dir: str, split: str = "valid") -> str:
     return max(rows, key=lambda r: r["mean"])["system"]
 
 
+def noise_dirs(noise_dir: str, eval_dir: str, rates: Sequence[str]) -> Dict[str, str]:
+    """The evaluation directory of each row of the noise table: ``clean`` (the main comparison's) first, then
+    ``rRATE`` (``noise_dir/eval/rRATE``); their kept translations go to ``DIR/clean``, ``DIR/rRATE``."""
+    return {"clean": eval_dir, **{f"r{r}": os.path.join(noise_dir, "eval", f"r{r}") for r in rates}}
+
+
 def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str], seeds: Sequence[int],
                  splits: Sequence[str], refs: str, tests: Sequence[str]) -> str:
     """``system`` on clean parses (``eval_dir``) against the same system trained and tested with a fraction of
     its heads corrupted (``noise_dir/eval/rRATE``): tables per split, clean first (the baseline of the tests),
     into ``noise_dir/results.{md,json}``."""
-    names = ["clean"] + [f"r{r}" for r in rates]
-    dirs = {"clean": eval_dir, **{f"r{r}": os.path.join(noise_dir, "eval", f"r{r}") for r in rates}}
+    dirs = noise_dirs(noise_dir, eval_dir, rates)
+    names = list(dirs)
     lines = [f"# {system}: clean parses against corrupted heads", "",
              f"Each corrupted row trains and tests {system} on data whose heads are corrupted at that rate (a word's "
              "head replaced by a random other word of its sentence, in training, validation and test data; "
@@ -241,9 +249,11 @@ def get_parser() -> argparse.ArgumentParser:
                    "--translations, where they are scored again")
     p.add_argument("--translations", default=None, metavar="DIR",
                    help="report on kept translations (DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz), scored again against "
-                        "--refs into --eval")
+                        "--refs into --eval (with --noise: DIR/ROW/SPLIT/..., ROW clean or rRATE, into --eval and "
+                        "--noise)")
     p.add_argument("--pack", default=None, metavar="DIR",
-                   help="also keep the report's translations in DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz")
+                   help="also keep the report's translations in DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz (with --noise: "
+                        "DIR/ROW/SPLIT/..., ROW clean or rRATE)")
     p.add_argument("--systems", default="", help="space- or comma-separated, the baseline first")
     p.add_argument("--seeds", default="1 2 3")
     p.add_argument("--splits", default="valid test2016 test2017 mscoco", help="the first is the validation split")
@@ -276,7 +286,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if a.noise:
             if not a.system or not _words(a.rates):
                 fail(PROG, "--noise needs --system and --rates")
+            dirs = noise_dirs(a.noise, a.eval, _words(a.rates))
+            if a.translations:
+                for row, d in dirs.items():
+                    unpack(os.path.join(a.translations, row), d, [a.system], seeds, splits, a.refs)
             print(noise_report(a.noise, a.eval, a.system, _words(a.rates), seeds, splits, a.refs, tests))
+            if a.pack:
+                n = sum(pack(d, os.path.join(a.pack, row), [a.system], seeds, splits) for row, d in dirs.items())
+                print(f"kept {n} translation files in {a.pack}", file=sys.stderr)
             return
         systems = _words(a.systems)
         if not systems or not seeds or not splits:

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional
 import torch
 from fairseq.data import iterators
 
-from syntax_nmt.annotate.settings import AnnotationSettings
+from syntax_nmt.annotation_settings import AnnotationSettings
 from syntax_nmt.constants import DATA_SETTINGS_FILE
 
 logger = logging.getLogger(__name__)

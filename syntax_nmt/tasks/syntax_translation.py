@@ -27,7 +27,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from syntax_nmt.data.stream_pair_dataset import StreamLanguagePairDataset, TruncateSourceDataset
-from syntax_nmt.annotate.settings import AnnotationSettings
+from syntax_nmt.annotation_settings import AnnotationSettings
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.cli_errors import fairseq_errors_one_line
 from syntax_nmt.constants import DATA_SETTINGS_FILE, DICT_FILE

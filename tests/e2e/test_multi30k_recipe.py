@@ -187,7 +187,7 @@ def test_the_kept_translations_give_the_same_report(recipe_run, tmp_path):
         f"translation of sgnet seed 1 on valid\n")
 
 
-def test_noise_stage_trains_on_corrupted_heads(recipe_run):
+def test_noise_stage_trains_on_corrupted_heads(recipe_run, tmp_path):
     work, _, _, _ = recipe_run
     noise = work / "noise" / "cpu-bpe200"
     clean = (work / "data-bin" / "bpe200" / "train.en-de.head.bin").read_bytes()
@@ -197,6 +197,19 @@ def test_noise_stage_trains_on_corrupted_heads(recipe_run):
     assert res["system"] == "sgnet" and [r["system"] for r in res["splits"]["valid"]] == ["clean", "r1.0"]
     clean_row = json.loads((work / "eval" / "cpu-bpe200" / "results.json").read_text())["splits"]["valid"][1]
     assert res["splits"]["valid"][0]["sacrebleu"] == clean_row["sacrebleu"]
+    # the stage keeps its rows' translations, and report --noise --translations derives the same table from them
+    kept = noise / "translations"
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*.gz") if p.parts[-2] == "valid") == [
+        f"{row}/valid/sgnet.seed{s}.{form}.gz" for row in ("clean", "r1.0") for s in (1, 2) for form in ("detok", "tok")]
+    with gzip.open(kept / "r1.0" / "test2017" / "sgnet.seed2.detok.gz", "rt", encoding="utf-8") as f:
+        assert f.read() == (noise / "eval" / "r1.0" / "test2017" / "sgnet.seed2.detok").read_text(encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.recipes.report", "--noise", str(tmp_path / "n"),
+                           "--eval", str(tmp_path / "e"), "--translations", str(kept), "--system", "sgnet",
+                           "--rates", "1.0", "--refs", str(work / "prep" / "bpe200"), "--seeds", "1 2",
+                           "--splits", SPLITS], capture_output=True, text=True,
+                          env={**os.environ, "SACREBLEU_SEED": "7"})  # the run's
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((tmp_path / "n" / "results.json").read_text()) == res
 
 
 def test_a_second_run_resumes_without_training(recipe_run):

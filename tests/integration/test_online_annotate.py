@@ -18,7 +18,7 @@ pytest.importorskip("spacy")
 from support.annotate import STREAMS, read, write  # noqa: E402
 from syntax_nmt.annotate.cli import build_parser, check_args, main  # noqa: E402
 from syntax_nmt.annotate.online import OnlineAnnotator, conllu_blocks  # noqa: E402
-from syntax_nmt.annotate.settings import AnnotationSettings, MosesSettings  # noqa: E402
+from syntax_nmt.annotate.settings import AnnotationSettings, MosesSettings, settings_from_args  # noqa: E402
 from syntax_nmt.annotate.textio import InputError  # noqa: E402
 from syntax_nmt.syntax.conllu import Sentence, write_conllu  # noqa: E402
 
@@ -43,7 +43,7 @@ def cli_outputs(tmp_path, argv, lines, name="cli"):
     assert main(["--source", src, "--src-lang", "en", "-o", str(prefix), "--quiet", *argv]) == 0
     args = build_parser().parse_args(["--source", src, "--src-lang", "en", "-o", str(prefix), *argv])
     check_args(args)
-    return {n: read(f"{prefix}.{n}") for n in ("en",) + STREAMS}, AnnotationSettings.from_args(args)
+    return {n: read(f"{prefix}.{n}") for n in ("en",) + STREAMS}, settings_from_args(args)
 
 
 def online_outputs(annotator, lines, batch=3):

@@ -34,7 +34,7 @@ from syntax_nmt.syntax.conllu import Sentence
 from ..textio import read_lines
 
 if TYPE_CHECKING:
-    from ..settings import AnnotationSettings
+    from syntax_nmt.annotation_settings import AnnotationSettings
 
 #: name -> backend class, filled by :func:`register_backend` (in the order the modules are imported).
 PARSER_BACKENDS: Dict[str, Type["ParserBackend"]] = {}
