@@ -28,7 +28,7 @@ import abc
 import argparse
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, Iterable, Iterator, Optional, Tuple, Type
 
-from syntax_nmt.registry import register_class
+from syntax_nmt.registry import Registry
 from syntax_nmt.syntax.conllu import Sentence
 
 from ..textio import read_lines
@@ -36,13 +36,16 @@ from ..textio import read_lines
 if TYPE_CHECKING:
     from syntax_nmt.annotation_settings import AnnotationSettings
 
-#: name -> backend class, filled by :func:`register_backend` (in the order the modules are imported).
-PARSER_BACKENDS: Dict[str, Type["ParserBackend"]] = {}
+#: the built-in backends' modules, in this order (``--backend``'s choices; the default first)
+BUILTIN = ("spacy_backend", "conllu_backend")
+#: name -> backend class (:class:`~syntax_nmt.registry.Registry`): every module of this package registers its
+#: backend with :func:`register_backend`, and the first read imports them all.
+PARSER_BACKENDS: Registry = Registry("parser backend", __name__.rsplit(".", 1)[0], BUILTIN)
 
 
 def register_backend(name: str):
     """Class decorator registering a :class:`ParserBackend` as ``--backend NAME``."""
-    return register_class(PARSER_BACKENDS, "parser backend", name)
+    return PARSER_BACKENDS.register(name)
 
 
 def get_backend(name: str) -> Type["ParserBackend"]:
@@ -51,11 +54,7 @@ def get_backend(name: str) -> Type["ParserBackend"]:
     Raises:
         ValueError: naming the registered backends, if there is none of that name.
     """
-    try:
-        return PARSER_BACKENDS[name]
-    except KeyError:
-        known = ", ".join(PARSER_BACKENDS)
-        raise ValueError(f"unknown parser backend {name!r}; this syntax-nmt has: {known}") from None
+    return PARSER_BACKENDS.get_class(name)
 
 
 class ParserBackend(abc.ABC):

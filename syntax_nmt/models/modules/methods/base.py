@@ -23,53 +23,30 @@ in ``loss_config``: the criterion ``label_smoothed_cross_entropy_with_syntax`` t
 every registered method and adds each active loss, without knowing any method by name.
 """
 
-import importlib
-import os
-import pkgutil
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from torch import Tensor, nn
 
-from syntax_nmt.registry import register_class
+from syntax_nmt.registry import Registry
 
-#: name -> method class, filled by :func:`register_syntax_method`; read it through :func:`registered_methods`,
-#: which first imports every module of this package
-SYNTAX_METHODS: Dict[str, Type["SyntaxMethod"]] = {}
 #: the published methods, in this order (the order of the table of systems and of the layers the ``all``
 #: system gives them); the package's other modules follow in alphabetical order
 BUILTIN = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
-_discovered = False
+#: name -> method class (:class:`~syntax_nmt.registry.Registry`): every module of this package registers its
+#: method with :func:`register_syntax_method`, and the first read imports them all. A module with only tensor
+#: math (``*_masks``) registers nothing and needs no fairseq, which is why the package imports its modules on
+#: first read and not when it is itself imported.
+SYNTAX_METHODS: Registry = Registry("syntax method", __name__.rsplit(".", 1)[0], BUILTIN)
 
 
-def registered_methods() -> Dict[str, Type["SyntaxMethod"]]:
-    """Every registered method, name -> class (:data:`SYNTAX_METHODS`).
-
-    The first call imports every module of this package (except ``base`` and names starting with ``_``), so
-    every method defined in a module here registers itself; a module with only tensor math (``*_masks``)
-    registers nothing and needs no fairseq, which is why the package imports its modules here and not when
-    it is itself imported. Order: the modules of :data:`BUILTIN`, the package's other modules alphabetically,
-    then methods registered from elsewhere (a test's), in registration order.
-    """
-    global _discovered
-    if not _discovered:
-        package = __name__.rsplit(".", 1)[0]
-        found = sorted(m.name for m in pkgutil.iter_modules([os.path.dirname(__file__)])
-                       if m.name != "base" and not m.name.startswith("_"))
-        order = [f"{package}.{n}" for n in (*BUILTIN, *(n for n in found if n not in BUILTIN))]
-        for module in order:
-            importlib.import_module(module)
-        rank = {module: i for i, module in enumerate(order)}
-        # a method module imported directly before this call registered early: put it back in place
-        items = sorted(SYNTAX_METHODS.items(), key=lambda item: rank.get(item[1].__module__, len(rank)))
-        SYNTAX_METHODS.clear()
-        SYNTAX_METHODS.update(items)
-        _discovered = True
-    return SYNTAX_METHODS
+def registered_methods() -> Registry:
+    """Every registered method, name -> class (:data:`SYNTAX_METHODS`, discovered)."""
+    return SYNTAX_METHODS.discover()
 
 
 def register_syntax_method(name: str):
     """Class decorator registering a :class:`SyntaxMethod` under ``--syntax-attention NAME``."""
-    return register_class(SYNTAX_METHODS, "syntax method", name)
+    return SYNTAX_METHODS.register(name)
 
 
 def parse_methods(value) -> List[str]:
