@@ -15,7 +15,6 @@ the keys of :data:`KEYS`, the fields of the object:
 ``version``                 1
 ``src_lang``                source language (``en``)
 ``backend``                 the parser backend (``spacy``, ``conllu``: :mod:`~syntax_nmt.annotate.backends`)
-``spacy_model``             pipeline name, or the ABSOLUTE path of a pipeline directory (null for conllu)
 ``pretokenized``            the source was tokenized before annotation (``--pretokenized``)
 ``parser_unescape``         the parser saw Moses placeholders/escapes in plain form
 ``pos_tagset``              ``upos`` or ``xpos``
@@ -34,10 +33,13 @@ the keys of :data:`KEYS`, the fields of the object:
                             (``--moses-settings``)
 ==========================  ==================================================================
 
-A backend may record settings of its own beside these
-(:meth:`~syntax_nmt.annotate.backends.base.ParserBackend.recorded_settings`); they, and any other
-key of a file, are kept in :attr:`AnnotationSettings.extra`, written back and compared like the
-others.
+A backend records settings of its own beside these
+(:meth:`~syntax_nmt.annotate.backends.base.ParserBackend.recorded_settings`): the spaCy backend its
+``spacy_model`` (the pipeline's name, or the ABSOLUTE path of a pipeline directory), a toy backend its
+label. They, and any other key of a file, are kept in :attr:`AnnotationSettings.extra`, written back and
+compared like the others. Files written before the spaCy setting moved to its backend hold
+``"spacy_model": null`` for every other backend: it is kept (such a file is written back byte for byte),
+and a null there compares equal to no such key.
 
 Escaping rules ``v1`` (:func:`syntax_nmt.annotate.subwords.escape_word`): ``@@`` -> ``＠＠``
 (bpe), ``▁`` -> ``_`` (spm), and fairseq's special symbols ``<s> </s> <pad> <unk>`` inside
@@ -52,6 +54,8 @@ from syntax_nmt.constants import SETTINGS_SUFFIX
 from syntax_nmt.utils import atomic_write_lines
 
 SETTINGS_VERSION = 1
+#: a backend's setting that files of version 1 hold for every backend, null where the backend has no model
+LEGACY_NULL_KEY = "spacy_model"
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -117,7 +121,6 @@ class AnnotationSettings:
     version: int
     src_lang: str
     backend: str
-    spacy_model: Optional[str]
     pretokenized: bool
     parser_unescape: bool
     pos_tagset: str
@@ -193,13 +196,21 @@ class AnnotationSettings:
 
     def differences(self, other: "AnnotationSettings") -> List[str]:
         """Keys whose values differ (in :data:`KEYS` order, then the other keys alphabetically)."""
-        a, b = self.to_dict(), other.to_dict()
+        a, b = _compared(self), _compared(other)
         missing = object()
         return [k for k in _key_order(a, b) if a.get(k, missing) != b.get(k, missing)]
 
 
 #: Every key of the settings file, in the order they are compared.
 KEYS = tuple(f.name for f in fields(AnnotationSettings) if f.name != "extra")
+
+
+def _compared(settings: AnnotationSettings) -> Dict[str, Any]:
+    """:meth:`AnnotationSettings.to_dict` without a null :data:`LEGACY_NULL_KEY` (a version-1 file's)."""
+    values = settings.to_dict()
+    if values.get(LEGACY_NULL_KEY, "") is None:
+        del values[LEGACY_NULL_KEY]
+    return values
 
 
 def _key_order(a: Dict, b: Dict) -> List[str]:

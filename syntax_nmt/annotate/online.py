@@ -153,8 +153,8 @@ class OnlineAnnotator:
         """The recorded parser (built on first use; a spaCy pipeline is loaded once per process)."""
         if self._backend is None:
             backend = get_backend(self.settings.backend)
-            if not backend.parses_text and self.spacy_model:  # the data's parse came from elsewhere: spaCy parses
-                backend = get_backend("spacy")
+            if not backend.parses_text and self.spacy_model and backend.raw_text_backend:
+                backend = get_backend(backend.raw_text_backend)  # the data's parse came from elsewhere (CoNLL-U)
             self._backend = backend.for_raw_text(self.settings, self.spacy_model, self.batch_size, self.gpu_id)
         return self._backend
 

@@ -44,7 +44,6 @@ def settings_from_args(args) -> AnnotationSettings:
         "version": SETTINGS_VERSION,
         "src_lang": args.src_lang,
         "backend": args.backend,
-        "spacy_model": None,
         "pretokenized": bool(args.pretokenized),
         "parser_unescape": bool(getattr(args, "parser_unescape", False)),
         "pos_tagset": args.pos_tagset,

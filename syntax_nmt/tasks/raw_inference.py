@@ -26,11 +26,12 @@ import json
 import logging
 import os
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from fairseq.data import iterators
 
+from syntax_nmt.annotate.backends import PARSER_BACKENDS
 from syntax_nmt.annotation_settings import AnnotationSettings
 from syntax_nmt.constants import DATA_SETTINGS_FILE
 
@@ -42,8 +43,10 @@ MODEL_ARG = "annotation_settings"
 STREAMS_ATTR = "syntax_streams"
 #: Attribute of an annotated source tensor: its target tensor (scoring), or absent.
 TARGET_ATTR = "syntax_target"
-#: Settings that are paths: they may differ between machines (the model's hash is compared instead).
-PATH_SETTINGS = ("spacy_model", "subword_model")
+def path_settings() -> Tuple[str, ...]:
+    """Settings that are paths: they may differ between machines (the subword model's hash is compared instead):
+    ``subword_model`` and each backend's model setting (spaCy: ``spacy_model``)."""
+    return ("subword_model", *dict.fromkeys(b.model_setting for b in PARSER_BACKENDS.values() if b.model_setting))
 
 
 def lenient_stdin() -> None:
@@ -118,7 +121,7 @@ def check_agree(a: AnnotationSettings, b: AnnotationSettings, what_a: str, what_
     """
     da, db = a.to_dict(), b.to_dict()
     for key in a.differences(b):
-        if key in PATH_SETTINGS:
+        if key in path_settings():
             logger.info("annotation setting %s: %r in %s, %r in %s", key, da.get(key), what_a, db.get(key), what_b)
             continue
         raise ValueError(f"annotation setting {key!r} differs: {da.get(key)!r} in {what_a}, {db.get(key)!r} in "

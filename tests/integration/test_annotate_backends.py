@@ -90,7 +90,7 @@ def test_a_new_backend_is_one_class(tmp_path, capsys, chain):
     assert read(prefix + ".head") == ["0 -1 -1 -1", "", "0 -1 -1"]
     assert read(prefix + ".pos") == ["X X X X", "", "X X X"]
     settings = AnnotationSettings.read(prefix + ".annotation.json")
-    assert (settings.backend, settings.spacy_model, settings.extra) == ("chain", None, {"chain_label": "nx"})
+    assert (settings.backend, settings.extra) == ("chain", {"chain_label": "nx"})
     # raw text at inference: the backend rebuilt from the recorded settings gives the same lines
     annotated = OnlineAnnotator(settings).annotate(lines)
     for name in ("dep", "head", "pos", "case", "subword"):

@@ -51,8 +51,8 @@ def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):
     main(["--backend", "conllu", "--conllu", str(conllu), "--src-lang", "en", "-o", str(tmp_path / "c/train"),
           "--subword", "bpe", "--learn-subword", "5", "--subword-model-out", "learned.codes", "--quiet"])
     got = AnnotationSettings.read(str(tmp_path / "c/train.annotation.json"))
-    assert (got.backend, got.spacy_model, got.pretokenized, got.parser_unescape, got.moses, got.extra) == (
-        "conllu", None, False, False, None, {})
+    assert (got.backend, got.pretokenized, got.parser_unescape, got.moses, got.extra) == (
+        "conllu", False, False, None, {})  # the spaCy model is the spaCy backend's setting (issue 35.6)
     assert got.subword_model == str(tmp_path / "learned.codes")
     assert got.subword_model_sha256 == file_sha256(str(tmp_path / "learned.codes"))
 
@@ -130,12 +130,31 @@ def test_a_file_written_before_reads_typed_and_writes_back_byte_for_byte(tmp_pat
     before = tmp_path / "before.annotation.json"
     before.write_text(FILE_BEFORE, encoding="utf-8")
     settings = AnnotationSettings.read(str(before))
-    assert (settings.backend, settings.spacy_model, settings.case, settings.max_words, settings.extra) == (
-        "conllu", None, "rich", 250, {})
+    assert (settings.backend, settings.case, settings.max_words, settings.extra) == (
+        "conllu", "rich", 250, {"spacy_model": None})
     assert settings.moses == MosesSettings(lang="en", normalize=True, aggressive_dash_splits=True, escape=False)
     assert settings.to_dict() == json.loads(FILE_BEFORE)
     settings.write(str(tmp_path / "again.json"))
     assert (tmp_path / "again.json").read_bytes() == before.read_bytes()
+
+
+def test_a_null_spacy_model_written_before_agrees_with_none_and_a_model_is_the_spacy_backends():
+    """Version-1 files gave every backend a ``spacy_model`` (null for CoNLL-U); it is now the spaCy backend's own
+    setting. A CoNLL-U file from before agrees with a new one (which has no such key); a spaCy model still counts."""
+    from syntax_nmt.annotate.backends import get_backend
+    from syntax_nmt.tasks import raw_inference
+
+    old = AnnotationSettings.from_dict(json.loads(FILE_BEFORE), "old")
+    new_values = {k: v for k, v in json.loads(FILE_BEFORE).items() if k != "spacy_model"}
+    new = AnnotationSettings.from_dict(new_values, "new")
+    assert old.differences(new) == [] and new.extra == {}
+    check_compatible(old, new, "old", "new")
+    raw_inference.check_agree(old, new, "old", "new")
+    spacy = AnnotationSettings.from_dict({**new_values, "backend": "spacy", "spacy_model": "en_core_web_sm"}, "s")
+    other = AnnotationSettings.from_dict({**new_values, "backend": "spacy", "spacy_model": "de_core_news_sm"}, "t")
+    assert spacy.differences(other) == ["spacy_model"] and spacy.differences(new) == ["backend", "spacy_model"]
+    assert raw_inference.path_settings() == ("subword_model", "spacy_model")
+    assert get_backend("spacy").model_setting == "spacy_model" and get_backend("conllu").raw_text_backend == "spacy"
 
 
 def test_settings_a_checkpoint_recorded_before_read_typed_and_record_the_same_string():
@@ -190,7 +209,7 @@ def test_keys_beyond_the_format_are_kept_and_compared(tmp_path):
     path = str(tmp_path / "a.annotation.json")
     _write_raw(path, _raw(parser_package="ud-2.12"))
     settings = AnnotationSettings.read(path)
-    assert settings.extra == {"parser_package": "ud-2.12"}
+    assert settings.extra == {"spacy_model": "en_core_web_sm", "parser_package": "ud-2.12"}  # spaCy's, a package
     assert settings.to_dict() == _raw(parser_package="ud-2.12")
     assert settings.differences(_settings()) == ["parser_package"]
     assert _settings(case="rich").differences(settings) == ["case", "parser_package"]

@@ -210,7 +210,7 @@ def test_moses_settings_apply_the_recipe_tokenization(tmp_path, spacy_model, cod
 def test_settings_of_the_command_line_are_json(tmp_path, spacy_model):
     _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "none"], ["x"])
     assert json.loads(json.dumps(settings.to_dict())) == settings.to_dict()
-    assert settings.spacy_model == os.path.abspath(spacy_model)
+    assert settings.extra["spacy_model"] == os.path.abspath(spacy_model)
 
 
 def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes):

@@ -64,6 +64,11 @@ class ParserBackend(abc.ABC):
 
     * ``parses_text``: it parses the text itself (so ``--parser-unescape`` can show it plain forms);
       False for a backend that reads a parse made elsewhere.
+    * ``model_setting``: the recorded setting (:meth:`recorded_settings`) that names its model, which raw-text
+      inference may replace by another name or path of the same model (``--annotate-spacy-model``, hub:
+      ``annotate_spacy_model``); a path setting, compared by name only (spaCy: ``spacy_model``).
+    * ``raw_text_backend``: for a backend that does not parse text, the backend that parses raw text at
+      inference when a model is given (CoNLL-U: ``spacy``); None: raw text cannot be translated.
     * ``max_chars`` and ``max_chars_name``: the longest line (characters) it can parse and what that
       limit is called in messages; longer lines are over-long (``--on-long``). ``0``: no limit. An
       instance may set its own ``max_chars`` (spaCy: its pipeline's ``max_length``).
@@ -73,6 +78,8 @@ class ParserBackend(abc.ABC):
     #: ``--backend`` name, set by :func:`register_backend`.
     name: ClassVar[str] = ""
     parses_text: ClassVar[bool] = True
+    model_setting: ClassVar[Optional[str]] = None
+    raw_text_backend: ClassVar[Optional[str]] = None
     max_chars: int = 0
     max_chars_name: ClassVar[str] = "the parser's limit"
     exclusive_options: ClassVar[Tuple[str, ...]] = ()

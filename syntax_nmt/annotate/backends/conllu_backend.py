@@ -65,6 +65,7 @@ class ConlluBackend(ParserBackend):
     """
 
     parses_text = False  # the parse is used as it is: --parser-unescape does not apply
+    raw_text_backend = "spacy"  # raw text at inference: spaCy parses it, with --annotate-spacy-model
     exclusive_options = ("conllu",)
 
     @classmethod

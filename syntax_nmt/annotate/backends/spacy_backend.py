@@ -132,6 +132,8 @@ class SpacyBackend(ParserBackend):
     #: has its pipeline's).
     max_chars = 1_000_000
     max_chars_name = "spaCy's max_length"
+    #: its recorded setting (:meth:`recorded_settings`): the pipeline, replaceable at inference
+    model_setting = "spacy_model"
 
     @classmethod
     def add_args(cls, group) -> None:
@@ -157,7 +159,7 @@ class SpacyBackend(ParserBackend):
 
     @classmethod
     def for_raw_text(cls, settings, model=None, batch_size=256, gpu_id=-1) -> "SpacyBackend":
-        return cls(model or settings.spacy_model, pretokenized=settings.pretokenized, batch_size=batch_size,
+        return cls(model or settings.extra["spacy_model"], pretokenized=settings.pretokenized, batch_size=batch_size,
                    gpu_id=gpu_id, multi_root=settings.multi_root, source_name="<input>",
                    parser_unescape=settings.parser_unescape, pos_tagset=settings.pos_tagset)
 
