@@ -14,8 +14,6 @@ With no features and no syntax method the model is exactly fairseq's ``transform
 
 import functools
 import logging
-import os
-import sys
 from dataclasses import dataclass, field, fields
 from typing import List, Optional
 
@@ -104,14 +102,29 @@ def _default_feature_dim(args, dim: int) -> None:
         args.feature_embed_dim = None if getattr(args, "feature_embed_dims", "") else dim
 
 
+class ModelOptionError(ValueError):
+    """Model options the model cannot be built with. In a fairseq console script it ends the run with one line
+    ``fairseq-train: error: ...`` and exit status 2 (:func:`syntax_nmt.cli_errors.fairseq_errors_one_line`, set up
+    by the task module); in Python it is a ``ValueError``."""
+
+
 def check_options(args) -> None:
     """Every check of the model options that needs no data: features and their widths, the
     syntax methods (unknown names, layers outside the encoder, two methods replacing the same
     layer's self-attention, each method's own options). ``args`` has its architecture applied.
 
     Raises:
-        ValueError: naming the option(s).
+        ModelOptionError: naming the option(s).
     """
+    try:
+        _check_options(args)
+    except ModelOptionError:
+        raise
+    except ValueError as e:
+        raise ModelOptionError(str(e)) from None
+
+
+def _check_options(args) -> None:
     features = _features(args)
     if args.feature_merge not in MERGES or args.feature_combine not in COMBINES:
         raise ValueError(f"--feature-merge must be in {MERGES} and --feature-combine in {COMBINES}")
@@ -133,31 +146,18 @@ def check_options(args) -> None:
     build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
 
 
-def _applied_by_fairseq_parser(frame) -> bool:
-    """Whether ``frame`` is fairseq's command-line parsing (``options.parse_args_and_arch``)."""
-    from fairseq import options
-
-    return frame is not None and frame.f_code is options.parse_args_and_arch.__code__
-
-
 def _architecture(name: str):
-    """``register_model_architecture("syntax_transformer", name)``; when fairseq's command-line
-    parser applies the architecture (fairseq-train), options the model cannot be built with are
-    a usage error like argparse's own: one line ``PROG: error: ...``, exit status 2, before any
-    data is loaded. The decorated function itself (called by :meth:`build_model`, and by the
-    other architectures) stays as it is: a model built in Python raises ``ValueError``."""
+    """``register_model_architecture("syntax_transformer", name)``, the registered function checking the options
+    once the architecture is applied: on fairseq's command line (fairseq-train applies it while parsing) options
+    the model cannot be built with are a usage error like argparse's own, one line ``PROG: error: ...`` with exit
+    status 2, before any data is loaded (:class:`ModelOptionError`). The decorated function itself (called by
+    :meth:`build_model`, and by the other architectures) stays as it is."""
 
     def deco(fn):
         @functools.wraps(fn)
         def arch(args):
             fn(args)
-            if _applied_by_fairseq_parser(sys._getframe(1)):
-                try:
-                    check_options(args)
-                except ValueError as e:
-                    from syntax_nmt.cli_errors import fail
-
-                    fail(os.path.basename(sys.argv[0]) or "fairseq", e)
+            check_options(args)
 
         register_model_architecture("syntax_transformer", name)(arch)
         return fn

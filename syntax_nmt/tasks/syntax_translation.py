@@ -42,6 +42,7 @@ from syntax_nmt.data.streams import (
     stream_dict_path,
     streams_in_dir,
 )
+from syntax_nmt.models.syntax_transformer import ModelOptionError
 from syntax_nmt.tasks import raw_inference
 
 logger = logging.getLogger(__name__)
@@ -51,8 +52,9 @@ class StreamConfigError(ValueError):
     """The streams of the data, the task options and the model do not agree."""
 
 
-# fairseq-train/-generate/-interactive: these user errors are one line with exit status 2, not a traceback
-fairseq_errors_one_line((StreamConfigError, InputError, CoNLLUError))
+# fairseq-train/-generate/-interactive: these user errors are one line with exit status 2, not a traceback (model
+# options: while fairseq's parser applies the architecture, before any data is loaded)
+fairseq_errors_one_line((StreamConfigError, InputError, CoNLLUError, ModelOptionError))
 
 
 @dataclass
