@@ -104,18 +104,24 @@ def test_names_aliases_and_errors():
         S.get("nope")
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "syntax_nmt.systems", *args], capture_output=True, text=True)
+def _cli(capsys, *args):
+    """The command line's function in this process (its entry point runs once, below, as a subprocess)."""
+    code = S._cli(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
-def test_the_shell_interface():
-    r = _cli("args", "syntax+sgnet")
-    assert r.returncode == 0 and r.stdout == "--source-features pos,case,subword --syntax-attention sgnet\n"
-    assert _cli("args", "sgnet").stdout == "--source-features '' --syntax-attention sgnet\n"
-    assert _cli("task", "baseline").stdout == "translation\n"
-    assert _cli("min-encoder-layers", "all").stdout == "3\n"
-    assert _cli("list").stdout.split() == S.default_systems()
-    bad = _cli("args", "bogus")
+def test_the_shell_interface(capsys):
+    assert _cli(capsys, "args", "syntax+sgnet") == (
+        0, "--source-features pos,case,subword --syntax-attention sgnet\n", "")
+    assert _cli(capsys, "args", "sgnet")[1] == "--source-features '' --syntax-attention sgnet\n"
+    assert _cli(capsys, "task", "baseline")[1] == "translation\n"
+    assert _cli(capsys, "min-encoder-layers", "all")[1] == "3\n"
+    assert _cli(capsys, "list")[1].split() == S.default_systems()
+    code, out, err = _cli(capsys, "args", "bogus")
+    assert code == 2 and out == "" and err.startswith("python -m syntax_nmt.systems: error: unknown system 'bogus'")
+    # the entry point, as the recipes' shell scripts run it: output and exit status
+    bad = subprocess.run([sys.executable, "-m", "syntax_nmt.systems", "args", "bogus"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines()[-1].startswith("python -m syntax_nmt.systems: error: unknown system")
 
