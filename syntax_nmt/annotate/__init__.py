@@ -8,7 +8,8 @@ Modules (one concern each):
 * :mod:`~syntax_nmt.annotate.backends`: the parsers (``--backend``), one module each (spaCy,
   CoNLL-U), producing :class:`syntax_nmt.syntax.conllu.Sentence` records; a new parser is one
   new module there (:mod:`~syntax_nmt.annotate.backends.base`).
-* :mod:`~syntax_nmt.annotate.settings`: the annotation settings (one typed object, ``annotation.json``).
+* :mod:`~syntax_nmt.annotate.settings`: the annotation settings of a command line (the record itself, one typed
+  object written as ``annotation.json``, is :mod:`syntax_nmt.annotation_settings`, a floor below).
 * :mod:`~syntax_nmt.annotate.online`: the same annotation in memory, for raw text at inference.
 * :mod:`~syntax_nmt.annotate.parsed`: multi-root policy and tree check on those records.
 * :mod:`~syntax_nmt.annotate.unescape`: the plain form of Moses placeholders and escapes, for the parser.
