@@ -51,8 +51,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="seed of the corpus and of the data fractions")
     p.add_argument("--seeds", default="auto",
                    help="training seeds: a count N (seeds 1..N), a comma-separated list, or 'auto' (default): "
-                   f"the seeds ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS}; one if two do not fit) and, with the default "
-                   "--systems, the systems that fit in --time-budget, measured on the first trainings")
+                   f"the seeds ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS}; one if two do not fit; then 3/4 or 1/2 of "
+                   "--max-update, said so) and, with the default --systems, the systems that fit in --time-budget, "
+                   "measured on the first trainings")
     p.add_argument("--time-budget", type=float, default=20.0,
                    help="minutes of the whole demo that --seeds auto plans for (default 20)")
     p.add_argument("--bpe", type=int, default=4000, help="joint BPE merges")

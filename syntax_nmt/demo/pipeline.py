@@ -37,28 +37,49 @@ class Demo(JobRunner):
         self.header(f"train {len(a.systems)} systems x {what} ({a.max_update} updates of {a.max_tokens} tokens each, "
                     f"{a.jobs} at a time with {a.threads} thread(s) each), translate, score")
         if auto:
+            self.may_cut = True
             runs = self.schedule(self.budget_plan)
             a.systems, a.seeds = list(self.plan.systems), list(range(1, self.plan.seeds + 1))
-            self.decision = budget.describe(self.plan, budget.train_seconds(runs), a.time_budget)
+            self.decision = budget.describe(self.plan, budget.train_seconds(runs, a.max_update), a.time_budget)
             print(f"\n=== budget: {self.decision}", flush=True)
+            runs = self.score_at_plan(runs)
+            self.may_cut = False
+            a.updates = self.job_updates()
         else:
             runs = self.train_and_generate([(name, seed) for seed in self.seeds() for name in a.systems])
         return summarize(runs, a.systems, self.seeds(),
                          {n: count_params(self.checkpoint(n, self.seeds()[0])) for n in a.systems})
+
+    def score_at_plan(self, runs: Dict[tuple, dict]) -> Dict[tuple, dict]:
+        """``--seeds auto``, once the plan is final: every job of the plan scored at the plan's updates (a training
+        that ran further before a cut is translated again with its model at the cut; one that ran fewer trains
+        on), and the checkpoints saved along the way deleted, but those at the cut."""
+        updates = self.job_updates()
+        for job in self.plan.jobs():
+            if runs[job].get("scored_at", updates) != updates:
+                print(f"  {job[0]} seed {job[1]}: trained to {runs[job]['updates']} updates, scored at {updates}",
+                      flush=True)
+                runs[job] = self.job(*job, updates=updates)
+        for job in runs:
+            self.keep_checkpoints(*job, keep=[updates] if updates != self.args.max_update else [])
+        return runs
 
     def budget_plan(self, runs: Dict[tuple, dict], running: Dict[tuple, float]) -> List[tuple]:
         """``--seeds auto``: the jobs of the plan that fits the budget (:func:`syntax_nmt.demo.budget.plan_budget`)
         with what has been measured so far; before any measurement, the first wave (seed 1 of the first
         ``--jobs`` systems). Prints the decision when it is first made and whenever it changes."""
         a = self.args
-        measured = budget.job_seconds(runs)
+        measured = budget.job_seconds(runs, a.max_update)
         if not measured:
             return budget.job_order(a.systems, 1)[:a.jobs]
-        train = budget.train_seconds(runs)
+        train = budget.train_seconds(runs, a.max_update)
+        trained = {**{job: r.get("updates", a.max_update) for job, r in runs.items()}, **self.targets}
         plan = budget.plan_budget(measured, a.systems, a.jobs, self.elapsed(), a.time_budget * 60,
                                   budget.reserve_seconds(budget.slowdown(list(train.values()))), done=runs,
-                                  running=running, adapt_systems=not self.systems_given())
-        if self.plan is None or (plan.systems, plan.seeds) != (self.plan.systems, self.plan.seeds):
+                                  running=running, adapt_systems=not self.systems_given(), max_update=a.max_update,
+                                  generate_seconds=budget.generate_seconds(runs), trained=trained)
+        if self.plan is None or (plan.systems, plan.seeds, plan.updates) != \
+                (self.plan.systems, self.plan.seeds, self.plan.updates):
             self.decision = budget.describe(plan, train, a.time_budget)
             self.notes.append(f"\n=== {'plan' if self.plan is None else 're-planned'}: {self.decision}\n")
         self.plan = plan
@@ -85,7 +106,7 @@ class Demo(JobRunner):
         with open(self.path("results.md"), "w") as f:
             f.write((f"{self.decision}\n\n" if self.decision else "") + "```\n" + text + "\n```\n")
         plot_bleu(rows, self.path("bleu.png"), f"synthetic EN->DE test set, {len(self.seeds())} seeds, "
-                                                 f"{a.max_update} updates")
+                                                 f"{self.job_updates()} updates")
         print(f"\n(results.json, results.md, bleu.png, hypotheses and logs in {self.out})")
         return text
 
@@ -198,7 +219,7 @@ class Demo(JobRunner):
             for line in f:
                 if line[:2] in ("S-", "D-"):
                     print("  " + line.rstrip("\n"))
-        kwargs = {"checkpoint_file": "checkpoint_last.pt", "data_name_or_path": self.path("data-bin"),
+        kwargs = {"checkpoint_file": os.path.basename(ckpt), "data_name_or_path": self.path("data-bin"),
                   "annotation_settings_file": settings, "lenpen": 0.6}
         print(">>> from syntax_nmt import SyntaxTransformerModel\n>>> m = SyntaxTransformerModel.from_pretrained("
               + ", ".join([repr(os.path.dirname(ckpt))] + [f"{k}={v!r}" for k, v in kwargs.items()])
@@ -213,7 +234,8 @@ class Demo(JobRunner):
         a = self.args
         a.seeds_auto = a.seeds == "auto"
         if a.seeds_auto:
-            print(budget.policy(a.systems, a.jobs, a.time_budget, not self.systems_given()), flush=True)
+            print(budget.policy(a.systems, a.jobs, a.time_budget, not self.systems_given(), max_update=a.max_update),
+                  flush=True)
         self.corpus()
         self.spacy()
         self.annotate()

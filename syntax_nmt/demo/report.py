@@ -15,8 +15,10 @@ def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[i
 
 def format_table(rows: List[dict], args, seeds: Sequence[int]) -> str:
     base = rows[0]
+    updates = getattr(args, "updates", None) or args.max_update
+    cut = f" (CUT from --max-update {args.max_update} to fit the time budget)" if updates != args.max_update else ""
     lines = [f"=== sacreBLEU on the synthetic test set ({base['sentences']} sentences), {len(seeds)} training seeds "
-             f"({', '.join(map(str, seeds))}), identical budgets: {args.max_update} updates of "
+             f"({', '.join(map(str, seeds))}), identical budgets: {updates} updates{cut} of "
              f"{args.max_tokens} tokens",
              f"sacreBLEU signature: {base['signature']}"]
     head = (f"{'system':<16} {'BLEU mean ± sd':>15} {'per seed':>20} {'Δ ' + base['system'][:11]:>14} "

@@ -105,6 +105,25 @@ def test_tiny_demo_end_to_end(tmp_path):
     scored = [json.loads((out / "fractions" / "eval" / "p50" / f"transformer.seed{s}.json").read_text())["sacrebleu"]
               for s in (1, 2)]
     assert p50["percent"] == 50 and p50["systems"]["transformer"]["runs"] == scored
+    # what a cut of the updates rests on (--seeds auto, syntax_nmt.demo.budget): a training's model saved at update 2
+    # on its way to 4 is the model a training to 2 ends with, weights and optimizer state
+    import torch
+    from fairseq import checkpoint_utils
+
+    d = pipeline.Demo(cli.get_parser().parse_args(["--out", str(out), "--max-update", "4", "--threads", "1"]))
+    d.may_cut = True
+    d.train("transformer", 1, group="to4", quiet=True)
+    d.may_cut = False
+    d.train("transformer", 1, group="to2", quiet=True, updates=2)
+    on_the_way = d.checkpoint("transformer", 1, "to4", updates=2)
+    assert on_the_way.endswith("_2.pt") and d.checkpoint("transformer", 1, "to2", updates=2).endswith("_last.pt")
+    a, b = (checkpoint_utils.load_checkpoint_to_cpu(d.checkpoint("transformer", 1, g, updates=2)) for g in ("to4", "to2"))
+    assert a["model"].keys() == b["model"].keys() and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    adam_a, adam_b = (x["last_optimizer_state"]["state"] for x in (a, b))
+    same = lambda x, y: torch.equal(x, y) if torch.is_tensor(x) else x == y  # noqa: E731
+    assert adam_a.keys() == adam_b.keys() and all(same(adam_a[i][k], adam_b[i][k]) for i in adam_a for k in adam_a[i])
+    assert a["extra_state"]["train_iterator"] == b["extra_state"]["train_iterator"]
+    assert a["optimizer_history"][-1]["num_updates"] == b["optimizer_history"][-1]["num_updates"] == 2
 
 
 @pytest.mark.parametrize("job_seconds, expected", [(300.0, 3), (2000.0, 1), (20.0, 5)])
@@ -117,7 +136,7 @@ def test_auto_seeds_resumed_jobs_count_with_their_recorded_time(job_seconds, exp
     d = pipeline.Demo(args)
     calls = []
 
-    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None, updates=None):
         calls.append((name, seed))
         return {"system": name, "seed": seed, "train_seconds": job_seconds - 10.0, "generate_seconds": 10.0,
                 "sacrebleu": 1.0}
@@ -139,7 +158,7 @@ def test_results_md_opens_with_the_budget_decision(tmp_path, monkeypatch):
     args.systems, args.jobs, args.threads = ["transformer", "sgnet", "lisa"], 1, 2
     d = pipeline.Demo(args)
 
-    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None, updates=None):
         return {"system": name, "seed": seed, "train_seconds": 190.0, "generate_seconds": 10.0,
                 "sacrebleu": 20.0 + seed, "compound_split_bleu": 21.0 + seed, "sentences": 9, "signature": "sig"}
 

@@ -78,6 +78,101 @@ def test_slower_machines_get_one_seed_then_fewer_systems(factor, systems, seeds)
     assert (f"dropping {', '.join(SYSTEMS[systems:])}" in plan.why) == (systems < 9)
 
 
+def cut(factor, systems=SYSTEMS, workers=2, generate=0.1):
+    """As :func:`calibrated`, with ``--max-update 400`` (a plan may cut to 300 or 200 updates) and a tenth of every
+    job translating."""
+    job = 100.0 * factor
+    first = [(n, 1) for n in systems[:workers]]
+    return b.plan_budget({n: job for n, _ in first}, systems, workers, now=120 * factor + job, budget=1200,
+                         reserve=b.reserve_seconds(factor), done=first, max_update=400,
+                         generate_seconds={n: generate * job for n, _ in first})
+
+
+@pytest.mark.parametrize("factor, systems, seeds, updates", [
+    (0.5, 9, 4, None), (1.0, 9, 2, None), (1.5, 9, 1, None),
+    # 9 x 1 x 400: 1420 (above); x 300: 440 + [20, 20 + 4 x 155] + 180 = 1340; x 200: 440 + 20 + 4 x 110 + 180 = 1080
+    (2.0, 9, 1, 200),
+    # 9 x 1 x 200: 550 + 25 + 4 x 137.5 + 225 = 1350: fewer systems, with the full updates
+    (2.5, 2, 2, None), (3.0, 2, 1, None),
+])
+def test_every_system_with_fewer_updates_before_fewer_systems(factor, systems, seeds, updates):
+    plan = cut(factor)
+    assert (plan.systems, plan.seeds, plan.updates) == (tuple(SYSTEMS[:systems]), seeds, updates)
+    assert plan.fits and plan.finish <= 1200
+    assert ("FEWER UPDATES" in plan.why) == (updates is not None)
+
+
+def test_fewer_updates_are_said_plainly():
+    plan = cut(2.0)
+    assert plan.finish == pytest.approx(1080)
+    assert "FEWER UPDATES: 200 of the 400 updates (one seed of every system with 400 updates would end at 23.7 " \
+           "min), so the scores are those of less-trained models" in plan.why
+    assert "transformer seed 1, syntax-infused seed 1, trained further before the cut, are scored with their model " \
+           "at update 200" in plan.why
+    text = b.describe(plan, {"transformer": 200.0, "syntax-infused": 200.0}, 20)
+    assert "Chosen: 9 systems x 1 seed x 200 updates (transformer, " in text
+    assert "one seed of all 9 at 200 updates at" in cut(2.5).why  # why fewer systems: even the cut does not fit
+    assert "fewer updates (300 or 200 of 400)" in b.policy(SYSTEMS, 2, 20, True, max_update=400)
+    assert "fewer updates" not in b.policy(SYSTEMS, 2, 20, True, max_update=5)
+
+
+@pytest.mark.parametrize("max_update, marks, interval", [(400, (300, 200), 100), (6, (3,), 3), (5, (), 0),
+                                                         (1, (), 0), (8, (6, 4), 2)])
+def test_update_marks_are_whole_fractions_of_the_updates(max_update, marks, interval):
+    assert b.update_marks(max_update) == marks and b.save_interval(marks) == interval
+
+
+def test_jobs_trained_to_other_updates_cost_what_is_left():
+    """A finished job trained past the plan's updates costs its translation only; one trained short of them trains
+    on from where it stopped; a running one holds its worker and is translated again."""
+    seconds, gen = {"transformer": 100.0, "sgnet": 100.0}, {"transformer": 10.0, "sgnet": 10.0}
+    plan = b.plan_budget(seconds, ["transformer", "sgnet"], 1, now=0, budget=10_000, max_update=400,
+                         generate_seconds=gen, done=[("transformer", 1), ("sgnet", 1)], min_seeds=1, max_seeds=1,
+                         trained={("transformer", 1): 200, ("sgnet", 1): 400})
+    assert plan.updates is None and plan.end == 10 + 90 * 200 / 400  # transformer trains on from 200 to 400
+    plan = b.plan_budget(seconds, ["transformer", "sgnet"], 1, now=0, budget=60 + 20, max_update=400,
+                         generate_seconds=gen, running={("transformer", 1): 40.0}, min_seeds=1, max_seeds=1,
+                         trained={("transformer", 1): 400})
+    # 400: 60 left + 100 (sgnet) > 80; 300: 60 + 10 (translated again) + 10 + 67.5; 200: 60 + 10 + 10 + 45 > 80 too
+    assert plan.fits is False and plan.updates is None
+
+
+def test_the_cut_never_plans_past_the_budget_and_is_the_last_resort_before_fewer_systems():
+    """On random timings: fewer updates only when one seed of every system does not fit with the full updates, the
+    most updates that fit; fewer systems only when not even the fewest updates fit."""
+    rng = random.Random(2)
+    cuts = 0
+    for _ in range(300):
+        workers = rng.randint(1, 3)
+        seconds = {n: rng.uniform(20, 400) for n in SYSTEMS[:rng.randint(1, 4)]}
+        gen = {n: rng.uniform(0, 0.3) * v for n, v in seconds.items()}
+        done = [j for j in b.job_order(SYSTEMS, 1)[:workers] if j[0] in seconds]
+        now, budget, reserve = rng.uniform(0, 900), rng.uniform(600, 2400), rng.uniform(0, 300)
+        plan = b.plan_budget(seconds, SYSTEMS, workers, now, budget, reserve, done=done, max_update=400,
+                             generate_seconds=gen)
+
+        def finish(n, k, u):
+            """Straight from the rule: a finished job is translated again at a cut; the others train u updates."""
+            todo = []
+            for job in b.job_order(SYSTEMS[:n], k):
+                total, g = seconds.get(job[0], max(seconds.values())), gen.get(job[0], max(gen.values()))
+                if job not in done:
+                    todo.append(g + (total - g) * u / 400)
+                elif u != 400:
+                    todo.append(g)
+            return now + b.makespan(todo, workers) + reserve
+
+        n, k, u = len(plan.systems), plan.seeds, plan.updates or 400
+        assert plan.finish == pytest.approx(finish(n, k, u)) and plan.fits == (plan.finish <= budget)
+        if u < 400:
+            cuts += 1
+            assert (n, k) == (9, 1) and plan.fits
+            assert finish(9, 1, 400) > budget and (u == 300 or finish(9, 1, 300) > budget)
+        elif n < 9 and plan.fits:
+            assert finish(9, 1, 400) > budget and finish(9, 1, 300) > budget and finish(9, 1, 200) > budget
+    assert cuts > 10
+
+
 def test_one_seed_is_said_plainly():
     plan = calibrated(3.0)
     assert "2 seeds of the first 2 systems would end at 20.5 min" in plan.why
@@ -157,7 +252,8 @@ def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys
     seconds. The first job measures 150 s; sgnet, the second, takes 300 s, so the demo re-plans before starting
     jobs it can no longer afford, and ends within the budget."""
     systems = ["transformer", "sgnet", "syntax-infused", "lisa"]
-    args = cli.get_parser().parse_args(["--out", str(tmp_path)])
+    # --max-update 5: no fraction of it that a plan may cut to is a whole number (the cut: the test after this one)
+    args = cli.get_parser().parse_args(["--out", str(tmp_path), "--max-update", "5"])
     args.systems, args.jobs, args.threads = systems, 1, 2
     d = pipeline.Demo(args)
     d.clock = clock = FakeClock(100.0)  # 100 s of preprocessing
@@ -165,7 +261,7 @@ def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys
     seconds = {"transformer": 150.0, "sgnet": 300.0, "syntax-infused": 150.0, "lisa": 150.0}
     ran = []
 
-    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None, updates=None):
         ran.append((name, seed))
         clock.t += seconds[name]
         return {"system": name, "seed": seed, "train_seconds": seconds[name] - 20, "generate_seconds": 20.0,
@@ -191,6 +287,95 @@ def test_demo_schedule_replans_when_a_slower_system_is_measured(tmp_path, capsys
     assert clock.t == 1000 and d.plan.finish == pytest.approx(1184.5)
 
 
+def test_demo_cuts_the_updates_and_scores_the_first_training_at_the_cut(tmp_path, capsys, monkeypatch):
+    """The whole comparison on a simulated clock, one job at a time: 250 s a job at 400 updates (230 training, 20
+    translating) is too slow for one seed of 4 systems (350 + 3 x 250 + 207 = 1307 s), so the demo cuts to 300
+    updates (350 + 20 + 3 x 192.5 + 207 = 1154.5), trains the others to 300 and translates the first one, which
+    trained to 400, again with its model at 300; the table says so."""
+    args = cli.get_parser().parse_args(["--out", str(tmp_path)])
+    args.systems, args.jobs, args.threads = ["transformer", "sgnet", "lisa", "sla"], 1, 2
+    d = pipeline.Demo(args)
+    d.clock = clock = FakeClock(100.0)
+    d.start = 0.0
+    trained, ran = {}, []
+
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None, updates=None):
+        assert d.may_cut  # the trainings save their models at the updates a plan may cut to
+        before = trained.get((name, seed), 0)
+        if before < updates:
+            clock.t += 230.0 * (updates - before) / 400
+            trained[(name, seed)] = updates
+        clock.t += 20.0
+        ran.append((name, seed, updates))
+        return {"system": name, "seed": seed, "train_seconds": 230.0 * trained[(name, seed)] / 400,
+                "generate_seconds": 20.0, "updates": trained[(name, seed)], "scored_at": updates,
+                "sacrebleu": 20.0, "compound_split_bleu": 21.0, "sentences": 9, "signature": "sig"}
+
+    d.job = fake
+    monkeypatch.setattr(pipeline, "count_params", lambda path: 100)
+    rows = d.compare()
+    out = capsys.readouterr().out
+    assert ran == [("transformer", 1, 400), ("sgnet", 1, 300), ("lisa", 1, 300), ("sla", 1, 300),
+                   ("transformer", 1, 300)]
+    assert "Chosen: 4 systems x 1 seed x 300 updates (transformer, sgnet, lisa, sla)" in out
+    assert "FEWER UPDATES: 300 of the 400 updates (one seed of every system with 400 updates would end at 21.8 min)" \
+        in out and "transformer seed 1, trained further before the cut, is scored with its model at update 300" in out
+    assert "  transformer seed 1: trained to 400 updates, scored at 300" in out
+    assert (d.plan.updates, args.updates, d.may_cut, clock.t) == (300, 300, False, 947.5)
+    assert d.plan.finish == pytest.approx(1154.5)
+    monkeypatch.setattr(d, "significance", lambda rows: None)
+    monkeypatch.setattr(pipeline, "plot_bleu", lambda *a, **k: None)
+    assert "identical budgets: 300 updates (CUT from --max-update 400 to fit the time budget) of 1536 tokens" in \
+        d.report(rows)
+
+
+def test_a_training_that_ran_further_is_scored_with_its_model_at_the_cut(tmp_path, monkeypatch):
+    args = cli.get_parser().parse_args(["--out", str(tmp_path)])
+    d = pipeline.Demo(args)
+    folder = tmp_path / "checkpoints" / "sgnet" / "seed1"
+    commands = []
+
+    def run(cmd, log=None, quiet=False, env=None, on_line=None):
+        commands.append([str(c) for c in cmd])
+        updates = int(cmd[cmd.index("--max-update") + 1])
+        folder.mkdir(parents=True, exist_ok=True)
+        step = int(cmd[cmd.index("--save-interval-updates") + 1]) if "--save-interval-updates" in cmd else 0
+        for u in range(step, updates + 1, step or updates + 1):
+            (folder / f"checkpoint_{u // 150 + 1}_{u}.pt").write_text(str(u))  # as fairseq names them
+        (folder / "checkpoint_last.pt").write_text(str(updates))
+        return 1.0
+
+    d.run = run
+    assert d.checkpoint("sgnet", 1) == str(folder / "checkpoint_last.pt")  # not trained yet
+    d.may_cut = True  # the comparison of --seeds auto: models saved at 300 and 200
+    info = d.train("sgnet", 1)
+    cmd = commands[-1]
+    assert cmd[cmd.index("--max-update") + 1] == "400" and cmd[cmd.index("--save-interval-updates") + 1] == "100"
+    assert info["updates"] == 400 and d.trained_updates("sgnet", 1) == 400
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint_2_200.pt", "checkpoint_3_300.pt",
+                                                        "checkpoint_last.pt"]  # the one at 100 is deleted
+    assert d.checkpoint("sgnet", 1) == str(folder / "checkpoint_last.pt")
+    assert d.checkpoint("sgnet", 1, updates=300) == str(folder / "checkpoint_3_300.pt")
+    with pytest.raises(FileNotFoundError, match="trained to 400 updates, no checkpoint saved at update 250"):
+        d.checkpoint("sgnet", 1, updates=250)
+    d.plan = b.Plan(("sgnet",), 1, 0.0, 0.0, True, "", updates=200)
+    assert d.job_updates() == 200 and d.checkpoint("sgnet", 1) == str(folder / "checkpoint_2_200.pt")
+    assert d.train("sgnet", 1) == info and len(commands) == 1  # trained further already: nothing to do
+    d.keep_checkpoints("sgnet", 1, keep=[200])
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint_2_200.pt", "checkpoint_last.pt"]
+    # a training to 300 under a plan: saved at 200 only; one that is not planned saves nothing on the way
+    d.plan, d.may_cut = None, True
+    d.train("lisa", 1, updates=300)
+    assert commands[-1][commands[-1].index("--save-interval-updates") + 1] == "200"
+    d.may_cut = False
+    d.train("lisa", 2)
+    assert "--save-interval-updates" not in commands[-1]
+    # short of the updates asked: trains on (fairseq resumes from checkpoint_last), both runs' seconds counted
+    info = d.train("lisa", 1, updates=400)
+    assert commands[-1][commands[-1].index("--max-update") + 1] == "400" and len(commands) == 4
+    assert info["updates"] == 400 and info["cpu_seconds"] == 2.0
+
+
 def test_status_line_shows_each_running_training_and_its_updates(tmp_path, capsys, monkeypatch):
     import threading
 
@@ -201,7 +386,7 @@ def test_status_line_shows_each_running_training_and_its_updates(tmp_path, capsy
     both = threading.Barrier(2)
     release = threading.Event()
 
-    def fake(name, seed, data=None, group="", quiet=False, on_line=None):
+    def fake(name, seed, data=None, group="", quiet=False, on_line=None, updates=None):
         assert quiet  # side by side: fairseq's lines go to the log only
         on_line(f"| train_inner | epoch 001: 25 / 120 loss=9.1, num_updates={125 if name == 'sgnet' else 150}, lr=0.1")
         both.wait()
