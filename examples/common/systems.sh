@@ -13,7 +13,8 @@
 #   has_stage, stage_start, stage_end   the stages of a recipe's run_all.sh
 #
 # The table is read with $SYSTEMS_PYTHON (default: $PYTHON, else python), a Python with syntax_nmt installed
-# (a few seconds: it imports fairseq); with SYSTEMS_CACHE set to a directory, each system is read once there.
+# (a few seconds: it imports fairseq); with SYSTEMS_CACHE set to a directory, each system is read once there
+# (NAME.sh, also what system_names reads for a name; _default.list, if present, the default comparison).
 # shellcheck shell=bash
 
 _systems_python() { "${SYSTEMS_PYTHON:-${PYTHON:-python}}" "$@"; }
@@ -35,10 +36,17 @@ load_system() {
 }
 
 system_names() {
-    local name out=()
-    if [[ "$*" == default || -z "$*" ]]; then _systems_python -m syntax_nmt.systems list | tr '\n' ' '; return; fi
+    local name out=() list="${SYSTEMS_CACHE:+$SYSTEMS_CACHE/_default.list}"
+    if [[ "$*" == default || -z "$*" ]]; then
+        if [[ -n "$list" && -f "$list" ]]; then tr '\n' ' ' < "$list"; return; fi
+        _systems_python -m syntax_nmt.systems list | tr '\n' ' '; return
+    fi
     for name in ${*//,/ }; do
-        out+=("$(_systems_python -m syntax_nmt.systems name "$name")") || return 1
+        if [[ -n "${SYSTEMS_CACHE:-}" && -f "$SYSTEMS_CACHE/${name//\//_}.sh" ]]; then  # what load_system caches
+            out+=("$(eval "$(<"$SYSTEMS_CACHE/${name//\//_}.sh")"; echo "$SYSTEM")")
+        else
+            out+=("$(_systems_python -m syntax_nmt.systems name "$name")") || return 1
+        fi
     done
     echo "${out[*]}"
 }

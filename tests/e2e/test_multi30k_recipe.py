@@ -41,7 +41,7 @@ def _gz(path, lines):
 
 
 @pytest.fixture(scope="module")
-def recipe_run(tmp_path_factory, synthetic_spacy):
+def recipe_run(tmp_path_factory, synthetic_spacy, systems_cache):
     corpus, spacy_model = synthetic_spacy
     root = tmp_path_factory.mktemp("m30k")
     raw = root / "clone" / "data" / "task1" / "raw"
@@ -62,7 +62,7 @@ def recipe_run(tmp_path_factory, synthetic_spacy):
                CPU="1", JOBS="2", THREADS="1", MAX_TOKENS="1024", MAX_UPDATE="3", SAVE_INTERVAL="3", WARMUP="2",
                LR="1e-3", GEN_ARGS="--max-len-a 1.2 --max-len-b 5", SACREBLEU_SEED="7",
                STAGES="download prepare annotate binarize train evaluate noise", NOISE_RATES="1.0",
-               NOISE_SYSTEM="sgnet")
+               NOISE_SYSTEM="sgnet", SYSTEMS_CACHE=str(systems_cache))  # the table read once, not per script
     t0 = time.time()
     proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr

@@ -44,7 +44,7 @@ def _read(path):
 
 
 @pytest.fixture(scope="module")
-def recipe_run(tmp_path_factory, synthetic_spacy):
+def recipe_run(tmp_path_factory, synthetic_spacy, systems_cache):
     corpus, spacy_model = synthetic_spacy
     root = tmp_path_factory.mktemp("wmt14")
     t0 = time.time()
@@ -78,6 +78,7 @@ def recipe_run(tmp_path_factory, synthetic_spacy):
         LR="1e-3",
         GEN_ARGS="--max-len-a 1.2 --max-len-b 5",
         SACREBLEU_SEED="7",
+        SYSTEMS_CACHE=str(systems_cache),  # the table read once, not by a python per script (seconds each)
     )
     t0 = time.time()
     proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=env, capture_output=True, text=True)

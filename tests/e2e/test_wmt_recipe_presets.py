@@ -51,6 +51,12 @@ GENERATE = {
 DATA = {"fairseq": ("full", "32000"), "sit-paper": ("filtered", "37000"), "sgnet-paper": ("full", "40000")}
 
 
+@pytest.fixture(autouse=True)
+def _read_the_table_once(systems_cache, monkeypatch):
+    """The scripts read the table of systems from the cache (examples/common/systems.sh), not with a python each."""
+    monkeypatch.setenv("SYSTEMS_CACHE", str(systems_cache))
+
+
 @pytest.fixture(scope="module")
 def recorder(tmp_path_factory):
     """A stand-in for fairseq-train / fairseq-generate / python: appends its argv as one JSON line to $CALLS."""
