@@ -14,7 +14,7 @@ With no features and no syntax method the model is exactly fairseq's ``transform
 
 import functools
 import logging
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import List, Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -76,9 +76,25 @@ def syntax_attention_help() -> str:
             f"train an auxiliary loss; each has its own options below. {listed}")
 
 
-def method_configs():
-    """The option dataclasses of every registered syntax method."""
-    return [cls.config for cls in registered_methods().values() if cls.config is not None]
+def model_config() -> type:
+    """The model's own options as one dataclass, composed like fairseq's ``TransformerConfig`` from its parts: the
+    features' and ``--syntax-attention`` (:class:`SyntaxModelConfig`) and every registered method's ``config``, in
+    the registry's order (fairseq's Transformer options come from ``TransformerModel``, the parent).
+
+    Raises:
+        TypeError: two methods (or a method and the model) declare the same option.
+    """
+    owner = {f.name: "the model" for f in fields(SyntaxModelConfig)}
+    methods = [cls for cls in registered_methods().values() if cls.config is not None]
+    for cls in methods:
+        for f in fields(cls.config):
+            if f.name.startswith("_"):  # FairseqDataclass's own
+                continue
+            if owner.setdefault(f.name, f"method {cls.name}") != f"method {cls.name}":
+                raise TypeError(f"--{f.name.replace('_', '-')} is declared by both {owner[f.name]} and method "
+                                f"{cls.name}")
+    return make_dataclass("SyntaxTransformerConfig", [],
+                          bases=(*reversed([cls.config for cls in methods]), SyntaxModelConfig))
 
 
 def _features(args) -> List[str]:
@@ -108,23 +124,26 @@ class ModelOptionError(ValueError):
     by the task module); in Python it is a ``ValueError``."""
 
 
-def check_options(args) -> None:
+def check_options(args) -> list:
     """Every check of the model options that needs no data: features and their widths, the
     syntax methods (unknown names, layers outside the encoder, two methods replacing the same
     layer's self-attention, each method's own options). ``args`` has its architecture applied.
+
+    Returns:
+        the syntax methods of ``--syntax-attention``, built (``SyntaxMethod`` objects, in its order).
 
     Raises:
         ModelOptionError: naming the option(s).
     """
     try:
-        _check_options(args)
+        return _check_options(args)
     except ModelOptionError:
         raise
     except ValueError as e:
         raise ModelOptionError(str(e)) from None
 
 
-def _check_options(args) -> None:
+def _check_options(args) -> list:
     features = _features(args)
     if args.feature_merge not in MERGES or args.feature_combine not in COMBINES:
         raise ValueError(f"--feature-merge must be in {MERGES} and --feature-combine in {COMBINES}")
@@ -143,7 +162,7 @@ def _check_options(args) -> None:
             "--share-decoder-input-output-embed, or --feature-combine add with --feature-embed-dim "
             f"{args.encoder_embed_dim}"
         )
-    build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
+    return build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
 
 
 def _architecture(name: str):
@@ -165,11 +184,14 @@ def _architecture(name: str):
     return deco
 
 
-def required_streams(args) -> List[str]:
-    """Streams the model reads: its features, plus those its syntax methods read (heads, word boundaries)."""
+def required_streams(args, methods=None) -> List[str]:
+    """Streams the model reads: its features, plus those its syntax methods read (heads, word boundaries).
+    ``methods``: the methods of ``args.syntax_attention`` if already known (classes or built objects)."""
     needed = _features(args)
-    for name in parse_methods(getattr(args, "syntax_attention", "none")):
-        for s in registered_methods()[name].streams:
+    if methods is None:
+        methods = [registered_methods()[n] for n in parse_methods(getattr(args, "syntax_attention", "none"))]
+    for method in methods:
+        for s in method.streams:
             if s not in needed:
                 needed.append(s)
     return needed
@@ -193,12 +215,10 @@ class SyntaxTransformerModel(TransformerModel):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        gen_parser_from_dataclass(parser, SyntaxModelConfig(), delete_default=True)
+        gen_parser_from_dataclass(parser, model_config()(), delete_default=True)
         for action in parser._actions:
             if action.dest == "syntax_attention":  # listed when asked, so that a method registered later joins
                 action.help = syntax_attention_help()
-        for config in method_configs():
-            gen_parser_from_dataclass(parser, config(), delete_default=True)
         # an option with a legacy value: a new training records the default in its args, so that only
         # the saved args of a checkpoint trained before the option lack it (syntax_base_architecture)
         for method in registered_methods().values():
@@ -209,10 +229,9 @@ class SyntaxTransformerModel(TransformerModel):
     @classmethod
     def build_model(cls, args, task):
         syntax_base_architecture(args)
-        check_options(args)
-        methods = parse_methods(args.syntax_attention)
+        methods = check_options(args)  # --syntax-attention parsed and its methods built once here, once by the encoder
 
-        needed = required_streams(args)
+        needed = required_streams(args, methods)
         provide = getattr(task, "provide_streams", None)
         if needed and provide is None:
             raise ValueError(
@@ -282,10 +301,10 @@ def syntax_base_architecture(args):
         for name, value in method.legacy_args.items():
             if not hasattr(args, name):  # the saved args of a checkpoint trained before the option
                 setattr(args, name, value)
-    for config in method_configs():
-        for f in fields(config):
-            if getattr(args, f.name, None) is None:
-                setattr(args, f.name, f.default)
+    own = {f.name for f in fields(SyntaxModelConfig)}  # set above (--feature-embed-dim may stay None)
+    for f in fields(model_config()):
+        if f.name not in own and getattr(args, f.name, None) is None:
+            setattr(args, f.name, f.default)
     base_architecture(args)
 
 

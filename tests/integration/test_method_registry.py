@@ -200,3 +200,43 @@ def test_without_the_toy_its_options_are_gone(stream_bin):
     _, _, cfg = build_task_and_model(stream_bin, "--criterion", "label_smoothed_cross_entropy_with_syntax")
     assert "toy_loss_weight" not in cfg.criterion and "dp_loss_weight" in cfg.criterion
     assert "toy" not in S.systems()
+
+
+def test_the_model_options_are_one_dataclass_composed_of_the_methods(toy, monkeypatch):
+    """``model_config()``: the model's options and every registered method's, one dataclass (what ``add_args`` gives
+    the parser and the architecture fills in); two methods that declare the same option are refused."""
+    from dataclasses import fields
+
+    from syntax_nmt.models import syntax_transformer as st
+
+    names = [f.name for f in fields(st.model_config())]
+    assert {"source_features", "syntax_attention", "toy_layers", "toy_scale"} <= set(names)
+    for cls in base.registered_methods().values():
+        assert {f.name for f in fields(cls.config or ToyConfig)} <= set(names)
+    assert len(names) == len(set(names))
+
+    @dataclass
+    class Clash(FairseqDataclass):
+        toy_scale: float = 2.0
+
+    class Other(base.SyntaxMethod):
+        config = Clash
+
+    monkeypatch.setattr(Other, "name", "other", raising=False)
+    monkeypatch.setitem(base.SYNTAX_METHODS, "other", Other)
+    with pytest.raises(TypeError, match="--toy-scale is declared by both method toy and method other"):
+        st.model_config()
+
+
+def test_a_model_build_parses_its_methods_once_and_the_encoder_builds_them(stream_bin, monkeypatch):
+    """``--syntax-attention`` is parsed where the options are checked and where the encoder builds its methods, not
+    once per question about them (it was 6 times)."""
+    from syntax_nmt.models.modules.methods import base as methods_base
+
+    calls = []
+    real = methods_base.parse_methods
+    monkeypatch.setattr(methods_base, "parse_methods", lambda value: calls.append(value) or real(value))
+    build_task_and_model(stream_bin, "--syntax-attention", "sgnet,lisa")
+    # the architecture's option check while fairseq parses the command line and again when fairseq's build_model
+    # applies it, build_model's own check (which returns the methods it built: the streams come from them), the encoder
+    assert calls == ["sgnet,lisa"] * 4
