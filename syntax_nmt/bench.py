@@ -272,7 +272,7 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
               bench.path("checkpoints", name, "checkpoint_last.pt"), "--beam", "4", "--batch-size", "64",
               "--min-len", a.gen_len, "--max-len-a", "0", "--max-len-b", a.gen_len]
     cmd = [exe("fairseq-interactive"), *common, "--buffer-size", "64", "--annotation-settings-file", settings,
-           "--annotate-spacy-model", spacy_model]
+           "--annotate-parser-model", spacy_model]
     print(f"--- {name}: fairseq-generate on the binarized test split (again, next to fairseq-interactive)", flush=True)
     gen_log = bench.path("generate-binarized.log")
     _run_measured([exe("fairseq-generate"), *common], gen_log)
@@ -289,7 +289,7 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
     for _ in nlp.pipe(lines, batch_size=64):
         pass
     spacy_sps = len(lines) / (time.time() - start)
-    annotator = OnlineAnnotator(AnnotationSettings.read(settings), spacy_model=spacy_model, batch_size=64)
+    annotator = OnlineAnnotator(AnnotationSettings.read(settings), parser_model=spacy_model, batch_size=64)
     annotator.annotate(lines[:64])  # warm-up
     start = time.time()
     for k in range(0, len(lines), 64):

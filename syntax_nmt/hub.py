@@ -28,8 +28,8 @@ from fairseq import hub_utils
 from fairseq.data.data_utils import post_process
 
 #: Keyword arguments of :func:`from_pretrained` that configure the annotation (not fairseq overrides).
-ANNOTATION_KWARGS = {"annotate_spacy_model": "spacy_model", "annotate_subword_model": "subword_model",
-                     "annotation_settings_file": "settings_file"}
+ANNOTATION_KWARGS = {"annotate_parser_model": "parser_model", "annotate_spacy_model": "spacy_model",
+                     "annotate_subword_model": "subword_model", "annotation_settings_file": "settings_file"}
 #: How the subword scheme of the annotation settings is undone on the output.
 POST_PROCESS = {"bpe": "subword_nmt", "spm": "sentencepiece"}
 
@@ -182,8 +182,8 @@ def from_pretrained(model_name_or_path: str, checkpoint_file: str = "model.pt", 
         data_name_or_path: the data directory with the dictionaries (``dict.*.txt``); relative
             to the model directory if it starts with ``.``.
         kwargs: fairseq argument overrides (``beam``, ``max_len_b``...), plus
-            ``annotate_spacy_model``, ``annotate_subword_model``, ``annotation_settings_file``
-            (the options of the same name of fairseq-interactive).
+            ``annotate_parser_model`` (older name: ``annotate_spacy_model``), ``annotate_subword_model``,
+            ``annotation_settings_file`` (the options of the same name of fairseq-interactive).
     """
     options = {ANNOTATION_KWARGS[k]: kwargs.pop(k) for k in list(kwargs) if k in ANNOTATION_KWARGS}
     # the plugin as imported now, wherever the checkpoint was trained from (fairseq refuses two

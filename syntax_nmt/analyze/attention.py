@@ -264,7 +264,7 @@ def markdown(result: Dict) -> str:
 def run(args) -> List[str]:
     systems = [common.parse_named(s, "checkpoint") for s in args.system]
     common.unique_names(systems)
-    annotation = {"spacy_model": args.annotate_spacy_model, "subword_model": args.annotate_subword_model,
+    annotation = {"parser_model": args.annotate_parser_model, "subword_model": args.annotate_subword_model,
                   "settings_file": args.annotation_settings_file}
     result = analyze(systems, args.data, args.sentence, args.split, args.reference, args.beam, args.lenpen,
                      text=args.text, text_target=args.text_target, annotation=annotation)
@@ -282,7 +282,8 @@ def add_args(p) -> None:
                        help="a raw source sentence instead, annotated on the fly as fairseq-interactive annotates it "
                        "(the checkpoint's annotation settings; files are named attention-text-<hash>)")
     p.add_argument("--text-target", default=None, help="with --text --reference: its reference translation")
-    p.add_argument("--annotate-spacy-model", default=None, help="with --text: spaCy pipeline (as fairseq-interactive)")
+    p.add_argument("--annotate-parser-model", "--annotate-spacy-model", dest="annotate_parser_model", default=None,
+                   help="with --text: the parser's model (as fairseq-interactive)")
     p.add_argument("--annotate-subword-model", default=None, help="with --text: subword model (as fairseq-interactive)")
     p.add_argument("--annotation-settings-file", default=None,
                    help="with --text: annotation settings, for a checkpoint that records none")

@@ -106,25 +106,31 @@ class OnlineAnnotator:
 
     Args:
         settings: the annotation settings (:meth:`AnnotationSettings.read`, or a checkpoint's).
-        spacy_model: another name or path of the same spaCy pipeline (default: the recorded one); with the
-            settings of a backend that does not parse text (CoNLL-U), spaCy parses with this pipeline.
+        parser_model: another name or path of the recorded parser's model (spaCy: of the same pipeline; default:
+            the recorded one); with the settings of a backend that does not parse text (CoNLL-U), the backend that
+            parses raw text in its place (spaCy) parses with this model.
         subword_model: another path of the same subword model (its SHA-256 must match the recorded one).
         batch_size: ``nlp.pipe`` batch size.
         gpu_id: GPU for spaCy (``-1``: CPU).
+        spacy_model: the older name of ``parser_model``.
 
     Raises:
         ValueError: settings this version cannot apply, a subword model that is missing or differs
             from the recorded one (naming the setting and the option that overrides it).
     """
 
-    def __init__(self, settings: AnnotationSettings, spacy_model: Optional[str] = None,
-                 subword_model: Optional[str] = None, batch_size: int = 256, gpu_id: int = -1):
+    def __init__(self, settings: AnnotationSettings, parser_model: Optional[str] = None,
+                 subword_model: Optional[str] = None, batch_size: int = 256, gpu_id: int = -1,
+                 spacy_model: Optional[str] = None):
+        if parser_model and spacy_model and parser_model != spacy_model:
+            raise ValueError(f"--annotate-parser-model {parser_model!r} and its older name --annotate-spacy-model "
+                             f"{spacy_model!r} differ: give one")
         if settings.escape != ESCAPE_VERSION:
             raise ValueError(f"annotation setting escape={settings.escape!r}: this syntax-nmt escapes words with "
                              f"rules {ESCAPE_VERSION!r}; annotate and train again, or use the syntax-nmt version that "
                              f"annotated the data")
         self.settings = settings
-        self.spacy_model = spacy_model
+        self.parser_model = parser_model or spacy_model
         self.batch_size = batch_size
         self.gpu_id = gpu_id
         self.segmenter = self._segmenter(settings, subword_model)
@@ -153,9 +159,9 @@ class OnlineAnnotator:
         """The recorded parser (built on first use; a spaCy pipeline is loaded once per process)."""
         if self._backend is None:
             backend = get_backend(self.settings.backend)
-            if not backend.parses_text and self.spacy_model and backend.raw_text_backend:
+            if not backend.parses_text and self.parser_model and backend.raw_text_backend:
                 backend = get_backend(backend.raw_text_backend)  # the data's parse came from elsewhere (CoNLL-U)
-            self._backend = backend.for_raw_text(self.settings, self.spacy_model, self.batch_size, self.gpu_id)
+            self._backend = backend.for_raw_text(self.settings, self.parser_model, self.batch_size, self.gpu_id)
         return self._backend
 
     # -- line policies --------------------------------------------------------------------------------

@@ -74,10 +74,15 @@ class SyntaxTranslationConfig(TranslationConfig):
                   "trained without it is an error). With --truncate-source, sources are cut to leave room for it"},
     )
     # raw-text inference (fairseq-interactive, the hub): see syntax_nmt/tasks/raw_inference.py
-    annotate_spacy_model: Optional[str] = field(
+    annotate_parser_model: Optional[str] = field(
         default=None,
-        metadata={"help": "raw-text inference: parse with this spaCy pipeline (name or path) instead of the one "
-                  "recorded in the checkpoint, e.g. another install of the same pipeline"},
+        metadata={"help": "raw-text inference: parse with this model (name or path) of the recorded parser instead "
+                  "of the one recorded in the checkpoint, e.g. another install of the same spaCy pipeline; for data "
+                  "parsed outside (CoNLL-U), a model of the parser that reads raw text (spaCy) instead of "
+                  "--input-conllu"},
+    )
+    annotate_spacy_model: Optional[str] = field(
+        default=None, metadata={"help": "the same as --annotate-parser-model (its older name)"},
     )
     annotate_subword_model: Optional[str] = field(
         default=None,
@@ -442,10 +447,12 @@ class SyntaxTranslationTask(TranslationTask):
                            _get(cfg, "_name") or _get(cfg, "criterion") or type(criterion).__name__)
         return criterion
 
-    def set_annotation_options(self, spacy_model=None, subword_model=None, settings_file=None) -> None:
-        """Override the annotation options of raw-text inference (the hub's keyword arguments)."""
-        self.annotation_options = {"spacy_model": spacy_model, "subword_model": subword_model,
-                                   "settings_file": settings_file}
+    def set_annotation_options(self, parser_model=None, subword_model=None, settings_file=None,
+                               spacy_model=None) -> None:
+        """Override the annotation options of raw-text inference (the hub's keyword arguments; ``spacy_model``:
+        the older name of ``parser_model``)."""
+        self.annotation_options = {"parser_model": parser_model, "spacy_model": spacy_model,
+                                   "subword_model": subword_model, "settings_file": settings_file}
         self._annotator = None
 
     def _option(self, name: str, cfg_name: str):
@@ -480,6 +487,7 @@ class SyntaxTranslationTask(TranslationTask):
 
             self._annotator = OnlineAnnotator(
                 self.annotation_settings(),
+                parser_model=self._option("parser_model", "annotate_parser_model"),
                 spacy_model=self._option("spacy_model", "annotate_spacy_model"),
                 subword_model=self._option("subword_model", "annotate_subword_model"),
             )

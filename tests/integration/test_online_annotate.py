@@ -221,7 +221,21 @@ def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes
     try:
         with pytest.raises(OSError, match="cannot load spaCy pipeline"):
             OnlineAnnotator(settings).annotate(LINES[:1])
+        assert online_outputs(OnlineAnnotator(settings, parser_model=moved), LINES[:4]) == expected
+        # the option's older name (--annotate-spacy-model, hub: annotate_spacy_model) still works
         assert online_outputs(OnlineAnnotator(settings, spacy_model=moved), LINES[:4]) == expected
+        with pytest.raises(ValueError, match="--annotate-parser-model .* and its older name --annotate-spacy-model"):
+            OnlineAnnotator(settings, parser_model=moved, spacy_model=spacy_model)
+        # the task's options, as fairseq-interactive and the hub set them, under either name
+        from syntax_nmt.tasks.syntax_translation import SyntaxTranslationConfig, SyntaxTranslationTask
+
+        for cfg_name, hub_name in (("annotate_parser_model", "parser_model"), ("annotate_spacy_model", "spacy_model")):
+            task = SyntaxTranslationTask.__new__(SyntaxTranslationTask)
+            task.cfg = SyntaxTranslationConfig(**{cfg_name: moved})
+            task.model_annotation, task.annotation_options, task._annotator = settings, {}, None
+            assert task.annotator.parser_model == moved
+            task.set_annotation_options(**{hub_name: moved})
+            assert online_outputs(task.annotator, LINES[:4]) == expected
     finally:
         shutil.move(moved, spacy_model)
 

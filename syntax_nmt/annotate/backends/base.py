@@ -65,8 +65,8 @@ class ParserBackend(abc.ABC):
     * ``parses_text``: it parses the text itself (so ``--parser-unescape`` can show it plain forms);
       False for a backend that reads a parse made elsewhere.
     * ``model_setting``: the recorded setting (:meth:`recorded_settings`) that names its model, which raw-text
-      inference may replace by another name or path of the same model (``--annotate-spacy-model``, hub:
-      ``annotate_spacy_model``); a path setting, compared by name only (spaCy: ``spacy_model``).
+      inference may replace by another name or path of the same model (``--annotate-parser-model``, hub:
+      ``annotate_parser_model``); a path setting, compared by name only (spaCy: ``spacy_model``).
     * ``raw_text_backend``: for a backend that does not parse text, the backend that parses raw text at
       inference when a model is given (CoNLL-U: ``spacy``); None: raw text cannot be translated.
     * ``max_chars`` and ``max_chars_name``: the longest line (characters) it can parse and what that
@@ -144,7 +144,7 @@ class ParserBackend(abc.ABC):
 
         Args:
             settings: the annotation settings of the training data.
-            model: another name or path of the recorded model (``--annotate-spacy-model``).
+            model: another name or path of the recorded model (``--annotate-parser-model``).
             batch_size: lines parsed per batch.
             gpu_id: ``-1`` for the CPU, else the GPU to parse on.
 

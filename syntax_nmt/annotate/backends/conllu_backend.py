@@ -65,7 +65,7 @@ class ConlluBackend(ParserBackend):
     """
 
     parses_text = False  # the parse is used as it is: --parser-unescape does not apply
-    raw_text_backend = "spacy"  # raw text at inference: spaCy parses it, with --annotate-spacy-model
+    raw_text_backend = "spacy"  # raw text at inference: spaCy parses it, with --annotate-parser-model
     exclusive_options = ("conllu",)
 
     @classmethod
@@ -101,7 +101,7 @@ class ConlluBackend(ParserBackend):
         raise ValueError(
             "annotation setting backend='conllu': the training data was parsed by an external parser, so "
             "raw text needs its parse too: pass --input-conllu FILE to fairseq-interactive (hub: "
-            "translate_conllu), or --annotate-spacy-model NAME_OR_PATH to parse with spaCy instead"
+            "translate_conllu), or --annotate-parser-model NAME_OR_PATH to parse with spaCy instead"
         )
 
     def __init__(self, conllu_path: str, source_path: Optional[str] = None, pretokenized: bool = False,
