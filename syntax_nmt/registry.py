@@ -9,9 +9,10 @@ registry discover the package, so a name that collides with a module's class is 
 registered, and not later wherever the package happens to be read first.
 """
 
+import dataclasses
 import importlib
 import pkgutil
-from typing import Callable, Dict, Iterator, MutableMapping, Sequence, Type, TypeVar
+from typing import Callable, Dict, Iterator, MutableMapping, Sequence, Tuple, Type, TypeVar
 
 C = TypeVar("C", bound=type)
 
@@ -28,6 +29,26 @@ def register_class(registry: MutableMapping[str, Type], kind: str, name: str) ->
         return cls
 
     return deco
+
+
+def compose_config(name: str, base: type, parts: Sequence[Tuple[str, type]], fields=()) -> type:
+    """One dataclass holding the fields of ``base`` and of every part's dataclass (and ``fields``, as
+    :func:`dataclasses.make_dataclass` takes them), as fairseq composes ``TransformerConfig``: how the model's options
+    and the syntax criterion's are made from the registered methods' ``config`` and ``loss_config``.
+
+    Args:
+        parts: ``(owner, dataclass)``, the owner named in messages (``"method sla"``); a later part's fields come
+            after an earlier one's.
+
+    Raises:
+        TypeError: two parts (or a part and ``base``) declare a field of the same name.
+    """
+    owner = {f.name: "the base" for f in dataclasses.fields(base)}
+    for who, config in parts:
+        for f in dataclasses.fields(config):
+            if not f.name.startswith("_") and owner.setdefault(f.name, who) != who:  # _name: fairseq's own
+                raise TypeError(f"--{f.name.replace('_', '-')} is declared by both {owner[f.name]} and {who}")
+    return dataclasses.make_dataclass(name, list(fields), bases=(*reversed([c for _, c in parts]), base))
 
 
 class Registry(MutableMapping[str, Type]):

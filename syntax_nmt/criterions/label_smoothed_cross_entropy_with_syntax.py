@@ -35,6 +35,7 @@ from omegaconf import II
 from torch import Tensor
 
 from syntax_nmt.models.modules.methods import base as methods
+from syntax_nmt.registry import compose_config
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +43,10 @@ logger = logging.getLogger(__name__)
 def syntax_criterion_config() -> type:
     """The criterion's config: fairseq's label smoothing options, every registered method's ``loss_config`` and
     the encoder dimension (read from the model's arguments, not an option)."""
-    return dataclasses.make_dataclass(
-        "LabelSmoothedCrossEntropyWithSyntaxConfig",
+    return compose_config(
+        "LabelSmoothedCrossEntropyWithSyntaxConfig", LabelSmoothedCrossEntropyCriterionConfig,
+        [(f"method {m.name}", m.loss_config) for m in methods.registered_methods().values() if m.loss_config],
         [("encoder_embed_dim", int, dataclasses.field(default=II("model.encoder_embed_dim")))],
-        bases=(*reversed(methods.loss_configs()), LabelSmoothedCrossEntropyCriterionConfig),
     )
 
 

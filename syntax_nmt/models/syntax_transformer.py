@@ -14,7 +14,7 @@ With no features and no syntax method the model is exactly fairseq's ``transform
 
 import functools
 import logging
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, field, fields
 from typing import List, Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -33,6 +33,7 @@ from syntax_nmt.models.modules.source_feature_embedding import (
 from syntax_nmt.models.modules.methods import build_methods, parse_methods, registered_methods
 from syntax_nmt.models.modules.methods.base import method_title
 from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
+from syntax_nmt.registry import compose_config
 
 logger = logging.getLogger(__name__)
 
@@ -84,17 +85,8 @@ def model_config() -> type:
     Raises:
         TypeError: two methods (or a method and the model) declare the same option.
     """
-    owner = {f.name: "the model" for f in fields(SyntaxModelConfig)}
-    methods = [cls for cls in registered_methods().values() if cls.config is not None]
-    for cls in methods:
-        for f in fields(cls.config):
-            if f.name.startswith("_"):  # FairseqDataclass's own
-                continue
-            if owner.setdefault(f.name, f"method {cls.name}") != f"method {cls.name}":
-                raise TypeError(f"--{f.name.replace('_', '-')} is declared by both {owner[f.name]} and method "
-                                f"{cls.name}")
-    return make_dataclass("SyntaxTransformerConfig", [],
-                          bases=(*reversed([cls.config for cls in methods]), SyntaxModelConfig))
+    return compose_config("SyntaxTransformerConfig", SyntaxModelConfig,
+                          [(f"method {cls.name}", cls.config) for cls in registered_methods().values() if cls.config])
 
 
 def _features(args) -> List[str]:

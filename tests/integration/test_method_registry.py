@@ -226,6 +226,19 @@ def test_the_model_options_are_one_dataclass_composed_of_the_methods(toy, monkey
     monkeypatch.setitem(base.SYNTAX_METHODS, "other", Other)
     with pytest.raises(TypeError, match="--toy-scale is declared by both method toy and method other"):
         st.model_config()
+    # the criterion's options are composed the same way, fairseq's label smoothing options the base
+    from syntax_nmt.criterions import label_smoothed_cross_entropy_with_syntax as crit
+
+    assert "toy_loss_weight" in {f.name for f in fields(crit.syntax_criterion_config())}
+
+    @dataclass
+    class Smoothing(FairseqDataclass):
+        label_smoothing: float = 0.2
+
+    monkeypatch.setattr(Other, "config", None)
+    monkeypatch.setattr(Other, "loss_config", Smoothing, raising=False)
+    with pytest.raises(TypeError, match="--label-smoothing is declared by both the base and method other"):
+        crit.syntax_criterion_config()
 
 
 def test_a_model_build_parses_its_methods_once_and_the_encoder_builds_them(stream_bin, monkeypatch):
