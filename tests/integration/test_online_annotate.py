@@ -287,3 +287,28 @@ def test_an_invalid_byte_in_a_line_with_its_own_parse(tmp_path, caplog):
     assert got == expected and got[0].source == "The \ufffd cat"
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
         "input line 1: 1 undecodable character (invalid bytes, read as lone surrogates) replaced by U+FFFD"]
+
+
+def test_the_hub_hands_the_annotation_options_to_the_task_under_either_name(monkeypatch):
+    """``from_pretrained(..., annotate_parser_model=...)`` (older name ``annotate_spacy_model``) and the other
+    annotation keywords reach the task's ``set_annotation_options``; fairseq gets the rest."""
+    from syntax_nmt import hub
+
+    seen = {}
+
+    class Task:
+        def set_annotation_options(self, **options):
+            seen["options"] = options
+
+    def load(path, checkpoint, data, archive_map=None, **kwargs):
+        seen["fairseq"] = kwargs
+        return {"args": None, "task": Task(), "models": []}
+
+    monkeypatch.setattr(hub.hub_utils, "from_pretrained", load)
+    monkeypatch.setattr(hub, "SyntaxHubInterface", lambda *a: a)
+    hub.from_pretrained("m", annotate_parser_model="p", annotate_subword_model="s", annotation_settings_file="f",
+                        beam=3)
+    assert seen["options"] == {"parser_model": "p", "subword_model": "s", "settings_file": "f"}
+    assert seen["fairseq"]["beam"] == 3 and "annotate_parser_model" not in seen["fairseq"]
+    hub.from_pretrained("m", annotate_spacy_model="old")
+    assert seen["options"] == {"spacy_model": "old"}
