@@ -342,6 +342,11 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def cli_main(argv=None) -> None:
+    import logging
+
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING)  # its own lines are printed; fairseq's go to the jobs' logs
     args = get_parser().parse_args(argv)
     try:
         args.systems = parse_systems(args.systems)

@@ -380,7 +380,12 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def cli_main(argv: Optional[List[str]] = None) -> None:
+    import logging
+
     from syntax_nmt.cli_errors import run
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING)
 
     run("syntax-nmt-evaluate", main, get_parser().parse_args(argv))
 

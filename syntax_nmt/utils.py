@@ -37,9 +37,10 @@ def pyplot():
     """matplotlib's pyplot on the non-interactive Agg backend."""
     import logging
 
+    # before the import, which logs its paths at DEBUG (and the font search after it)
+    logging.getLogger("matplotlib").setLevel(max(logging.getLogger("matplotlib").getEffectiveLevel(), logging.WARNING))
     import matplotlib
 
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search logs at DEBUG
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -107,4 +107,9 @@ def main(args) -> None:
 
 
 def cli_main(argv=None) -> None:
+    import logging
+
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING)  # its own lines are printed; fairseq's go to the jobs' logs
     main(get_parser().parse_args(argv))

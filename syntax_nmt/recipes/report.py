@@ -275,6 +275,11 @@ def _words(value: str) -> List[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
+    import logging
+
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING)
     a = get_parser().parse_args(argv)
     splits = _words(a.splits)
     try:

@@ -54,7 +54,12 @@ def main(args: argparse.Namespace) -> dict:
 
 
 def cli_main(argv: Optional[List[str]] = None) -> None:
+    import logging
+
     from syntax_nmt.cli_errors import run
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.INFO)
 
     run("syntax-nmt-synth", main, build_parser().parse_args(argv))
 
