@@ -26,6 +26,11 @@ The rule, in order of preference (the corpus and the model never change; the upd
 5. if nothing fits: the smallest plan with whatever costs nothing more (a finished job is never dropped for
    nothing), marked as over the budget, with its expected end.
 
+Once a plan is in force, a plan the rule prefers less replaces it only if the one in force would end more than half
+the reserve past the budget (``current``): the estimates move with every measured job, and a switch to fewer
+systems throws trained models away (a real run did: all 9 trained at the cut, then dropped to 2 for the seconds of
+translating the first two again).
+
 Everything here is pure (no clock, no training), so the rule is tested on simulated timings
 (tests/unit/test_demo_budget.py).
 """
@@ -183,7 +188,7 @@ def plan_budget(job_seconds: Mapping[str, float], systems: Sequence[str], worker
                 adapt_systems: bool = True, min_seeds: int = MIN_SEEDS, max_seeds: int = MAX_SEEDS,
                 min_systems: int = 2, max_update: Optional[int] = None,
                 generate_seconds: Optional[Mapping[str, float]] = None,
-                trained: Optional[Mapping[Job, int]] = None) -> Plan:
+                trained: Optional[Mapping[Job, int]] = None, current: Optional[Plan] = None) -> Plan:
     """The plan that fits the budget (the rule in the module docstring).
 
     Args:
@@ -203,6 +208,10 @@ def plan_budget(job_seconds: Mapping[str, float], systems: Sequence[str], worker
         generate_seconds: the translating part of ``job_seconds`` per system (default: none; a system not measured
             yet: the longest measured).
         trained: the updates each finished or running job trains to (default: ``max_update``).
+        current: the plan in force. A plan the rule prefers less is taken instead only if the current one would
+            end more than half the reserve past the budget: the estimates move with every measured job (a system
+            not measured yet counts as the slowest), and a switch to fewer systems throws trained models away, e.g.
+            all 9 trained at a cut for the few seconds of translating the first ones again.
     """
     done, running = set(done), dict(running or {})
     if not 1 <= min_seeds <= max_seeds:
@@ -262,9 +271,24 @@ def plan_budget(job_seconds: Mapping[str, float], systems: Sequence[str], worker
     if chosen is None:  # the smallest plan, with whatever costs nothing more (finished jobs are never dropped)
         floor = end(smallest, 1)
         chosen = best(lambda n, k, u: u == full and end(n, k) <= floor)
+    kept_over = False
+    if current is not None and tuple(systems[:len(current.systems)]) == tuple(current.systems):
+        kept = (len(current.systems), current.seeds, current.updates or full)
+
+        def preference(plan):  # larger is preferred: the tiers of the rule, in its order
+            n, k, u = plan
+            if n == total:
+                return (4, k, u) if k >= min_seeds else (3, u, 0)
+            return (2, n, k) if k >= min_seeds else (1, n, 0)
+
+        if preference(chosen) < preference(kept) and end(*kept) + reserve <= budget + reserve / 2:
+            chosen, kept_over = kept, not fits(*kept)
     n, k, u = chosen
     parts = []
-    if not fits(n, k, u):
+    if kept_over:
+        parts.append(f"KEPT: the plan in force ends at {minutes(end(n, k, u) + reserve)}, less than half the reserve "
+                     "past the budget; the rule's next choice would throw trained models away")
+    elif not fits(n, k, u):
         parts.append(f"OVER THE BUDGET: even one seed of {'the first ' if smallest < total else ''}{smallest} "
                      f"systems ends at {minutes(floor + reserve)}")
     parts.append(f"every system with {k} seed{'s' * (k > 1)}" if n == total else

@@ -77,7 +77,7 @@ class Demo(JobRunner):
         plan = budget.plan_budget(measured, a.systems, a.jobs, self.elapsed(), a.time_budget * 60,
                                   budget.reserve_seconds(budget.slowdown(list(train.values()))), done=runs,
                                   running=running, adapt_systems=not self.systems_given(), max_update=a.max_update,
-                                  generate_seconds=budget.generate_seconds(runs), trained=trained)
+                                  generate_seconds=budget.generate_seconds(runs), trained=trained, current=self.plan)
         if self.plan is None or (plan.systems, plan.seeds, plan.updates) != \
                 (self.plan.systems, self.plan.seeds, self.plan.updates):
             self.decision = budget.describe(plan, train, a.time_budget)

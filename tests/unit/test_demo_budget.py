@@ -173,6 +173,29 @@ def test_the_cut_never_plans_past_the_budget_and_is_the_last_resort_before_fewer
     assert cuts > 10
 
 
+@pytest.mark.parametrize("over, kept", [(30, True), (44, True), (46, False), (120, False)])
+def test_the_plan_in_force_is_kept_when_the_rules_next_choice_throws_trained_models_away(over, kept):
+    """A real run's end (2026-11-26): all 9 systems trained at the cut (200 updates), the first two at 400 and
+    left to translate again (60 s each here): that overran the budget by seconds, and the rule's next choice, the two
+    systems with nothing left to do, dropped 7 trained models. The plan in force is kept while it overruns by less
+    than half the reserve (45 s of 90)."""
+    seconds, gen = {n: 100.0 for n in SYSTEMS}, {n: 60.0 for n in SYSTEMS}
+    done = [(n, 1) for n in SYSTEMS]
+    trained = {job: 400 if job[0] in SYSTEMS[:2] else 200 for job in done}
+    current = b.Plan(tuple(SYSTEMS), 1, 0.0, 0.0, True, "", updates=200)
+    now = 1200 - 90 - 60 + over  # the plan in force ends `over` seconds past the budget
+    kw = dict(done=done, max_update=400, generate_seconds=gen, trained=trained)
+    plan = b.plan_budget(seconds, SYSTEMS, 2, now, 1200, 90, current=current, **kw)
+    if kept:
+        assert (len(plan.systems), plan.seeds, plan.updates) == (9, 1, 200) and not plan.fits
+        assert plan.finish == pytest.approx(1200 + over)
+        assert "KEPT: the plan in force ends at" in plan.why and "OVER THE BUDGET" not in plan.why
+    else:  # the two systems with nothing left to do
+        assert (plan.systems, plan.updates) == (tuple(SYSTEMS[:2]), None) and "KEPT" not in plan.why
+    # without a plan in force (the first plan), the rule alone decides: fewer systems
+    assert len(b.plan_budget(seconds, SYSTEMS, 2, now, 1200, 90, **kw).systems) < 9
+
+
 def test_one_seed_is_said_plainly():
     plan = calibrated(3.0)
     assert "2 seeds of the first 2 systems would end at 20.5 min" in plan.why
