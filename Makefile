@@ -49,8 +49,9 @@ mutate: install
 	OMP_NUM_THREADS=1 SYNTAX_NMT_PROPERTY_EXAMPLES=$(MUTATE_EXAMPLES) $(abspath $(VENV))/bin/mutmut run $(MUTATE_ARGS); \
 	status=$$?; $(abspath $(VENV))/bin/mutmut results; $(abspath $(VENV))/bin/mutmut export-cicd-stats >/dev/null && \
 	$(PY) -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
-	print("mutation score: {} of {} mutants killed ({:.1%}); survived {}, no tests {}".format(s["killed"] + s["timeout"], \
-	s["total"], (s["killed"] + s["timeout"]) / max(s["total"], 1), s["survived"], s["no_tests"]))'; exit $$status
+	k = s["killed"] + s["timeout"] + s["segfault"]; run = k + s["survived"] + s["no_tests"] + s["suspicious"]; \
+	print("mutation score: {} of the {} mutants run killed ({:.1%}); survived {}, no tests {} ({} generated, {} not run: \
+	MUTATE_ARGS)".format(k, run, k / max(run, 1), s["survived"], s["no_tests"], s["total"], s["total"] - run))'; exit $$status
 
 demo: install
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.demo --out $(DEMO_DIR) $(DEMO_ARGS)
