@@ -100,22 +100,22 @@ class Plan:
         return job_order(self.systems, self.seeds)
 
 
-def _full(r: dict, max_update: Optional[int]) -> float:
-    """A run's training seconds scaled to ``max_update`` updates (a run records the ``updates`` it trained)."""
-    if max_update and r.get("updates"):
-        return r["train_seconds"] * max_update / r["updates"]
+def _scaled(r: dict, updates: Optional[int]) -> float:
+    """A run's training seconds scaled to ``updates`` updates (a run records the ``updates`` it trained)."""
+    if updates and r.get("updates"):
+        return r["train_seconds"] * updates / r["updates"]
     return r["train_seconds"]
 
 
-def job_seconds(runs: Mapping[Job, dict], max_update: Optional[int] = None) -> Dict[str, float]:
+def job_seconds(runs: Mapping[Job, dict], updates: Optional[int] = None) -> Dict[str, float]:
     """Measured seconds of one job per system: the mean of its finished jobs' ``train_seconds`` (scaled to
-    ``max_update`` updates, if given, for runs that trained fewer) + ``generate_seconds``."""
-    return _means(runs, lambda r: _full(r, max_update) + r.get("generate_seconds", 0.0))
+    ``updates`` updates, if given, for runs that trained another number) + ``generate_seconds``."""
+    return _means(runs, lambda r: _scaled(r, updates) + r.get("generate_seconds", 0.0))
 
 
-def train_seconds(runs: Mapping[Job, dict], max_update: Optional[int] = None) -> Dict[str, float]:
+def train_seconds(runs: Mapping[Job, dict], updates: Optional[int] = None) -> Dict[str, float]:
     """Measured seconds of one training per system (mean over its finished jobs; scaled as :func:`job_seconds`)."""
-    return _means(runs, lambda r: _full(r, max_update))
+    return _means(runs, lambda r: _scaled(r, updates))
 
 
 def generate_seconds(runs: Mapping[Job, dict]) -> Dict[str, float]:

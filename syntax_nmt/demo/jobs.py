@@ -44,10 +44,6 @@ class JobRunner(DataPipeline):
         """The training seeds: ``--seeds``, or with ``--seeds auto`` the ones the demo chose (``Demo.compare``)."""
         return self.args.seeds
 
-    def plans(self) -> bool:
-        """Whether the jobs now running follow a plan that may cut the updates (``--seeds auto``, the comparison)."""
-        return self.may_cut
-
     def job_updates(self) -> int:
         """The updates of the trainings from now on: ``--max-update``, or the cut of the plan in force
         (``--seeds auto``, :mod:`syntax_nmt.demo.budget`, step 3)."""
@@ -103,7 +99,7 @@ class JobRunner(DataPipeline):
         if self.trained_updates(name, seed, group) >= updates:
             return self.info(tag)
         save = os.path.dirname(self.checkpoint(name, seed, group, a.max_update))
-        marks = [m for m in budget.update_marks(a.max_update) if m < updates] if self.plans() else []
+        marks = [m for m in budget.update_marks(a.max_update) if m < updates] if self.may_cut else []
         cmd = [exe("fairseq-train"), data or self.path("data-bin"), "--user-dir", user_dir(), "--task", task,
                "--arch", arch, *self.model_args(), *OPTIM_ARGS, *extra, "--max-tokens", a.max_tokens,
                "--max-update", updates, "--seed", seed, "--save-dir", save, "--no-epoch-checkpoints",
@@ -242,11 +238,7 @@ class JobRunner(DataPipeline):
     def eta(self, wanted: List[tuple], runs: Dict[tuple, dict], running: Dict[tuple, float]) -> str:
         """``done/total, expected end`` of the wanted jobs, from the seconds measured so far."""
         done = sum(j in runs for j in wanted)
-        full = self.args.max_update
-        measured = budget.job_seconds(runs, full)
-        if measured and self.job_updates() != full:  # the jobs to come train fewer updates
-            gen = budget.generate_seconds(runs)
-            measured = {n: gen[n] + (m - gen[n]) * self.job_updates() / full for n, m in measured.items()}
+        measured = budget.job_seconds(runs, self.job_updates())  # the updates of the jobs to come
         if not measured:
             return f"{done}/{len(wanted)} done, {self.elapsed() / 60:.1f} min, measuring this machine"
         todo = [j for j in wanted if j not in runs]
