@@ -46,6 +46,7 @@ Bad input (cycles in ``heads``) never hangs: every loop has a fixed iteration
 count; nodes on a cycle simply see the whole cycle as ancestors.
 """
 
+import functools
 import math
 from typing import NamedTuple, Tuple
 
@@ -364,13 +365,16 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32, fil
 # ---------------------------------------------------------------------------------------------
 
 
-class WordTree(NamedTuple):
+class WordTree:
     """Word-level dependency forest of a batch, laid out on first-subword positions: the tree every
     method reads (once per batch, ``SyntaxContext.tree``); :class:`SubwordTree` is the per-subword view.
 
     Row/column ``f`` of the ``(B, T, T)`` matrices is the word whose first subword sits at
     position ``f``; rows/columns of non-first subwords describe a dummy one-node tree and
     are never read (use :func:`expand_word_matrix` with ``word_index`` to go to subwords).
+
+    The ``(B, T, T)`` facts are computed when first read, once: a method that needs only the parents
+    (LISA) never builds the ancestor matrix, one that needs the ancestors (SG-Net) never the distances.
 
     Attributes:
         word_index: ``(B, T)`` long, first subword of each position's word.
@@ -381,16 +385,31 @@ class WordTree(NamedTuple):
         connected: ``(B, T, T)`` bool, same tree.
     """
 
-    word_index: torch.Tensor
-    special: torch.Tensor
-    parents: torch.Tensor
-    ancestor: torch.Tensor
-    dist: torch.Tensor
-    connected: torch.Tensor
+    def __init__(self, word_index: torch.Tensor, special: torch.Tensor, parents: torch.Tensor):
+        self.word_index = word_index
+        self.special = special
+        self.parents = parents
+
+    @functools.cached_property
+    def ancestor(self) -> torch.Tensor:
+        return ancestor_matrix(self.parents)
+
+    @functools.cached_property
+    def _distances(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        return tree_distances(self.ancestor)
+
+    @property
+    def dist(self) -> torch.Tensor:
+        return self._distances[0]
+
+    @property
+    def connected(self) -> torch.Tensor:
+        return self._distances[1]
 
 
 def word_tree(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor) -> WordTree:
-    """Build the :class:`WordTree` of a batch (stream conventions: module docstring).
+    """Build the :class:`WordTree` of a batch (stream conventions: module docstring); its ``(B, T, T)`` facts are
+    computed when first read.
 
     Args:
         heads: ``(B, T)`` integer relative head offsets.
@@ -399,10 +418,7 @@ def word_tree(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tens
     """
     special = special.bool()
     wsi = word_start_index(word_start, special)
-    parents = word_parents(heads, word_start, special, wsi)
-    anc = ancestor_matrix(parents)
-    dist, connected = tree_distances(anc)
-    return WordTree(wsi, special, parents, anc, dist, connected)
+    return WordTree(wsi, special, word_parents(heads, word_start, special, wsi))
 
 
 def real_pairs(special: torch.Tensor) -> torch.Tensor:

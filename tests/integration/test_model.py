@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from conftest import assert_option_error, build_task_and_model
-from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer
+from syntax_nmt.models.modules.methods.sgnet_layer import SGNetLayer, sgnet_layer_config
+from syntax_nmt.models.modules.syntax_context import SyntaxContext
 
 
 def _n_params(model):
@@ -99,9 +100,13 @@ def test_sgnet_layer_with_an_all_allowing_mask_is_a_plain_encoder_layer(stream_b
     layer.eval()
     x = torch.randn(7, 3, 64)
     pad = torch.zeros(3, 7, dtype=torch.bool)
-    out = SGNetLayer.forward(layer, x, torch.ones(3, 7, 7, dtype=torch.bool), pad)
-    plain = layer.layer(x, encoder_padding_mask=pad)
-    torch.testing.assert_close(out, 0.5 * x + 0.5 * plain)
+    allowed = torch.ones(3, 7, 7, dtype=torch.bool)
+    ctx = SyntaxContext(torch.zeros(3, 7, dtype=torch.long), ~pad, pad, pad)
+    ctx.cached(("sdoi", layer.convention), lambda: allowed)  # what the SDOI attention reads
+    out = SGNetLayer.forward(layer, x, allowed, pad, ctx=ctx)
+    plain = sg.encoder.build_plain_encoder_layer(sgnet_layer_config(sg.encoder.cfg)).eval()
+    plain.load_state_dict(layer.layer.state_dict())  # fairseq's own layer with the SG layer's weights
+    torch.testing.assert_close(out, 0.5 * x + 0.5 * plain(x, encoder_padding_mask=pad))
 
 
 def test_gradients_reach_every_parameter_and_alpha_gets_the_exact_gradient(stream_bin):

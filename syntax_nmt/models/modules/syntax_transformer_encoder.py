@@ -130,8 +130,14 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
 
     def build_plain_encoder_layer(self, cfg):
-        """fairseq's own encoder layer (for modules that need one, e.g. SG-Net's)."""
+        """fairseq's own encoder layer."""
         return super().build_encoder_layer(cfg)
+
+    def build_syntax_encoder_layer(self, cfg, attention_builder):
+        """An encoder layer outside the stack (for modules that need one, e.g. SG-Net's): fairseq's layer whose
+        self-attention is ``attention_builder(embed_dim, cfg)``, called with the batch's context
+        (:meth:`SyntaxEncoderLayer.forward_with_context`); not checkpointed by itself."""
+        return SyntaxEncoderLayer(cfg, self.syntax_state, attention_builder)
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Checkpoints from before the method registry kept SG-Net at ``{name}.syntax_layer``

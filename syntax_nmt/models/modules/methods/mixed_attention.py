@@ -38,6 +38,10 @@ class MixedSelfAttention(MultiheadAttention):
     #: sets it from its own measurement (faster there, and the two saved ``(B, H, T, T)`` distributions within
     #: the memory it may keep).
     one_score_cpu_max_length = 0
+    #: True: :meth:`fused_attention` applies the attention dropout itself (one masked softmax, whose dropout is
+    #: the fused kernel's), so training with attention dropout keeps the fused path; False: dropout acts on the
+    #: mixed distribution and forces the explicit path
+    fused_dropout = False
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, state, **kwargs):
         super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True, **kwargs)
@@ -82,7 +86,7 @@ class MixedSelfAttention(MultiheadAttention):
         v = v.view(T, B, H, hd).permute(1, 2, 0, 3)
         out = None
         if not (self.record or need_weights or need_head_weights or attn_mask is not None
-                or (self.training and self.dropout_module.p > 0)
+                or (self.training and self.dropout_module.p > 0 and not self.fused_dropout)
                 or (cpu_paths(query) and T <= self.explicit_cpu_max_length)):
             out = self.fused_attention(q, k, v, query, self.syntax_state.current(), key_padding_mask)
         if out is not None:
@@ -110,7 +114,7 @@ class MixedSelfAttention(MultiheadAttention):
         ``(B, H, T, T)`` probability matrix, or None for the explicit path through :meth:`probabilities`.
 
         Called when no weights are asked for, nothing is recorded and no attention dropout is active
-        (dropout acts on the mixed distribution). This default runs :meth:`fused_branches` through
+        (dropout acts on the mixed distribution), unless :attr:`fused_dropout`. This default runs :meth:`fused_branches` through
         torch's fused attention: ``sum_b w_b (softmax(S + M_b) V) = (sum_b w_b softmax(S + M_b)) V``
         when each ``w_b`` is one value per query; on a CPU, up to :attr:`one_score_cpu_max_length` tokens,
         through :func:`branch_softmax_attention` instead.

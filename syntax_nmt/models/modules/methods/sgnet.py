@@ -4,9 +4,12 @@
 
 from dataclasses import dataclass, field
 
+import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from torch import Tensor
 
 from syntax_nmt.models.modules.methods.base import SyntaxMethod, register_syntax_method
+from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, masked_softmax
 from syntax_nmt.models.modules.methods.sgnet_layer import (LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer,
                                                            sgnet_layer_config)
 from syntax_nmt.models.modules.methods.sgnet_masks import sdoi_attention_mask, sdoi_mask
@@ -45,15 +48,51 @@ class SGNetConfig(FairseqDataclass):
     )
 
 
+def sdoi_allowed(ctx, convention: str) -> Tensor:
+    """The batch's bool ``(B, T, T)`` SDOI (:func:`~syntax_nmt.models.modules.methods.sgnet_masks.sdoi_mask`), once per
+    batch: with ``shared`` from the context's word tree."""
+    key = ("sdoi", convention)
+    if convention == "shared":
+        return ctx.cached(key, lambda: expand_word_matrix(ctx.tree.ancestor, ctx.tree.word_index))
+    return ctx.cached(key, lambda: sdoi_mask(ctx.heads, ctx.word_start, ctx.special, "first"))
+
+
+class SDOIAttention(MixedSelfAttention):
+    """The SG layer's self-attention (eq. 7-8, blocked keys excluded): every head attends within the SDOI, read as
+    one additive ``(B, 1, T, T)`` mask made once per batch from the context, shared by the heads; one call of torch's
+    fused attention (with the attention dropout inside), no per-head ``(B * H, T, T)`` mask. fairseq's own layer,
+    which SG-Net's used before, takes a ``(B * H, T, T)`` float mask and rewrites it at every call. Same parameters
+    (``q_proj`` ... ``out_proj``) and initialisation as fairseq's ``MultiheadAttention``, so checkpoints load as
+    before. The SG layer (:class:`SGNetLayer`) records the analysis maps; this module records nothing."""
+
+    fused_dropout = True
+
+    def __init__(self, embed_dim, num_heads, dropout, state, convention: str = "shared", **kwargs):
+        super().__init__(embed_dim, num_heads, dropout, state, **kwargs)
+        self.convention = convention
+        self.record = None  # not a recording module: the SG layer records
+
+    def _mask(self, ctx, dtype) -> Tensor:
+        return ctx.additive(("sdoi", self.convention), lambda: sdoi_allowed(ctx, self.convention), dtype).unsqueeze(1)
+
+    def fused_attention(self, q, k, v, x, ctx, key_padding_mask):
+        p = self.dropout_module.p if self.training else 0.0
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self._mask(ctx, q.dtype),
+                                                                dropout_p=p, scale=1.0)
+
+    def probabilities(self, scores, x, ctx, key_padding_mask):
+        return masked_softmax(scores, self._mask(ctx, torch.float32))
+
+
 class SGNetModule(SGNetLayer):
-    """:class:`SGNetLayer` reading its mask from the batch's syntax context."""
+    """:class:`SGNetLayer` reading its mask from the batch's syntax context: its layer's self-attention is an
+    :class:`SDOIAttention` (with a plain fairseq layer, the ``(B * H, T, T)`` mask of :func:`sdoi_attention_mask`,
+    cached per batch)."""
 
     def forward(self, x, ctx):
-        key = ("sdoi", self.convention)
-        if self.convention == "shared":  # sdoi_mask from the batch's word tree
-            allowed = ctx.cached(key, lambda: expand_word_matrix(ctx.tree.ancestor, ctx.tree.word_index))
-        else:
-            allowed = ctx.cached(key, lambda: sdoi_mask(ctx.heads, ctx.word_start, ctx.special, "first"))
+        allowed = sdoi_allowed(ctx, self.convention)
+        if hasattr(self.layer, "forward_with_context"):
+            return super().forward(x, allowed, ctx.special, ctx=ctx)
         mask = ctx.cached(("sdoi_attn_mask", self.convention, self.num_heads, x.dtype),
                           lambda: sdoi_attention_mask(allowed, self.num_heads, x.dtype))
         return super().forward(x, allowed, ctx.special, attn_mask=mask)
@@ -87,8 +126,11 @@ class SGNet(SyntaxMethod):
         # SGNetLayer recomputes the layer itself (checkpoint= below); fairseq's checkpoint_wrapper
         # on the same layer would recompute it a second time
         layer_cfg.checkpoint_activations = False
+        attention = (lambda dim, c: SDOIAttention(dim, c.encoder.attention_heads, c.attention_dropout, state,
+                                                  convention=cfg.sgnet_subword, q_noise=c.quant_noise.pq,
+                                                  qn_block_size=c.quant_noise.pq_block_size))
         return SGNetModule(
-            encoder.build_plain_encoder_layer(layer_cfg),
+            encoder.build_syntax_encoder_layer(layer_cfg, attention),
             num_heads=cfg.encoder.attention_heads,
             alpha=cfg.sgnet_alpha,
             learn_alpha=cfg.sgnet_learn_alpha,

@@ -116,7 +116,8 @@ class SGNetLayer(nn.Module):
         self.record = False
         self.recorded = None
 
-    def forward(self, x: Tensor, allowed: Tensor, special: Tensor, attn_mask: Optional[Tensor] = None) -> Tensor:
+    def forward(self, x: Tensor, allowed: Tensor, special: Tensor, attn_mask: Optional[Tensor] = None,
+                ctx=None) -> Tensor:
         """
         Args:
             x (Tensor): encoder output ``H`` of shape ``(src_len, batch, dim)``.
@@ -124,7 +125,11 @@ class SGNetLayer(nn.Module):
                 e.g. from :func:`~syntax_nmt.models.modules.methods.sgnet_masks.sdoi_mask`.
             special (Tensor): bool ``(batch, src_len)``, pad/EOS/BOS positions.
             attn_mask (Tensor, optional): ``allowed`` as :func:`sdoi_attention_mask` gives it for
-                ``x.dtype`` and this layer's heads (e.g. cached once per batch); built here if None.
+                ``x.dtype`` and this layer's heads (e.g. cached once per batch); built here if None. Not used
+                with ``ctx``.
+            ctx (SyntaxContext, optional): the batch's context, for a layer whose self-attention reads its mask
+                there (a :class:`~syntax_nmt.models.modules.syntax_transformer_encoder.SyntaxEncoderLayer`, e.g. with
+                :class:`~syntax_nmt.models.modules.methods.sgnet.SDOIAttention`): the layer is called with it.
 
         Returns:
             ``H_bar`` of shape ``(src_len, batch, dim)``.
@@ -133,7 +138,7 @@ class SGNetLayer(nn.Module):
             B, T, _ = allowed.shape
             blocked = (~allowed).unsqueeze(1).expand(B, self.num_heads, T, T).reshape(B * self.num_heads, T, T)
             self._record(x, blocked, allowed)
-        if attn_mask is None:
+        if ctx is None and attn_mask is None:
             attn_mask = sdoi_attention_mask(allowed, self.num_heads, x.dtype)
         # The SDOI already excludes pads from every row (pad rows see only themselves), so no
         # key padding mask is passed: with one float mask and need_weights=False, fairseq's layer
@@ -141,14 +146,16 @@ class SGNetLayer(nn.Module):
         # and avoids torch's "mismatched key_padding_mask and attn_mask" deprecation warning.
         if self.checkpoint and self.training and torch.is_grad_enabled():
             # same RNG state in the recomputation (dropout), so results are identical
-            h_syntax = torch.utils.checkpoint.checkpoint(self._syntax_states, x, attn_mask, use_reentrant=False)
+            h_syntax = torch.utils.checkpoint.checkpoint(self._syntax_states, x, attn_mask, ctx, use_reentrant=False)
         else:
-            h_syntax = self._syntax_states(x, attn_mask)
+            h_syntax = self._syntax_states(x, attn_mask, ctx)
         out = self.aggregate(x, h_syntax)
         keep = (special.transpose(0, 1) & self.keep_specials).unsqueeze(-1)  # T x B x 1
         return torch.where(keep, x, out)
 
-    def _syntax_states(self, x: Tensor, attn_mask: Tensor) -> Tensor:
+    def _syntax_states(self, x: Tensor, attn_mask: Optional[Tensor], ctx=None) -> Tensor:
+        if ctx is not None:
+            return self.layer.forward_with_context(x, None, None, ctx)
         h = self.layer(x, encoder_padding_mask=None, attn_mask=attn_mask)
         return h[0] if isinstance(h, tuple) else h
 
@@ -156,8 +163,8 @@ class SGNetLayer(nn.Module):
     def _record(self, x: Tensor, blocked: Tensor, allowed: Tensor) -> None:
         """Store the per-head SDOI attention probabilities ``(B, H, T, T)`` and the mask.
 
-        Computed from the layer's own projections: fairseq's ``MultiheadAttention`` takes torch's
-        fused path here, which returns head-averaged weights whatever ``need_head_weights`` says.
+        Computed from the layer's own projections (its attention takes torch's fused path, which returns no
+        per-head weights), with the blocked keys at fairseq's layer's value: zero weight, as in the layer.
         """
         layer = self.layer
         attn = layer.self_attn
