@@ -8,7 +8,11 @@ options in its ``loss_config``, which this criterion's options include). Today:
 * ``lisa`` (:class:`~syntax_nmt.models.modules.methods.lisa.LisaLoss`): LISA's parse head against each
   token's parent (``--lisa-loss-weight``);
 * ``dp`` and ``hp`` (:mod:`~syntax_nmt.models.modules.methods.seprem`): SEPREM's dependency distance
-  prediction and head prediction (``--dp-loss-weight``, ``--hp-loss-weight``).
+  prediction and head prediction (``--dp-loss-weight``, ``--hp-loss-weight``);
+
+and, on the target side, the cross-entropy of each target factor the decoder predicts (the task's
+``--target-factors``; :mod:`~syntax_nmt.models.modules.target_factors`) over the real target tokens,
+``--target-factor-loss-weight`` (default 1, Sockeye's), logged as ``factor_NAME_loss`` / ``factor_NAME_acc``.
 
 Each auxiliary loss is the mean negative log-likelihood over the items it covers (real tokens,
 sampled pairs, real words); it enters the loss as ``weight * mean * sample_size``, so that after
@@ -24,6 +28,7 @@ import math
 from types import SimpleNamespace
 from typing import Dict, Tuple
 
+import torch
 from fairseq import utils
 from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (
@@ -35,6 +40,7 @@ from omegaconf import II
 from torch import Tensor
 
 from syntax_nmt.models.modules.methods import base as methods
+from syntax_nmt.models.modules.target_factors import FACTOR_LOGITS
 from syntax_nmt.registry import compose_config
 
 logger = logging.getLogger(__name__)
@@ -46,7 +52,10 @@ def syntax_criterion_config() -> type:
     return compose_config(
         "LabelSmoothedCrossEntropyWithSyntaxConfig", LabelSmoothedCrossEntropyCriterionConfig,
         [(f"method {m.name}", m.loss_config) for m in methods.registered_methods().values() if m.loss_config],
-        [("encoder_embed_dim", int, dataclasses.field(default=II("model.encoder_embed_dim")))],
+        [("encoder_embed_dim", int, dataclasses.field(default=II("model.encoder_embed_dim"))),
+         ("target_factor_loss_weight", float, dataclasses.field(
+             default=1.0, metadata={"help": "weight of each target factor's cross-entropy (the task's "
+                                    "--target-factors), per target token like the translation loss"}))],
     )
 
 
@@ -70,8 +79,10 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
     """
 
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
-                 encoder_embed_dim=512, **loss_options):
+                 encoder_embed_dim=512, target_factor_loss_weight=1.0, **loss_options):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
+        methods.check_weight("--target-factor-loss-weight", target_factor_loss_weight)
+        self.factor_weight = float(target_factor_loss_weight)
         unknown = sorted(set(loss_options) - _loss_option_names())
         if unknown:
             raise TypeError(f"unknown syntax loss options {unknown}")
@@ -113,7 +124,8 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
         """fairseq's hook: the base options by name, and every loss option the config has."""
         loss_options = {n: getattr(cfg, n) for n in _loss_option_names() if hasattr(cfg, n)}
         return cls(task, cfg.sentence_avg, cfg.label_smoothing, getattr(cfg, "ignore_prefix_size", 0),
-                   getattr(cfg, "report_accuracy", False), encoder_embed_dim=cfg.encoder_embed_dim, **loss_options)
+                   getattr(cfg, "report_accuracy", False), encoder_embed_dim=cfg.encoder_embed_dim,
+                   target_factor_loss_weight=getattr(cfg, "target_factor_loss_weight", 1.0), **loss_options)
 
     # -- fairseq hooks ----------------------------------------------------------------------
     def forward(self, model, sample, reduce=True):
@@ -129,6 +141,7 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
         if not reduce:  # per-token losses: the syntax losses are per source token/pair, not added
             return loss, nll_loss
         terms = self.syntax_terms(net_output)
+        terms.update(self.factor_terms(net_output, sample))
         if terms:
             sample_size = sample["target"].size(0) if self.sentence_avg else sample["ntokens"]
             for name, (weight, nll_sum, count, correct) in terms.items():
@@ -159,7 +172,9 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
         super().reduce_metrics(logging_outputs)
-        for name in (loss.name for loss in methods.aux_losses()):
+        factors = sorted({k[: -len("_count")] for log in logging_outputs for k in log
+                          if k.startswith("factor_") and k.endswith("_count")})
+        for name in [*(loss.name for loss in methods.aux_losses()), *factors]:
             count = utils.item(sum(log.get(f"{name}_count", 0) for log in logging_outputs))
             if count > 0:
                 nll = utils.item(sum(log.get(f"{name}_loss", 0) for log in logging_outputs))
@@ -168,6 +183,28 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
                 metrics.log_scalar(f"{name}_acc", 100.0 * correct / count, count, round=2)
 
     # -- the syntax losses --------------------------------------------------------------------
+    def factor_terms(self, net_output, sample) -> Dict[str, Tuple[float, Tensor, Tensor, Tensor]]:
+        """``factor_NAME`` -> ``(weight, nll_sum, count, n_correct)`` of each target factor the decoder predicts,
+        over the target's real tokens (EOS included, as the translation loss counts it)."""
+        extra = net_output[1] if len(net_output) > 1 and isinstance(net_output[1], dict) else {}
+        logits = extra.get(FACTOR_LOGITS)
+        if not logits or self.factor_weight == 0:
+            return {}
+        targets = sample.get("target_factors")
+        if targets is None:
+            raise ValueError("the model predicts target factors but the batch has none: train with the task's "
+                             "--target-factors on data binarized with --target-streams")
+        real = sample["target"].ne(self.padding_idx)
+        terms = {}
+        for name, scores in logits.items():
+            logp = torch.log_softmax(scores.float(), dim=-1)
+            gold = targets[name]
+            nll = -logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1)
+            correct = (logp.argmax(-1) == gold) & real
+            terms[f"factor_{name}"] = (self.factor_weight, nll.masked_fill(~real, 0).sum(), real.sum(),
+                                       correct.sum())
+        return terms
+
     def syntax_terms(self, net_output) -> Dict[str, Tuple[float, Tensor, Tensor, Tensor]]:
         """name -> ``(weight, nll_sum, count, n_correct)`` of each active syntax loss.
 

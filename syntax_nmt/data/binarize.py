@@ -38,9 +38,12 @@ from syntax_nmt.constants import DATA_SETTINGS_FILE
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     STREAMS,
+    TARGET_PREFIX,
     parse_stream_list,
+    parse_target_streams,
     stream_data_prefix,
     stream_dict_path,
+    target_stream,
 )
 
 from syntax_nmt.annotation_settings import AnnotationSettings, check_compatible, settings_path
@@ -78,6 +81,14 @@ def get_parser():
         default=None,
         help="reuse dict.{stream}.txt from this directory (default: the directory of --srcdict if given, "
         "else build the dictionaries from the training streams)",
+    )
+    group.add_argument(
+        "--target-streams",
+        default="",
+        help="comma-separated tag streams of the target to binarize (pos,case,subword,dep; default: none), for "
+        "--target-factors: {prefix}.tgt.{stream}, written by syntax-nmt-annotate run on the target text with "
+        "--output-prefix {prefix}.tgt (its subwords, {prefix}.tgt.{target-lang}, must equal {prefix}.{target-lang} "
+        "line for line); stored as {split}.{src}-{tgt}.tgt.{stream} with dict.tgt.{stream}.txt",
     )
     return parser
 
@@ -123,11 +134,13 @@ def binarize_heads(input_file: str, output_prefix: str, impl: str = "mmap") -> i
 
 
 def check_stream_sizes(data_path: str, split: str, src: str, tgt: str, streams: List[str], impl: str,
-                       text_prefix: Optional[str] = None) -> None:
-    """Raise :class:`StreamMismatchError` unless every stream has the source's per-sentence lengths."""
+                       text_prefix: Optional[str] = None, side: str = "source") -> None:
+    """Raise :class:`StreamMismatchError` unless every stream has the per-sentence lengths of the source (or, with
+    ``side="target"``, of the target)."""
     from fairseq.data import indexed_dataset
 
-    src_ds = indexed_dataset.make_dataset(os.path.join(data_path, f"{split}.{src}-{tgt}.{src}"), impl=impl)
+    lang = src if side == "source" else tgt
+    src_ds = indexed_dataset.make_dataset(os.path.join(data_path, f"{split}.{src}-{tgt}.{lang}"), impl=impl)
     for stream in streams:
         ds = indexed_dataset.make_dataset(stream_data_prefix(data_path, split, src, tgt, stream), impl=impl)
         where = f"{text_prefix}.{stream}" if text_prefix else f"split {split!r}"
@@ -135,14 +148,14 @@ def check_stream_sizes(data_path: str, split: str, src: str, tgt: str, streams: 
             raise StreamMismatchError(f"stream {stream!r} of split {split!r} is missing in {data_path}")
         if len(ds) != len(src_ds):
             raise StreamMismatchError(
-                f"{where}: stream {stream!r} of split {split!r} has {len(ds)} lines, the source has {len(src_ds)}"
+                f"{where}: stream {stream!r} of split {split!r} has {len(ds)} lines, the {side} has {len(src_ds)}"
             )
         bad = np.nonzero(np.asarray(ds.sizes) != np.asarray(src_ds.sizes))[0]
         if len(bad):
             i = int(bad[0])
             raise StreamMismatchError(
                 f"{where}:{i + 1}: stream {stream!r} of split {split!r} has {ds.sizes[i] - 1} tokens, "
-                f"the source line has {src_ds.sizes[i] - 1} ({len(bad)} mismatching lines in all)"
+                f"the {side} line has {src_ds.sizes[i] - 1} ({len(bad)} mismatching lines in all)"
             )
 
 
@@ -217,6 +230,51 @@ def check_text(splits: List[tuple], src: str, tgt: Optional[str], streams: List[
             raise StreamMismatchError(f"{prefix}: invalid UTF-8 in a text file of split {split!r} ({e.reason})") from None
         finally:
             for f in files.values():
+                f.close()
+
+
+def check_target_streams(splits: List[tuple], tgt: str, streams: List[str]) -> None:
+    """Check the target streams before anything is written: the target annotation's subwords
+    ``{prefix}.tgt.{tgt}`` are the target ``{prefix}.{tgt}`` line for line, and every stream line has as many
+    fields as the target line.
+
+    Raises:
+        StreamMismatchError: naming the file and line.
+        FileNotFoundError: naming a missing file.
+    """
+    for prefix, split in splits:
+        text = f"{prefix}.{tgt}"
+        names = [f"{prefix}.{target_stream(tgt)}"] + [f"{prefix}.{target_stream(s)}" for s in streams]
+        for path in names:
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path} (target streams of split {split!r}) does not exist: annotate the "
+                                        f"target with syntax-nmt-annotate --output-prefix {prefix}.{TARGET_PREFIX}")
+        files = [open(path, encoding="utf-8") for path in names]
+        try:
+            with open(text, encoding="utf-8") as ftext:
+                lineno = 0
+                for lineno, line in enumerate(ftext, 1):
+                    tokens = line.split()
+                    for path, f in zip(names, files):
+                        other = f.readline()
+                        if not other:
+                            raise StreamMismatchError(f"{path} has {lineno - 1} lines, {text} has more")
+                        if path == names[0]:
+                            if other.split() != tokens:
+                                raise StreamMismatchError(
+                                    f"{path}:{lineno}: the target annotation's subwords differ from {text}:{lineno} "
+                                    f"(annotate the same target text with the same subword model and settings)")
+                        elif len(other.split()) != len(tokens):
+                            raise StreamMismatchError(f"{path}:{lineno}: {len(other.split())} fields, but the target "
+                                                      f"line {text}:{lineno} has {len(tokens)} tokens")
+            for path, f in zip(names, files):
+                if f.readline():
+                    raise StreamMismatchError(f"{path} has more lines than {text} ({lineno})")
+        except UnicodeDecodeError as e:
+            raise StreamMismatchError(f"{prefix}: invalid UTF-8 in a target stream of split {split!r} "
+                                      f"({e.reason})") from None
+        finally:
+            for f in files:
                 f.close()
 
 
@@ -323,6 +381,9 @@ def main(args: Namespace) -> None:
     ``--destdir`` and move the files into place at the end: a failure leaves nothing behind."""
     start = time.time()
     streams = resolve_streams(args)
+    target_streams = parse_target_streams(args.target_streams)
+    if target_streams and args.only_source:
+        raise ValueError("--target-streams needs the target: drop --only-source")
     splits = _prefixes(args)
     for prefix, split in splits:  # fail before any work if a stream file is missing
         for s in streams:
@@ -335,32 +396,36 @@ def main(args: Namespace) -> None:
                 raise FileNotFoundError(f"--streamdict-dir {streamdict_dir} has no dictionary for stream {s!r} "
                                         f"({stream_dict_path(streamdict_dir, s)})")
     settings = annotation_settings(splits)
-    check_destination(args, splits, streams, settings)
+    check_destination(args, splits, streams + [target_stream(s) for s in target_streams], settings)
     check_text(splits, args.source_lang, None if args.only_source else args.target_lang, streams)
+    if target_streams:
+        check_target_streams(splits, args.target_lang, target_streams)
 
     dest = args.destdir
     parent = os.path.dirname(os.path.abspath(dest))
     os.makedirs(parent, exist_ok=True)
     stage = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(dest))}.binarize-", dir=parent)
     try:
-        _binarize(Namespace(**{**vars(args), "destdir": stage}), splits, streams, streamdict_dir, settings)
+        _binarize(Namespace(**{**vars(args), "destdir": stage}), splits, streams, streamdict_dir, settings,
+                  target_streams)
         publish(stage, dest, settings)
     finally:
         _close_logs_under(stage)
         shutil.rmtree(stage, ignore_errors=True)
-    logger.info("binarized streams %s for splits %s in %.1fs -> %s", ",".join(streams) or "(none)",
+    logger.info("binarized streams %s for splits %s in %.1fs -> %s",
+                ",".join(streams + [target_stream(s) for s in target_streams]) or "(none)",
                 ",".join(s for _, s in splits), time.time() - start, dest)
 
 
 def _binarize(args: Namespace, splits: List[tuple], streams: List[str], streamdict_dir: Optional[str],
-              settings: Optional[AnnotationSettings]) -> None:
+              settings: Optional[AnnotationSettings], target_streams: List[str] = ()) -> None:
     """Binarize text and streams into ``args.destdir`` (checked beforehand by :func:`main`)."""
     from fairseq.data import Dictionary
     from fairseq_cli import preprocess
 
     preprocess.main(args)  # subword text: fairseq's own preprocessing
 
-    for stream in streams:
+    for stream in streams + [target_stream(s) for s in target_streams]:
         if stream == HEAD_STREAM:
             for prefix, split in splits:
                 binarize_heads(f"{prefix}.{stream}",
@@ -382,6 +447,9 @@ def _binarize(args: Namespace, splits: List[tuple], streams: List[str], streamdi
     for prefix, split in splits:
         check_stream_sizes(args.destdir, split, args.source_lang, args.target_lang, streams, args.dataset_impl,
                            text_prefix=prefix)
+        check_stream_sizes(args.destdir, split, args.source_lang, args.target_lang,
+                           [target_stream(s) for s in target_streams], args.dataset_impl, text_prefix=prefix,
+                           side="target")
     if settings is not None:
         settings.write(os.path.join(args.destdir, DATA_SETTINGS_FILE))
 

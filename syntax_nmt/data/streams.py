@@ -1,10 +1,16 @@
-"""Names and file layout of the per-token source streams (no fairseq import).
+"""Names and file layout of the per-token source streams, and of the target's tag streams (no fairseq import).
 
 The one list of stream names (:data:`STREAMS`) for the annotator, the binarizer, the task and
 the model. Text streams sit beside the subword source file written by ``syntax-nmt-annotate``
 (``{prefix}.{stream}``); binarized ones sit beside fairseq's own data
 (``{destdir}/{split}.{src}-{tgt}.{stream}.{bin,idx}``, tag dictionaries in
 ``{destdir}/dict.{stream}.txt``). Heads are stored as raw integer offsets.
+
+Target streams (the target parsed by a parser of its own, for target factors and interleaved target tags) are
+the tag streams of the target subwords: ``{prefix}.tgt.{stream}`` beside the target text, written by
+``syntax-nmt-annotate`` run on the target with ``--output-prefix {prefix}.tgt`` (which also writes the target's
+subwords, ``{prefix}.tgt.{tgt_lang}``, checked to equal ``{prefix}.{tgt_lang}``); binarized as
+``{destdir}/{split}.{src}-{tgt}.tgt.{stream}`` with ``dict.tgt.{stream}.txt``.
 """
 
 import os
@@ -20,6 +26,24 @@ HEAD_STREAM = "head"
 TAG_STREAMS = tuple(s for s in STREAMS if s != HEAD_STREAM)
 #: Value stored for EOS/BOS/pad positions of the head stream (each points to itself).
 SPECIAL_HEAD = 0
+
+
+#: Prefix of the target's streams in file names (``{prefix}.tgt.pos``, ``dict.tgt.pos.txt``).
+TARGET_PREFIX = "tgt"
+
+
+def target_stream(name: str) -> str:
+    """The file-name stream of target tag stream ``name`` (``pos`` -> ``tgt.pos``)."""
+    return f"{TARGET_PREFIX}.{name}"
+
+
+def parse_target_streams(value) -> List[str]:
+    """Target tag streams (``"pos,dep"``): validated, ordered, de-duplicated; heads are not a target stream."""
+    names = parse_stream_list(value)
+    bad = [n for n in names if n not in TAG_STREAMS]
+    if bad:
+        raise ValueError(f"target streams are tag streams ({', '.join(TAG_STREAMS)}), not {', '.join(bad)}")
+    return names
 
 
 def parse_stream_list(value) -> List[str]:

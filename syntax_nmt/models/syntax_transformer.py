@@ -33,6 +33,7 @@ from syntax_nmt.models.modules.source_feature_embedding import (
 from syntax_nmt.models.modules.methods import build_methods, parse_methods, registered_methods
 from syntax_nmt.models.modules.methods.base import method_title
 from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
+from syntax_nmt.models.modules.target_factors import FactoredTransformerDecoder, parse_factor_dicts
 from syntax_nmt.registry import compose_config
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,12 @@ class SyntaxModelConfig(FairseqDataclass):
     )
     syntax_attention: str = field(
         default="none", metadata={"help": "syntax methods of the encoder (the list: --help)"},
+    )
+    target_factor_input: bool = field(
+        default=False,
+        metadata={"help": "with the task's --target-factors: embed the previous target token's factors and add them "
+                  "to its embedding at the decoder input (Sockeye's target factor input); decoding feeds each "
+                  "hypothesis's own predictions"},
     )
 
 
@@ -259,14 +266,33 @@ class SyntaxTransformerModel(TransformerModel):
             )
         return SyntaxTransformerEncoder(cfg, src_dict, embed_tokens)
 
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        """fairseq's decoder, or with target factors (the task's ``--target-factors``, recorded in the model's
+        arguments as ``target_factor_dicts``) a :class:`FactoredTransformerDecoder`."""
+        sizes = parse_factor_dicts(getattr(args, "target_factor_dicts", None))
+        if not sizes:
+            return super().build_decoder(args, tgt_dict, embed_tokens)
+        return FactoredTransformerDecoder(args, tgt_dict, embed_tokens, sizes,
+                                          factor_input=bool(getattr(args, "target_factor_input", False)),
+                                          no_encoder_attn=getattr(args, "no_cross_attention", False))
+
+    @property
+    def target_factors(self) -> List[str]:
+        """The target factors the decoder predicts (empty: none)."""
+        return list(getattr(self.decoder, "factor_names", []))
+
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer: Optional[int] = None,
-                alignment_heads: Optional[int] = None, src_streams=None):
-        """fairseq's, plus ``src_streams``; with syntax methods the decoder's extra dict also holds
-        ``"encoder_out"`` (the encoder output with its ``"syntax"`` context) for the syntax losses of
-        the criterion ``label_smoothed_cross_entropy_with_syntax``."""
+                alignment_heads: Optional[int] = None, src_streams=None, prev_output_factors=None):
+        """fairseq's, plus ``src_streams`` and, for target factors, ``prev_output_factors``; with syntax methods the
+        decoder's extra dict also holds ``"encoder_out"`` (the encoder output with its ``"syntax"`` context) for the
+        syntax losses of the criterion ``label_smoothed_cross_entropy_with_syntax``, with target factors
+        ``"factor_logits"``."""
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens,
                                    src_streams=src_streams)
+        factors = {} if prev_output_factors is None or not self.target_factors else {
+            "prev_output_factors": prev_output_factors}
         decoder_out = self.decoder(
             prev_output_tokens,
             encoder_out=encoder_out,
@@ -275,6 +301,7 @@ class SyntaxTransformerModel(TransformerModel):
             alignment_heads=alignment_heads,
             src_lengths=src_lengths,
             return_all_hiddens=return_all_hiddens,
+            **factors,
         )
         if "syntax" in encoder_out:
             decoder_out[1]["encoder_out"] = encoder_out
@@ -289,6 +316,7 @@ def syntax_base_architecture(args):
     args.feature_embed_dims = getattr(args, "feature_embed_dims", "")
     args.feature_combine = getattr(args, "feature_combine", "concat")
     args.syntax_attention = getattr(args, "syntax_attention", "none")
+    args.target_factor_input = getattr(args, "target_factor_input", False)
     for method in registered_methods().values():
         for name, value in method.legacy_args.items():
             if not hasattr(args, name):  # the saved args of a checkpoint trained before the option

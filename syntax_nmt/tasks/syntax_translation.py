@@ -38,9 +38,11 @@ from syntax_nmt.data.streams import (
     STREAMS,
     TAG_STREAMS,
     parse_stream_list,
+    parse_target_streams,
     stream_data_prefix,
     stream_dict_path,
     streams_in_dir,
+    target_stream,
 )
 from syntax_nmt.models.syntax_transformer import ModelOptionError
 from syntax_nmt.tasks import raw_inference
@@ -66,6 +68,14 @@ class SyntaxTranslationConfig(TranslationConfig):
             "training, every stream binarized in the data directory (the model records the ones it uses); "
             "when generating, the streams the checkpoint was trained with"
         },
+    )
+    target_factors: str = field(
+        default="",
+        metadata={"help": "target factors: comma-separated tag streams of the target (pos,case,subword,dep; "
+                  "binarized with syntax-nmt-binarize --target-streams) that the decoder predicts beside each "
+                  "target token (--arch syntax_transformer*; loss weight: --target-factor-loss-weight of the "
+                  "criterion label_smoothed_cross_entropy_with_syntax). Recorded in the checkpoint: generation "
+                  "prints each sentence's predicted factors as F-ID lines (after the factor's name)"},
     )
     source_prepend_bos: bool = field(
         default=False,
@@ -197,6 +207,11 @@ class SyntaxTranslationTask(TranslationTask):
         logger.info("source streams: %s", ", ".join(
             f"{n} ({len(self.stream_dicts[n])} types)" if n in self.stream_dicts else n for n in self.streams
         ) or "none")
+        #: target factors (names) and their dictionaries; their data is loaded when --target-factors is given
+        self.target_factors = parse_target_streams(cfg.target_factors) if cfg.target_factors else []
+        self.load_target_factors = bool(self.target_factors)
+        self.target_factor_dicts: Dict[str, Dictionary] = {}
+        self._load_factor_dicts(data_path, self.target_factors)
         self.data_annotation = raw_inference.data_settings(data_path)
         self.model_annotation: Optional[AnnotationSettings] = None  # what the loaded checkpoint(s) record
         self.max_source_tokens = cfg.max_source_positions
@@ -205,6 +220,44 @@ class SyntaxTranslationTask(TranslationTask):
         self._conllu_blocks = None
         self._last_inference_batch = None
         self._trained_methods: Optional[str] = None  # --syntax-attention of the model being trained
+
+    def _load_factor_dicts(self, data_path: str, names: List[str]) -> None:
+        for name in names:
+            path = stream_dict_path(data_path, target_stream(name))
+            if not os.path.exists(path):
+                raise StreamConfigError(f"target factor {name!r}: {path} does not exist (binarize with "
+                                        f"syntax-nmt-binarize --target-streams {name})")
+            self.target_factor_dicts[name] = Dictionary.load(path)
+
+    def factor_signature(self) -> str:
+        """``name:size:hash`` of each target factor's dictionary (recorded in checkpoints)."""
+        return ",".join(dictionary_signature(n, self.target_factor_dicts[n]) for n in self.target_factors)
+
+    def _adopt_target_factors(self, cfg, from_checkpoint: bool) -> None:
+        """Record ``--target-factors`` (the dictionaries' signatures) in the model's arguments when training; when
+        a checkpoint is loaded, take its factors (their dictionaries from the data directory, checked against the
+        recorded ones), so that generation prints them.
+
+        Raises:
+            StreamConfigError: another factor list than the checkpoint's, a dictionary that differs or is missing.
+        """
+        recorded = _get(cfg, "target_factor_dicts")
+        if not from_checkpoint:
+            _set(cfg, "target_factor_dicts", self.factor_signature())
+            return
+        names = list(parse_signatures(recorded))
+        if self.cfg.target_factors and names != self.target_factors:
+            raise StreamConfigError(f"--target-factors {','.join(self.target_factors)}: the checkpoint was trained "
+                                    f"with {','.join(names) or 'none'} (leave the option out when generating)")
+        self._load_factor_dicts(utils.split_paths(self.cfg.data)[0], [n for n in names if n not in
+                                                                      self.target_factor_dicts])
+        self.target_factors = names
+        current = parse_signatures(self.factor_signature())
+        for name, value in parse_signatures(recorded).items():
+            if current[name] != value:
+                raise StreamConfigError(f"the dictionary of target factor {name!r} differs from the one the checkpoint "
+                                        f"was trained with ({value[0]} types vs {current[name][0]}): use the training "
+                                        f"data's dict.{target_stream(name)}.txt")
 
     # -- the contract between data and model -------------------------------------------------
     def stream_signature(self, names: List[str]) -> str:
@@ -338,12 +391,22 @@ class SyntaxTranslationTask(TranslationTask):
             prepend_bos_src=self.src_dict.bos() if self.cfg.source_prepend_bos else None,
         )
         streams = {name: self._load_stream(data_path, split, name, combine) for name in self.streams}
+        factors = {name: self._load_stream(data_path, split, name, combine, side="target")
+                   for name in (self.target_factors if self.load_target_factors else [])}
         self.datasets[split] = StreamLanguagePairDataset(
-            pair, streams, {name: self._pad_value(name) for name in streams}
+            pair, streams, {name: self._pad_value(name) for name in streams}, target_streams=factors,
+            target_specials={n: (self.target_factor_dicts[n].pad(), self.target_factor_dicts[n].eos())
+                             for n in factors},
         )
 
-    def _load_stream(self, data_path: str, split: str, name: str, combine: bool):
+    def _load_stream(self, data_path: str, split: str, name: str, combine: bool, side: str = "source"):
+        """A stream of the source (or, ``side="target"``, the target factor ``name``), checked against the
+        source's (target's) sentence lengths, truncated like the source."""
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        target = side == "target"
+        dictionary = self.target_factor_dicts[name] if target else self.stream_dicts.get(name)
+        lang = tgt if target else src
+        file_name = target_stream(name) if target else name
         impl = self.cfg.dataset_impl
         shards = []
         for k in itertools.count():
@@ -355,22 +418,25 @@ class SyntaxTranslationTask(TranslationTask):
                     break
             if lang_pair is None:
                 break
-            prefix = stream_data_prefix(data_path, split_k, lang_pair[0], lang_pair[1], name)
-            ds = data_utils.load_indexed_dataset(prefix, self.stream_dicts.get(name), impl)
+            prefix = stream_data_prefix(data_path, split_k, lang_pair[0], lang_pair[1], file_name)
+            ds = data_utils.load_indexed_dataset(prefix, dictionary, impl)
+            what = f"target stream {name!r}" if target else f"stream {name!r}"
             if ds is None:
-                raise StreamConfigError(f"stream {name!r} of split {split_k!r} not found: {prefix}.{{bin,idx}}")
+                raise StreamConfigError(f"{what} of split {split_k!r} not found: {prefix}.{{bin,idx}}"
+                                        + (f" (binarize with --target-streams {name})" if target else ""))
             _check_complete(ds, prefix, name)
             src_ds = data_utils.load_indexed_dataset(
-                os.path.join(data_path, f"{split_k}.{lang_pair[0]}-{lang_pair[1]}.{src}"), self.src_dict, impl
+                os.path.join(data_path, f"{split_k}.{lang_pair[0]}-{lang_pair[1]}.{lang}"),
+                self.tgt_dict if target else self.src_dict, impl
             )
             if len(ds) != len(src_ds) or (ds.sizes != src_ds.sizes).any():
                 if len(ds) != len(src_ds):
-                    detail = f"{len(ds)} sentences, the source has {len(src_ds)}"
+                    detail = f"{len(ds)} sentences, the {side} has {len(src_ds)}"
                 else:
                     i = int((ds.sizes != src_ds.sizes).nonzero()[0][0])
-                    detail = f"sentence {i + 1} has {ds.sizes[i]} tokens, the source {src_ds.sizes[i]}"
-                raise StreamConfigError(f"stream {name!r} of split {split_k!r} ({prefix}) does not match the source: {detail}")
-            if self.cfg.truncate_source:
+                    detail = f"sentence {i + 1} has {ds.sizes[i]} tokens, the {side} {src_ds.sizes[i]}"
+                raise StreamConfigError(f"{what} of split {split_k!r} ({prefix}) does not match the {side}: {detail}")
+            if self.cfg.truncate_source and not target:
                 max_src = self.cfg.max_source_positions - int(bool(self.cfg.source_prepend_bos))
                 ds = TruncateSourceDataset(ds, max_src, src_ds, self.src_dict.eos())
             shards.append(ds)
@@ -384,7 +450,7 @@ class SyntaxTranslationTask(TranslationTask):
             ratios = [1] * len(shards)
             ratios[0] = self.cfg.upsample_primary
             ds = ConcatDataset(shards, ratios)
-        return self._wrap_stream(ds, name, truncate=False)
+        return ds if target else self._wrap_stream(ds, name, truncate=False)
 
     def _wrap_stream(self, ds, name: str, truncate: bool = True):
         """Truncate (``--truncate-source``) and prepend BOS (``--source-prepend-bos``) to a stream,
@@ -406,6 +472,7 @@ class SyntaxTranslationTask(TranslationTask):
         """
         self._record_source_prepend_bos(cfg, from_checkpoint)
         self._record_word_dictionaries(cfg, from_checkpoint)
+        self._adopt_target_factors(cfg, from_checkpoint)
         data_file = os.path.join(utils.split_paths(self.cfg.data)[0], DATA_SETTINGS_FILE)
         recorded = raw_inference.recorded_settings(cfg)
         if recorded is None and not from_checkpoint:
@@ -422,6 +489,9 @@ class SyntaxTranslationTask(TranslationTask):
                 raw_inference.check_agree(recorded, self.data_annotation, "the checkpoint", data_file)
             self.model_annotation = recorded
         model = super().build_model(cfg, from_checkpoint)
+        if self.target_factors and getattr(model, "target_factors", None) != self.target_factors:
+            raise StreamConfigError(f"--target-factors {','.join(self.target_factors)} needs a model that predicts "
+                                    f"them: --arch syntax_transformer* (got {type(model).__name__})")
         self._apply_source_truncation(cfg, model, from_checkpoint)
         if not from_checkpoint:
             self._trained_methods = _get(cfg, "syntax_attention")
@@ -592,8 +662,33 @@ class SyntaxTranslationTask(TranslationTask):
         net_input = sample["net_input"]
         if self.streams and "src_streams" not in net_input:
             raw_inference.restore_streams(net_input, self._last_inference_batch, self.streams)
-        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
-                                      constraints=constraints)
+        hypos = super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
+                                       constraints=constraints)
+        if self.target_factors and hypos and getattr(models[0], "target_factors", None):
+            self.print_factors(models[0], sample, hypos)
+        return hypos
+
+    def predict_factors(self, model, sample, hypos) -> List[Dict[str, List[str]]]:
+        """The target factors ``model`` predicts for each sentence's best hypothesis (name -> one tag per token,
+        EOS left out), as its decoding computed them
+        (:meth:`~syntax_nmt.models.modules.target_factors.FactoredTransformerDecoder.predict_factors`)."""
+        best = [h[0]["tokens"] for h in hypos]
+        tokens = data_utils.collate_tokens(best, self.tgt_dict.pad(), self.tgt_dict.eos())
+        encoder_out = model.encoder.forward_torchscript(sample["net_input"])
+        predicted = model.decoder.predict_factors(encoder_out, tokens.to(sample["net_input"]["src_tokens"].device))
+        out = []
+        for i, toks in enumerate(best):
+            n = len(toks) - 1  # the final EOS has no tag
+            out.append({name: [self.target_factor_dicts[name][int(k)] for k in predicted[name][i, :n].tolist()]
+                        for name in self.target_factors})
+        return out
+
+    def print_factors(self, model, sample, hypos) -> None:
+        """``F-ID<TAB>NAME<TAB>tags`` on standard output for each sentence's best hypothesis and factor: a line type
+        of its own, beside fairseq-generate's H-/D- lines (``grep ^H`` and sacreBLEU scoring ignore it)."""
+        for sid, factors in zip(sample["id"].tolist(), self.predict_factors(model, sample, hypos)):
+            for name, tags in factors.items():
+                print(f"F-{sid}\t{name}\t{' '.join(tags)}", flush=False)
 
     def _remember_batch(self, batch) -> None:
         self._last_inference_batch = batch

@@ -50,13 +50,18 @@ def random_sentence(rng: random.Random, vocab: List[str], max_roots: int = 1) ->
             out["head"].append(str(0 if heads[wi] < 0 else first[heads[wi]] - here))
             out["dep"].append("root" if heads[wi] < 0 else DEPS[len(words[heads[wi]]) % len(DEPS)])
     out["tgt"] = [w.lower() + "en" for w in reversed(words)]
+    # the target's own tags (target factors): each target word is a source word's, its POS that word's; target
+    # words are not split, so each is one piece (O)
+    out["tgt.pos"] = [POS[len(w) % len(POS)] for w in reversed(words)]
+    out["tgt.subword"] = ["O"] * len(words)
     return out
 
 
 def write_corpus(out_dir: str, sizes=None, seed: int = 0, src: str = "en", tgt: str = "de",
-                 max_roots: int = 1) -> Dict[str, str]:
+                 max_roots: int = 1, target_streams: bool = False) -> Dict[str, str]:
     """Write ``{split}.{en,de,pos,case,subword,head,dep}``; returns split -> prefix. ``max_roots > 1``: lines
-    whose parse has several trees (see :func:`random_sentence`)."""
+    whose parse has several trees (see :func:`random_sentence`). ``target_streams``: also the target's streams as
+    ``syntax-nmt-annotate -o {split}.tgt`` writes them (``{split}.tgt.{de,pos,subword}``)."""
     sizes = sizes or {"train": 200, "valid": 20, "test": 20}
     rng = random.Random(seed)
     vocab = ["haus", "baum", "katze", "hund", "garten", "sonne", "mond", "stern", "wasser", "feuer",
@@ -68,10 +73,14 @@ def write_corpus(out_dir: str, sizes=None, seed: int = 0, src: str = "en", tgt: 
         files = {k: open(f"{prefix}.{ext}", "w", encoding="utf-8")
                  for k, ext in (("src", src), ("tgt", tgt), ("pos", "pos"), ("case", "case"),
                                 ("subword", "subword"), ("head", "head"), ("dep", "dep"))}
+        if target_streams:
+            files.update({"tgt2": open(f"{prefix}.tgt.{tgt}", "w", encoding="utf-8"),
+                          "tgt.pos": open(f"{prefix}.tgt.pos", "w", encoding="utf-8"),
+                          "tgt.subword": open(f"{prefix}.tgt.subword", "w", encoding="utf-8")})
         for _ in range(n):
             s = random_sentence(rng, vocab, max_roots)
             for k, f in files.items():
-                f.write(" ".join(s[k]) + "\n")
+                f.write(" ".join(s["tgt" if k == "tgt2" else k]) + "\n")
         for f in files.values():
             f.close()
         prefixes[split] = prefix

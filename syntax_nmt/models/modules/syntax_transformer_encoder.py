@@ -179,6 +179,11 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         return SyntaxContext(streams["head"], word_start, self.special_positions(src_tokens),
                              src_tokens.eq(self.padding_idx))
 
+    def forward_non_torchscript(self, net_input: Dict[str, Tensor]):
+        """fairseq's (how its sequence generator calls the encoder: every ``net_input`` entry but the decoder's
+        ``prev_output_tokens``), leaving out the decoder's ``prev_output_factors`` too (target factors)."""
+        return super().forward_non_torchscript({k: v for k, v in net_input.items() if k != "prev_output_factors"})
+
     def forward(self, src_tokens, src_lengths: Optional[Tensor] = None, return_all_hiddens: bool = False,
                 token_embeddings: Optional[Tensor] = None, src_streams: Optional[Dict[str, Tensor]] = None):
         """Like fairseq's encoder, plus ``src_streams``: name -> ``(batch, src_len)`` LongTensor.

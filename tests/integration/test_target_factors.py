@@ -1,0 +1,305 @@
+"""Target factors (issue 36): the target's tag streams binarized beside it, predicted by the decoder beside each
+token, trained by the criterion, carried through beam search and printed by fairseq-generate.
+
+The contract of a syntax method, for target factors: with the factors off (no factor input, its embeddings at
+0) the translation is fairseq's stock transformer's; a batch gives every sentence what it gets alone (factor
+logits and losses); every parameter the factors add gets a gradient; incremental decoding feeds each hypothesis
+its own predictions, through the beam's reordering.
+"""
+
+import os
+import shutil
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from conftest import USER_DIR, build_task_and_model, run_cli
+from support.streamdata import write_corpus
+from syntax_nmt.data import binarize
+from syntax_nmt.data.heads import StreamMismatchError
+from syntax_nmt.models.modules.target_factors import FACTOR_LOGITS, FactoredTransformerDecoder
+
+CRITERION = ["--criterion", "label_smoothed_cross_entropy_with_syntax", "--label-smoothing", "0.1"]
+FACTORS = ["--target-factors", "pos", "--source-features", ""]
+
+
+def _binarize(corpus, dest, *extra):
+    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"],
+                       "--validpref", corpus["valid"], "--testpref", corpus["test"], "--destdir", dest,
+                       "--joined-dictionary", "--workers", "1", *extra])
+
+
+@pytest.fixture(scope="module")
+def factored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("factors")
+    corpus = write_corpus(str(root / "text"), sizes={"train": 80, "valid": 16, "test": 12}, seed=7,
+                          target_streams=True)
+    data = str(root / "data-bin")
+    _binarize(corpus, data, "--target-streams", "pos,subword")
+    return SimpleNamespace(data=data, corpus=corpus, root=root)
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.split() for line in f]
+
+
+def build(data, *extra):
+    task, model, cfg = build_task_and_model(data, *CRITERION, *FACTORS, *map(str, extra))
+    return task, model, task.build_criterion(cfg.criterion)
+
+
+def load(task, split="valid", ids=None):
+    task.load_dataset(split)
+    ds = task.dataset(split)
+    return ds.collater([ds[i] for i in (range(len(ds)) if ids is None else ids)])
+
+
+# -- data ----------------------------------------------------------------------------------------------------------
+def test_binarized_factors_are_the_target_tags_aligned_with_the_target(factored):
+    task, _, _ = build(factored.data)
+    sample = load(task)
+    d = task.target_factor_dicts["pos"]
+    target, factors = sample["target"], sample["target_factors"]["pos"]
+    prev, prev_factors = sample["net_input"]["prev_output_tokens"], sample["net_input"]["prev_output_factors"]["pos"]
+    assert factors.shape == target.shape and prev_factors.shape == prev.shape
+    pad = task.target_dictionary.pad()
+    assert torch.equal(factors.eq(d.pad()), target.eq(pad))  # padded like the target
+    assert torch.equal(prev_factors.eq(d.pad()), prev.eq(pad))
+    tags = _lines(factored.corpus["valid"] + ".tgt.pos")
+    words = _lines(factored.corpus["valid"] + ".de")
+    for b, sid in enumerate(sample["id"].tolist()):
+        n = len(words[sid])
+        assert [d[i] for i in factors[b, :n].tolist()] == tags[sid]
+        assert factors[b, n] == d.eos() and prev_factors[b, 0] == d.eos()  # EOS last, and first when shifted
+        assert torch.equal(prev_factors[b, 1:n + 1], factors[b, :n])
+
+
+def test_target_annotation_must_be_the_target_line_for_line(factored, tmp_path):
+    text = tmp_path / "text"
+    shutil.copytree(os.path.dirname(factored.corpus["train"]), text)
+    corpus = {k: str(text / os.path.basename(v)) for k, v in factored.corpus.items()}
+    with open(corpus["valid"] + ".tgt.de", encoding="utf-8") as f:
+        lines = f.readlines()
+    lines[3] = "x " + lines[3]  # the target annotation of line 4 has another token
+    with open(corpus["valid"] + ".tgt.de", "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    with pytest.raises(StreamMismatchError, match=r"valid\.tgt\.de:4: the target annotation's subwords differ"):
+        binarize.main(binarize.get_parser().parse_args(
+            ["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"], "--validpref",
+             corpus["valid"], "--destdir", str(tmp_path / "bin"), "--target-streams", "pos"]))
+    shutil.copy(factored.corpus["valid"] + ".tgt.de", corpus["valid"] + ".tgt.de")
+    with open(corpus["train"] + ".tgt.pos", encoding="utf-8") as f:
+        lines = f.readlines()
+    lines[6] = lines[6].rstrip("\n") + " NOUN\n"
+    with open(corpus["train"] + ".tgt.pos", "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    with pytest.raises(StreamMismatchError, match=r"train\.tgt\.pos:7: \d+ fields, but the target line"):
+        binarize.main(binarize.get_parser().parse_args(
+            ["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"], "--validpref",
+             corpus["valid"], "--destdir", str(tmp_path / "bin"), "--target-streams", "pos"]))
+    assert not (tmp_path / "bin").exists()  # nothing written
+
+
+# -- the contract --------------------------------------------------------------------------------------------------
+def test_factors_off_are_the_stock_transformer(factored):
+    """With factor input and its embeddings at 0, the translation is fairseq's transformer's with the same weights;
+    the factor embeddings, once non-zero, change it."""
+    torch.manual_seed(0)
+    task, model, _ = build(factored.data, "--target-factor-input")
+    assert isinstance(model.decoder, FactoredTransformerDecoder)
+    _, stock, _ = build_task_and_model(factored.data, arch="transformer_tiny", task="translation")
+    loaded = stock.load_state_dict(model.state_dict(), strict=False)
+    assert not loaded.missing_keys
+    assert sorted(loaded.unexpected_keys) == sorted(
+        k for k in model.state_dict() if ".factor_" in k)  # the factors' parameters, nothing else
+    model.eval(), stock.eval()
+    net = load(task)["net_input"]
+    with torch.no_grad():
+        for p in model.decoder.factor_embed.parameters():
+            p.zero_()
+        ref = stock(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])[0]
+        torch.testing.assert_close(model(**net)[0], ref, atol=1e-5, rtol=1e-5)
+        for p in model.decoder.factor_embed.parameters():
+            p.normal_()
+        assert (model(**net)[0] - ref).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("extra", [[], ["--target-factor-input"], ["--syntax-attention", "lisa"]],
+                         ids=["factors", "factor-input", "lisa+factors"])
+def test_a_batch_equals_its_sentences_one_by_one(factored, extra):
+    task, model, crit = build(factored.data, *extra)
+    model.eval(), crit.eval()
+
+    def run(sample):
+        with torch.no_grad():
+            out = model(**sample["net_input"])
+            terms = crit.factor_terms(out, sample)
+        real = sample["target"].ne(task.target_dictionary.pad())
+        logits = out[1][FACTOR_LOGITS]["pos"]
+        rows = {sid: logits[b][real[b]] for b, sid in enumerate(sample["id"].tolist())}
+        return rows, {k: tuple(float(x) for x in v[1:]) for k, v in terms.items()}
+
+    rows, terms = run(load(task))
+    n = len(task.dataset("valid"))
+    singles = [run(load(task, ids=[i])) for i in range(n)]
+    assert any(v.shape[0] > 2 for v in rows.values())
+    for sid in rows:
+        torch.testing.assert_close(rows[sid], singles[sid][0][sid], atol=1e-5, rtol=1e-5)
+    summed = [sum(s[1]["factor_pos"][k] for s in singles) for k in range(3)]
+    assert summed[1:] == list(terms["factor_pos"][1:])  # counts and correct predictions
+    assert abs(summed[0] - terms["factor_pos"][0]) < 1e-3
+    assert terms["factor_pos"][1] == sum(len(t) + 1 for t in _lines(factored.corpus["valid"] + ".de"))
+
+
+@pytest.mark.parametrize("extra", [["--target-factor-input"], ["--syntax-attention", "lisa"]],
+                         ids=["factor-input", "lisa+factors"])
+def test_gradients_reach_every_parameter_the_factors_add(factored, extra):
+    torch.manual_seed(0)
+    task, model, crit = build(factored.data, "--target-factors", "pos,subword", *extra)
+    new = {n: p for n, p in model.named_parameters() if ".factor_" in n}
+    assert any("factor_embed" in n for n in new) == ("--target-factor-input" in extra)
+    assert {n.split(".")[2] for n in new if "factor_out" in n} == {"pos", "subword"}
+    model.train(), crit.train()
+    loss, _, log = crit(model, load(task, "train", ids=range(40)))
+    loss.backward()
+    assert [n for n, p in new.items() if p.grad is None or not p.grad.abs().sum() > 0] == []
+    assert log["factor_pos_count"] > 0 and "factor_subword_loss" in log
+
+
+def test_the_factor_loss_is_its_cross_entropy_times_the_weight(factored):
+    task, model, _ = build(factored.data)
+    _, _, crit = build(factored.data, "--target-factor-loss-weight", "0.25")
+    _, _, off = build(factored.data, "--target-factor-loss-weight", "0")
+    model.eval(), crit.eval(), off.eval()
+    sample = load(task)
+    with torch.no_grad():
+        out = model(**sample["net_input"])
+        loss, _ = crit.compute_loss(model, out, sample)
+        base, _ = off.compute_loss(model, out, sample)
+    logp = torch.log_softmax(out[1][FACTOR_LOGITS]["pos"].float(), -1)
+    real = sample["target"].ne(task.target_dictionary.pad())
+    gold = sample["target_factors"]["pos"]
+    nll = sum(-float(logp[b, t, gold[b, t]]) for b in range(gold.size(0)) for t in range(gold.size(1)) if real[b, t])
+    # weight * mean * ntokens, and the count is the ntokens: weight * the summed cross-entropy
+    assert int(real.sum()) == sample["ntokens"]
+    torch.testing.assert_close(float(loss - base), 0.25 * nll, atol=1e-3, rtol=1e-5)
+
+
+# -- decoding ------------------------------------------------------------------------------------------------------
+def test_incremental_factors_are_the_teacher_forced_ones_with_its_own_predictions(factored):
+    """predict_factors feeds each step the factor it predicted at the step before: a teacher-forced pass given
+    those predictions (shifted) predicts them again."""
+    torch.manual_seed(1)
+    task, model, _ = build(factored.data, "--target-factor-input")
+    model.eval()
+    with torch.no_grad():
+        for p in [*model.decoder.factor_embed.parameters(), *model.decoder.factor_out.parameters()]:
+            p.normal_(0, 2.0)  # the inputs matter, and the predictions vary
+    sample = load(task)
+    net = sample["net_input"]
+    enc = model.encoder.forward_torchscript(net)
+    predicted = model.decoder.predict_factors(enc, sample["target"])["pos"]
+    eos = task.target_factor_dicts["pos"].eos()
+    shifted = torch.cat([torch.full_like(predicted[:, :1], eos), predicted[:, :-1]], dim=1)
+    prev = torch.cat([torch.full_like(sample["target"][:, :1], task.target_dictionary.eos()),
+                      sample["target"][:, :-1]], dim=1)
+    with torch.no_grad():
+        _, extra = model.decoder(prev, encoder_out=enc, prev_output_factors={"pos": shifted})
+    real = sample["target"].ne(task.target_dictionary.pad())
+    assert len(predicted[real].unique()) > 2
+    assert torch.equal(extra[FACTOR_LOGITS]["pos"].argmax(-1)[real], predicted[real])
+    _, data_fed = model.decoder(prev, encoder_out=enc, prev_output_factors={"pos": sample["target_factors"]["pos"]})
+    assert not torch.equal(data_fed[FACTOR_LOGITS]["pos"].argmax(-1)[real], predicted[real])  # not a tautology
+
+
+def test_beam_search_feeds_every_hypothesis_its_own_factors(factored):
+    """In fairseq's beam search, the factors a row embeds at step t are those its parent row (the beam's
+    reordering) predicted at step t - 1."""
+    from fairseq.sequence_generator import SequenceGenerator
+
+    torch.manual_seed(2)
+    task, model, _ = build(factored.data, "--target-factor-input")
+    model.eval()
+    with torch.no_grad():
+        for p in model.decoder.factor_embed.parameters():
+            p.normal_(0, 2.0)
+    dec = model.decoder
+    seen = []  # per step: (inputs, predictions), and the reorderings between steps
+    forward, reorder = dec.forward, dec.reorder_incremental_state
+
+    def spy_forward(*a, **kw):
+        out = forward(*a, **kw)
+        if kw.get("incremental_state") is not None:
+            inputs = dec._previous_factors(kw["incremental_state"], a[0])  # after the step: its predictions
+            seen.append(("step", out[1][FACTOR_LOGITS]["pos"][:, -1].argmax(-1)))
+        return out
+
+    def spy_reorder(state, order):
+        seen.append(("order", order.clone()))
+        return reorder(state, order)
+
+    inputs_seen = []
+    embed = dec._add_factor_embeddings
+
+    def spy_embed(module, args, out):
+        if dec._factor_in is not None:
+            inputs_seen.append(dec._factor_in["pos"][:, -1].clone())
+        return embed(module, args, out)
+
+    dec.forward, dec.reorder_incremental_state = spy_forward, spy_reorder
+    handle = next(iter(dec.embed_tokens._forward_hooks))
+    dec.embed_tokens._forward_hooks[handle] = spy_embed
+    gen = SequenceGenerator([model], task.target_dictionary, beam_size=3, max_len_b=20)
+    sample = load(task, ids=range(6))
+    with torch.no_grad():
+        gen.generate([model], sample)
+    steps = [v for k, v in seen if k == "step"]
+    assert len(inputs_seen) == len(steps) > 3
+    eos = task.target_factor_dicts["pos"].eos()
+    assert inputs_seen[0].eq(eos).all()
+    checked = 0
+    previous, order = steps[0], None
+    k = 1
+    for kind, value in seen[1:]:
+        if kind == "order":
+            order = value
+            continue
+        expected = previous if order is None else previous.index_select(0, order)
+        assert torch.equal(inputs_seen[k], expected), f"step {k}"
+        checked += int(order is not None and not torch.equal(order, torch.arange(len(order))))
+        previous, order, k = value, None, k + 1
+    assert checked > 0  # the beam reordered rows at some step
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("extra", [["--target-factor-input"], ["--syntax-attention", "lisa"]],
+                         ids=["factor-input", "lisa+factors"])
+def test_fairseq_train_and_generate_print_the_factors(factored, tmp_path, extra):
+    run_cli("fairseq-train", factored.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+            "--arch", "syntax_transformer_tiny", *CRITERION, *FACTORS, *extra, "--optimizer", "adam", "--lr", "3e-3",
+            "--max-tokens", "1500", "--max-update", "6", "--no-epoch-checkpoints", "--no-progress-bar",
+            "--save-dir", tmp_path / "ck", "--seed", "1")
+    proc = run_cli("fairseq-generate", factored.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                   "--path", tmp_path / "ck" / "checkpoint_last.pt", "--beam", "3", "--batch-size", "5",
+                   "--max-len-b", "12")
+    lines = proc.stdout.splitlines()
+    hyps = {int(l.split("\t")[0][2:]): l.split("\t")[2].split() for l in lines if l.startswith("H-")}
+    facts = {int(l.split("\t")[0][2:]): l.split("\t") for l in lines if l.startswith("F-")}
+    assert sorted(hyps) == sorted(facts) == list(range(12))  # every test sentence
+    d = set(open(os.path.join(factored.data, "dict.tgt.pos.txt"), encoding="utf-8").read().split()[::2])
+    for sid, (_, name, tags) in facts.items():
+        assert name == "pos" and len(tags.split()) == len(hyps[sid]) and set(tags.split()) <= d
+    # giving --target-factors other than the checkpoint's is refused, in one line
+    bad = run_cli("fairseq-generate", factored.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                  "--path", tmp_path / "ck" / "checkpoint_last.pt", "--target-factors", "subword", check=False)
+    assert bad.returncode == 2 and "the checkpoint was trained with pos" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_factors_need_a_model_that_predicts_them(factored):
+    from syntax_nmt.tasks.syntax_translation import StreamConfigError
+
+    with pytest.raises(StreamConfigError, match="needs a model that predicts them"):
+        build_task_and_model(factored.data, "--target-factors", "pos", arch="transformer_tiny")
