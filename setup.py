@@ -33,6 +33,7 @@ setup(
             "syntax-nmt-train-spacy = syntax_nmt.annotate.spacy_train:cli_main",
             "syntax-nmt-annotate = syntax_nmt.annotate.cli:cli_main",
             "syntax-nmt-binarize = syntax_nmt.data.binarize:cli_main",
+            "syntax-nmt-target-tags = syntax_nmt.annotate.target_tags:cli_main",
             "syntax-nmt-evaluate = syntax_nmt.evaluate:cli_main",
             "syntax-nmt-analyze = syntax_nmt.analyze.cli:cli_main",
         ]

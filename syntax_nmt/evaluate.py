@@ -79,6 +79,73 @@ def read_hypotheses(generate_log: str) -> List[str]:
     return [hyps[i] for i in range(len(hyps))]
 
 
+def read_factors(generate_log: str) -> Dict[str, Dict[int, List[str]]]:
+    """The target factors of a fairseq-generate log (``F-ID<TAB>NAME<TAB>tags`` lines, printed by the task
+    ``syntax_translation`` for models with ``--target-factors``): name -> sentence id -> one tag per word."""
+    out: Dict[str, Dict[int, List[str]]] = {}
+    with open(generate_log, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("F-"):
+                fields = line.rstrip("\n").split("\t")
+                tags = fields[2].split() if len(fields) > 2 else []
+                out.setdefault(fields[1], {}).setdefault(int(fields[0][2:]), tags)
+    return out
+
+
+#: what the parser gives for each factor ``syntax-nmt-evaluate factors`` can score
+PARSER_FACTORS = ("pos", "dep")
+
+
+def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
+                    strip_target_tags: bool = False) -> Dict[str, Dict]:
+    """Accuracy of the predicted target factors against a parser's tags of the hypotheses: each hypothesis's words
+    (fairseq-generate's ``--remove-bpe`` H line) parsed as given (spaCy, pre-tokenized, through the annotator's own
+    backend), each word's predicted tag (its F line) against the parser's (``pos``: UPOS or, with ``pos_tagset="xpos"``,
+    the language's tags; ``dep``: the dependency label, as ``syntax-nmt-annotate`` writes them). With
+    ``strip_target_tags`` the hypotheses hold interleaved tags (``syntax-nmt-target-tags``): the factor scored is
+    ``pos``, the tag before each word.
+
+    Returns:
+        factor name -> ``{"accuracy": percent, "words": n, "correct": k}``.
+
+    Raises:
+        ValueError: no factor to score, or a sentence whose tags are not one per word.
+    """
+    from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend
+    from syntax_nmt.annotate.target_tags import is_tag, strip
+
+    hyps = read_hypotheses(generate_log)
+    if strip_target_tags:
+        predicted = {"pos": {}}
+        for i, h in enumerate(hyps):
+            tokens, tags = h.split(), []
+            for k, t in enumerate(tokens):
+                if not is_tag(t):
+                    tags.append(tokens[k - 1][1:-1] if k > 0 and is_tag(tokens[k - 1]) else "_")
+            predicted["pos"][i] = tags
+        hyps = [strip(h) for h in hyps]
+    else:
+        predicted = {k: v for k, v in read_factors(generate_log).items() if k in PARSER_FACTORS}
+    if not predicted:
+        raise ValueError(f"{generate_log}: no target factor the parser gives ({', '.join(PARSER_FACTORS)}): "
+                         f"generate with a model trained with --target-factors")
+    for name, rows in predicted.items():
+        for i, h in enumerate(hyps):
+            if len(rows.get(i, [])) != len(h.split()):
+                raise ValueError(f"{generate_log}: sentence {i}: {len(rows.get(i, []))} {name} tags for "
+                                 f"{len(h.split())} words")
+    backend = SpacyBackend(parser, pretokenized=True, parser_unescape=True, pos_tagset=pos_tagset,
+                           source_name=generate_log)
+    counts = {name: [0, 0] for name in predicted}
+    for i, sentence, _ in backend.parse((i + 1, h, None) for i, h in enumerate(hyps)):
+        gold = {"pos": sentence.upos if pos_tagset == "upos" else sentence.xpos, "dep": sentence.deprels}
+        for name in predicted:
+            tags = predicted[name][i - 1]
+            counts[name][0] += sum(a == b for a, b in zip(tags, gold[name]))
+            counts[name][1] += len(tags)
+    return {name: {"accuracy": 100.0 * c / max(n, 1), "words": n, "correct": c} for name, (c, n) in counts.items()}
+
+
 def compound_split(line: str) -> str:
     """``perl -ple 's{(\\S)-(\\S)}{$1 ##AT##-##AT## $2}g'`` of compound_split_bleu.sh."""
     return _COMPOUND.sub(r"\1 ##AT##-##AT## \2", line)
@@ -139,9 +206,15 @@ def compound_split_bleu(hyps_tok: Sequence[str], refs_tok: Sequence[str]) -> Tup
     return res.score, str(res)
 
 
-def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: str = "de") -> Dict:
-    """Extract, detokenize and score one system; writes ``out_prefix.{tok,detok,json}``."""
+def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: str = "de",
+          strip_target_tags: bool = False) -> Dict:
+    """Extract, detokenize and score one system; writes ``out_prefix.{tok,detok,json}``. ``strip_target_tags``: the
+    hypotheses hold interleaved target tags (``syntax-nmt-target-tags``), removed before anything is scored."""
     hyps_tok = read_hypotheses(generate_log)
+    if strip_target_tags:
+        from syntax_nmt.annotate.target_tags import strip
+
+        hyps_tok = [strip(h) for h in hyps_tok]
     return score_lines(hyps_tok, detokenize(hyps_tok, lang), ref_raw, ref_tok, out_prefix)
 
 
@@ -307,8 +380,17 @@ def _named(spec: str) -> Tuple[str, object]:
 
 
 def main(args: argparse.Namespace):
+    if args.command == "factors":
+        result = factor_accuracy(args.gen, args.parser, args.pos_tagset, args.strip_target_tags)
+        for name, r in result.items():
+            print(f"{name}: {r['accuracy']:.2f}% of {r['words']} words agree with {args.parser}")
+        if args.output:
+            with open(args.output, "w") as f:
+                json.dump(result, f, indent=2)
+        return result
     if args.command == "score":
-        result = score(args.gen, args.ref_raw, args.ref_tok, args.out_prefix, args.lang)
+        result = score(args.gen, args.ref_raw, args.ref_tok, args.out_prefix, args.lang,
+                       strip_target_tags=args.strip_target_tags)
         print(f"{result['name']}: {result['sacrebleu_str']}\n  signature: {result['signature']}\n"
               f"  tokenized (multi-bleu.perl) {result['tokenized_bleu_str']}\n"
               f"  compound-split tokenized {result['compound_split_bleu_str']}")
@@ -354,6 +436,17 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref-tok", required=True, help="tokenized reference (test.de of prepare.py)")
     p.add_argument("--out-prefix", required=True, help="writes PREFIX.tok, PREFIX.detok, PREFIX.json")
     p.add_argument("--lang", default="de", help="target language for detokenization")
+    p.add_argument("--strip-target-tags", action="store_true",
+                   help="remove interleaved target tags (syntax-nmt-target-tags) from the hypotheses before scoring")
+    p = sub.add_parser("factors", help="accuracy of the predicted target factors (F lines, or interleaved tags) "
+                       "against a parser's tags of the hypotheses")
+    p.add_argument("--gen", required=True, help="fairseq-generate output (run with --remove-bpe)")
+    p.add_argument("--parser", required=True, help="spaCy pipeline (name or path) of the target language, the one "
+                   "the training target was annotated with")
+    p.add_argument("--pos-tagset", choices=["upos", "xpos"], default="upos", help="as syntax-nmt-annotate's")
+    p.add_argument("--strip-target-tags", action="store_true",
+                   help="the hypotheses hold interleaved tags (syntax-nmt-target-tags): score the tag before each word")
+    p.add_argument("--output", help="write the accuracies as JSON")
     p = sub.add_parser("significance", help="paired significance test against a baseline")
     p.add_argument("--ref-raw", required=True, help="reference: untokenized (sacrebleu) or tokenized (tokenized)")
     p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized); "

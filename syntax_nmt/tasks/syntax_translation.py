@@ -669,23 +669,29 @@ class SyntaxTranslationTask(TranslationTask):
         return hypos
 
     def predict_factors(self, model, sample, hypos) -> List[Dict[str, List[str]]]:
-        """The target factors ``model`` predicts for each sentence's best hypothesis (name -> one tag per token,
-        EOS left out), as its decoding computed them
+        """The target factors ``model`` predicts for each sentence's best hypothesis (name -> one tag per word: the
+        tag predicted at its first subword, words as ``--remove-bpe`` joins them), as its decoding computed them
         (:meth:`~syntax_nmt.models.modules.target_factors.FactoredTransformerDecoder.predict_factors`)."""
         best = [h[0]["tokens"] for h in hypos]
         tokens = data_utils.collate_tokens(best, self.tgt_dict.pad(), self.tgt_dict.eos())
         encoder_out = model.encoder.forward_torchscript(sample["net_input"])
         predicted = model.decoder.predict_factors(encoder_out, tokens.to(sample["net_input"]["src_tokens"].device))
+        settings = self.model_annotation or self.data_annotation
+        scheme = settings.subword if settings is not None else "none"
         out = []
         for i, toks in enumerate(best):
-            n = len(toks) - 1  # the final EOS has no tag
-            out.append({name: [self.target_factor_dicts[name][int(k)] for k in predicted[name][i, :n].tolist()]
+            pieces = [self.tgt_dict[int(k)] for k in toks[:-1]]  # the final EOS has no tag
+            starts = word_starts(pieces, scheme)
+            out.append({name: [self.target_factor_dicts[name][int(k)] for k, s in
+                               zip(predicted[name][i, :len(pieces)].tolist(), starts) if s]
                         for name in self.target_factors})
         return out
 
     def print_factors(self, model, sample, hypos) -> None:
-        """``F-ID<TAB>NAME<TAB>tags`` on standard output for each sentence's best hypothesis and factor: a line type
-        of its own, beside fairseq-generate's H-/D- lines (``grep ^H`` and sacreBLEU scoring ignore it)."""
+        """``F-ID<TAB>NAME<TAB>tags`` on standard output for each sentence's best hypothesis and factor, one tag per
+        word of the hypothesis (the words of fairseq-generate's ``--remove-bpe`` H line): a line type of its own,
+        beside fairseq-generate's H-/D- lines (``grep ^H`` and sacreBLEU scoring ignore it;
+        ``syntax-nmt-evaluate factors`` scores it against a parser)."""
         for sid, factors in zip(sample["id"].tolist(), self.predict_factors(model, sample, hypos)):
             for name, tags in factors.items():
                 print(f"F-{sid}\t{name}\t{' '.join(tags)}", flush=False)
@@ -713,6 +719,16 @@ class SyntaxTranslationTask(TranslationTask):
         if for_inference:
             itr = raw_inference.InferenceBatchIterator(itr, self._remember_batch)
         return itr
+
+
+def word_starts(pieces: Sequence[str], scheme: str) -> List[bool]:
+    """Whether each subword piece starts a word: ``bpe``, unless the piece before ends with ``@@``; ``spm``, when it
+    starts with ``▁`` (or is the first); ``none``: every piece is a word."""
+    if scheme == "bpe":
+        return [i == 0 or not pieces[i - 1].endswith("@@") for i in range(len(pieces))]
+    if scheme == "spm":
+        return [i == 0 or p.startswith("\u2581") for i, p in enumerate(pieces)]
+    return [True] * len(pieces)
 
 
 def _has_binarized_split(data_path: str) -> bool:

@@ -19,10 +19,11 @@ FLOORS: List[Set[str]] = [
     # no syntax method, parser, fairseq model or data set: the tree math, the settings record, tests of significance
     {"constants", "registry", "utils", "cli_errors", "checkpoint_compat", "syntax", "significance",
      "annotation_settings"},
-    # data on disk and in batches; metrics; the synthetic corpus; the hub's interface
-    {"data", "evaluate", "synthetic", "hub"},
-    # annotation (parsers -> aligned streams), the model and its methods, multi-seed tables
-    {"annotate", "models", "compare"},
+    # data on disk and in batches; the synthetic corpus; the hub's interface
+    {"data", "synthetic", "hub"},
+    # annotation (parsers -> aligned streams), the model and its methods; metrics (the target factors' accuracy
+    # parses the hypotheses with the annotator's parser), multi-seed tables
+    {"annotate", "models", "evaluate", "compare"},
     # what reads the model's registry: the criterion, the table of systems
     {"criterions", "systems"},
     # the task: training data, raw-text inference

@@ -10,6 +10,7 @@ import pytest
 # every console script of setup.py and every ``python -m`` tool of the README, by its entry function
 ENTRY_POINTS = ["syntax_nmt.synthetic.cli:cli_main", "syntax_nmt.annotate.spacy_train:cli_main",
                 "syntax_nmt.annotate.cli:cli_main", "syntax_nmt.data.binarize:cli_main",
+                "syntax_nmt.annotate.target_tags:cli_main",
                 "syntax_nmt.evaluate:cli_main", "syntax_nmt.analyze.cli:cli_main", "syntax_nmt.demo.cli:cli_main",
                 "syntax_nmt.bench:cli_main", "syntax_nmt.recipes.report:main"]
 

@@ -1,0 +1,168 @@
+"""``syntax-nmt-target-tags``: interleaved target tags, the data-only way to predict target syntax (Nadejde et al.,
+2017, "Predicting Target Language CCG Supertags Improves Neural Machine Translation": the tag before each word;
+Aharoni & Goldberg, 2017, linearised trees in the target).
+
+``interleave`` writes the target with each word's tag as a token before the word's first subword
+(``⟨DET⟩ la ⟨NOUN⟩ fem@@ me``), from the target's streams written by ``syntax-nmt-annotate -o PREFIX.tgt`` (the
+tags and the subword positions, B/M/E/O); the stock translation model then learns to write both. ``strip``
+removes the tags from generated text (fairseq-generate's H-/D- lines, or plain lines) before scoring, as
+``syntax-nmt-evaluate score --strip-target-tags`` does. A tag is ``⟨TAG⟩`` (U+27E8, U+27E9): a target word of that
+form is refused, so stripping removes tags only.
+"""
+
+import argparse
+import logging
+import re
+import sys
+from typing import Iterable, List, Optional, Sequence, TextIO
+
+from syntax_nmt.annotate.textio import InputError
+from syntax_nmt.data.streams import TAG_STREAMS, target_stream
+
+logger = logging.getLogger("syntax_nmt.target_tags")
+
+OPEN, CLOSE = "\u27e8", "\u27e9"
+#: a tag token, or a tag glued to a word by BPE removal (``fem@@ ⟨NOUN⟩ me`` -> ``fem⟨NOUN⟩ me``)
+_TAG = re.compile(f"{OPEN}[^{CLOSE}\\s]*{CLOSE}")
+#: fairseq-generate line types whose third field is text
+_TEXT_LINES = ("H-", "D-")
+
+
+def tag_token(tag: str) -> str:
+    return f"{OPEN}{tag}{CLOSE}"
+
+
+def is_tag(token: str) -> bool:
+    return _TAG.fullmatch(token) is not None
+
+
+def interleave(tokens: Sequence[str], tags: Sequence[str], positions: Sequence[str]) -> List[str]:
+    """The target ``tokens`` (subwords) with each word's tag before its first piece.
+
+    Args:
+        tokens: the target line's subword tokens.
+        tags: the tag of each token (its word's, from a target stream).
+        positions: each token's subword position tag (``B``/``M``/``E``/``O``; a word starts at ``B`` or ``O``).
+
+    Raises:
+        ValueError: the three differ in length, or a token already has the form of a tag.
+    """
+    if not len(tokens) == len(tags) == len(positions):
+        raise ValueError(f"{len(tokens)} tokens, {len(tags)} tags, {len(positions)} subword positions")
+    out = []
+    for token, tag, position in zip(tokens, tags, positions):
+        if _TAG.search(token):
+            raise ValueError(f"the target token {token!r} has the form of a tag ({OPEN}...{CLOSE})")
+        if position in ("B", "O"):
+            out.append(tag_token(tag))
+        out.append(token)
+    return out
+
+
+def strip(text: str) -> str:
+    """``text`` without its tags (also ones glued to a word), spaces collapsed."""
+    return " ".join(_TAG.sub(" ", text).split())
+
+
+def strip_generate_line(line: str) -> str:
+    """A line of fairseq-generate's output with the tags removed from its text (H-/D- lines), or a plain line's."""
+    if line.startswith(_TEXT_LINES) and line.count("\t") >= 2:
+        head, score, text = line.split("\t", 2)
+        return f"{head}\t{score}\t{strip(text)}"
+    if line[:2] in ("S-", "T-", "P-", "F-", "W-", "A-", "I-") or line.startswith("Generate "):
+        return line
+    return strip(line)
+
+
+def _open_lines(path: str) -> Iterable[str]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            yield line.rstrip("\n")
+
+
+def interleave_files(prefix: str, tgt_lang: str, tag: str, out: TextIO) -> int:
+    """Write ``prefix.{tgt_lang}`` interleaved with the target stream ``tag`` (``prefix.tgt.{tag}``, positions from
+    ``prefix.tgt.subword``) to ``out``; the annotation's own target text ``prefix.tgt.{tgt_lang}`` must be the
+    target line for line. Returns the line count.
+
+    Raises:
+        InputError: naming the file and line of a mismatch.
+    """
+    text = f"{prefix}.{tgt_lang}"
+    files = {"annotated": f"{prefix}.{target_stream(tgt_lang)}", "tags": f"{prefix}.{target_stream(tag)}",
+             "positions": f"{prefix}.{target_stream('subword')}"}
+    streams = {k: _open_lines(p) for k, p in files.items()}
+    n = 0
+    for n, line in enumerate(_open_lines(text), 1):
+        rows = {}
+        for k, it in streams.items():
+            row = next(it, None)
+            if row is None:
+                raise InputError(f"{files[k]} has {n - 1} lines, {text} has more")
+            rows[k] = row.split()
+        tokens = line.split()
+        if rows["annotated"] != tokens:
+            raise InputError(f"{files['annotated']}:{n}: the target annotation's subwords differ from {text}:{n}")
+        try:
+            out.write(" ".join(interleave(tokens, rows["tags"], rows["positions"])) + "\n")
+        except ValueError as e:
+            raise InputError(f"{text}:{n}: {e}") from None
+    for k, it in streams.items():
+        if next(it, None) is not None:
+            raise InputError(f"{files[k]} has more lines than {text} ({n})")
+    return n
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="syntax-nmt-target-tags", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog="""examples:
+  syntax-nmt-annotate --source prep/train.fr --src-lang fr --pretokenized --spacy-model fr_core_news_sm \\
+      --subword bpe --subword-model prep/bpe.codes -o ann/train.tgt    # the target's streams
+  syntax-nmt-target-tags interleave --prefix ann/train --tgt-lang fr --tag pos -o tagged/train.fr
+  fairseq-generate ... --remove-bpe | syntax-nmt-target-tags strip > gen.txt""")
+    sub = p.add_subparsers(dest="command", required=True)
+    i = sub.add_parser("interleave", help="write the target with each word's tag before it")
+    i.add_argument("--prefix", required=True, help="annotation prefix P: reads P.TGT, P.tgt.TGT, P.tgt.TAG, "
+                   "P.tgt.subword")
+    i.add_argument("--tgt-lang", required=True, help="target language (suffix of P.TGT)")
+    i.add_argument("--tag", default="pos", choices=[s for s in TAG_STREAMS if s != "subword"],
+                   help="the target stream whose values are interleaved")
+    i.add_argument("--output", "-o", required=True, help="the interleaved target (a file)")
+    s = sub.add_parser("strip", help="remove the tags from fairseq-generate output or plain text")
+    s.add_argument("input", nargs="?", default="-", help="file (default: standard input)")
+    return p
+
+
+def main(args) -> None:
+    if args.command == "interleave":
+        import os
+
+        if os.path.abspath(args.output) in {os.path.abspath(f"{args.prefix}.{x}") for x in
+                                             (args.tgt_lang, target_stream(args.tgt_lang), target_stream(args.tag))}:
+            raise InputError(f"--output {args.output} is one of the inputs")
+        tmp = args.output + ".tmp"
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as out:
+            n = interleave_files(args.prefix, args.tgt_lang, args.tag, out)
+        os.replace(tmp, args.output)
+        logger.info("%d lines with %s tags -> %s", n, args.tag, args.output)
+        return
+    lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    try:
+        for line in lines:
+            sys.stdout.write(strip_generate_line(line.rstrip("\n")) + "\n")
+    finally:
+        if lines is not sys.stdin:
+            lines.close()
+
+
+def cli_main(argv: Optional[List[str]] = None) -> None:
+    from syntax_nmt.cli_errors import run
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.INFO)
+    run("syntax-nmt-target-tags", main, get_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    cli_main()
