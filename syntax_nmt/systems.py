@@ -11,8 +11,11 @@ every registered method brings its own system, named like the method, with the o
 editing this file. Besides those: ``transformer`` (stock fairseq, the baseline), ``syntax-infused`` (the
 feature embeddings), ``syntax+sgnet`` (features and SG-Net), ``all`` (the features and a fixed list of methods,
 :data:`ALL_METHODS`, those that replace a layer's self-attention in fixed distinct layers, :data:`ALL_LAYERS`),
-and two systems outside the default comparison: ``syntax-concat`` (the features' concatenated variant,
-8+4+8) and ``sgnet-ckpt`` (SG-Net with recomputed activations: the same model, measured by the bench).
+and systems outside the default comparison: ``syntax-concat`` (the features' concatenated variant,
+8+4+8), ``sgnet-ckpt`` (SG-Net with recomputed activations: the same model, measured by the bench) and the
+target-side systems (:data:`TARGET_SYSTEMS`, for a recipe whose target is parsed too): ``factors`` (target POS
+factors, their previous values embedded), ``interleaved`` (the stock transformer on the target interleaved with
+POS tags) and ``lisa+factors``.
 
 From a shell (the recipes)::
 
@@ -33,6 +36,10 @@ from typing import Dict, List, Sequence, Tuple
 FEATURES = "pos,case,subword"
 #: the baseline every comparison is made against
 BASELINE = "transformer"
+#: the target factor of the target-side systems (the task's ``--target-factors``)
+TARGET_FACTOR = "pos"
+#: the target-side comparison (a recipe with a target parser): the baseline, then these
+TARGET_SYSTEMS = ("transformer", "factors", "interleaved", "lisa", "lisa+factors")
 #: old names (the WMT14 recipe's configurations) -> table names
 ALIASES = {"baseline": "transformer", "syntax": "syntax-infused", "syntax_sgnet": "syntax+sgnet",
            "syntax_concat": "syntax-concat"}
@@ -52,6 +59,9 @@ class System:
         min_encoder_layers: encoder layers it needs (methods replacing the self-attention of distinct layers).
         default: part of the default comparison.
         note: what it is, for listings.
+        target: target-side syntax: ``factors`` (the decoder predicts :data:`TARGET_FACTOR` beside each token, data
+            binarized with the target's streams), ``tags`` (the target interleaved with its tags: data of its own,
+            the stock model) or empty.
     """
 
     name: str
@@ -62,11 +72,13 @@ class System:
     min_encoder_layers: int = 1
     default: bool = True
     note: str = ""
+    target: str = ""
 
     @property
     def stock(self) -> bool:
-        """No features and no method: fairseq's own ``translation`` task and ``transformer`` model."""
-        return not self.features and not self.methods
+        """No features, no method and no target factors: fairseq's own ``translation`` task and ``transformer``
+        model (interleaved tags are data)."""
+        return not self.features and not self.methods and self.target != "factors"
 
     @property
     def task(self) -> str:
@@ -81,7 +93,9 @@ class System:
         if self.methods:
             out += ["--syntax-attention", ",".join(self.methods)]
         out += list(self.model_args)
-        if self.criterion_args:
+        if self.target == "factors":
+            out += ["--target-factors", TARGET_FACTOR, "--target-factor-input"]
+        if self.criterion_args or self.target == "factors":
             out += ["--criterion", "label_smoothed_cross_entropy_with_syntax", *self.criterion_args]
         return out
 
@@ -138,6 +152,15 @@ def systems() -> Dict[str, System]:
     table.append(System("syntax-concat", features=True, model_args=(
         "--feature-merge", "concat", "--feature-embed-dims", "8,4,8"), default=False,
         note="the features concatenated (8+4+8) instead of summed"))
+    table.append(System("factors", target="factors", default=False,
+                        note=f"target {TARGET_FACTOR.upper()} factors, the previous token's embedded (Sockeye's)"))
+    table.append(System("interleaved", target="tags", default=False,
+                        note=f"the target interleaved with its {TARGET_FACTOR.upper()} tags (Nadejde et al., 2017)"))
+    if "lisa" in methods:
+        lisa = _method_system("lisa", methods["lisa"])
+        table.append(System("lisa+factors", methods=("lisa",), model_args=lisa.model_args,
+                            criterion_args=lisa.criterion_args, target="factors", default=False,
+                            note=f"LISA and target {TARGET_FACTOR.upper()} factors"))
     for name, cls in methods.items():  # a method's further systems (e.g. sgnet-ckpt), outside the comparison
         for extra, args, note in cls.extra_systems:
             own = _method_system(name, cls)
@@ -199,7 +222,7 @@ def _cli(argv: Sequence[str] = None) -> int:
     ls = sub.add_parser("list", help="the default comparison, one name a line (--all: every system, with notes)")
     ls.add_argument("--all", action="store_true")
     for cmd, text in (("shell", "bash assignments of SYSTEM, SYSTEM_TASK, SYSTEM_ARGS (an array), SYSTEM_STOCK, "
-                                "SYSTEM_FEATURES (1/0), SYSTEM_METHODS, SYSTEM_MIN_LAYERS, for eval"),
+                                "SYSTEM_FEATURES (1/0), SYSTEM_METHODS, SYSTEM_MIN_LAYERS, SYSTEM_TARGET, for eval"),
                       ("args", "its fairseq-train options, shell-quoted on one line"),
                       ("task", "its fairseq task"), ("methods", "its --syntax-attention methods, comma-separated"),
                       ("min-encoder-layers", "the encoder layers it needs"), ("name", "its name (aliases resolved)")):
@@ -223,7 +246,8 @@ def _cli(argv: Sequence[str] = None) -> int:
     out = {"shell": lambda: "\n".join([
         f"SYSTEM={q(s.name)}", f"SYSTEM_TASK={q(s.task)}", f"SYSTEM_ARGS=({' '.join(q(x) for x in s.args())})",
         f"SYSTEM_STOCK={int(s.stock)}", f"SYSTEM_FEATURES={int(s.features)}",
-        f"SYSTEM_METHODS={q(','.join(s.methods))}", f"SYSTEM_MIN_LAYERS={s.min_encoder_layers}"]),
+        f"SYSTEM_METHODS={q(','.join(s.methods))}", f"SYSTEM_MIN_LAYERS={s.min_encoder_layers}",
+        f"SYSTEM_TARGET={q(s.target)}"]),
         "args": lambda: " ".join(q(x) for x in s.args()), "task": lambda: s.task,
            "methods": lambda: ",".join(s.methods), "min-encoder-layers": lambda: str(s.min_encoder_layers),
            "name": lambda: s.name}[a.cmd]()

@@ -12,7 +12,10 @@
 #   DATA, SAVE       as for train.sh                                                  [required]
 #   PREP, EVAL       the prepared text (references) and the output directory          [required]
 #   GEN_SUBSET       binarized split to translate                                     [test]
-#   REF              reference prefix: REF.raw.de (untokenized) and REF.de (tokenized) [PREP/test]
+#   REF              reference prefix: REF.raw.T (untokenized) and REF.T (tokenized), T = TGT_LANG [PREP/test]
+#   TGT_LANG         the target language                                              [de]
+#   TGT_SPACY_MODEL  the target's parser: with a target-side system (target factors, interleaved tags), also
+#                    score the predicted tags against it (EVAL/NAME.factors.json)      [none]
 #   NAME             output name in EVAL                                              [SYSTEM]
 #   CHECKPOINT       checkpoint file name in SAVE, or auto (checkpoint_avg.pt if present, else
 #                    checkpoint_best.pt)                                              [preset]
@@ -43,6 +46,7 @@ MAX_LEN_A=${MAX_LEN_A:-$MAX_LEN_A_DEFAULT}
 MAX_LEN_B=${MAX_LEN_B:-$MAX_LEN_B_DEFAULT}
 MAX_TOKENS=${MAX_TOKENS:-8192}
 GEN_SUBSET=${GEN_SUBSET:-test}
+TGT_LANG=${TGT_LANG:-de}
 REF=${REF:-$PREP/test}
 NAME=${NAME:-$CONFIG}
 FAIRSEQ_GENERATE=${FAIRSEQ_GENERATE:-fairseq-generate}
@@ -71,12 +75,19 @@ mkdir -p "$EVAL"
 # size is not a multiple of 8, so 3 of the 3003 newstest2014 sentences would never be translated
 # (facebookresearch/fairseq#5036; evaluate.py refuses incomplete output).
 "$FAIRSEQ_GENERATE" "$DATA" \
-    --user-dir "$USER_DIR" "${TASK_ARGS[@]}" --source-lang en --target-lang de \
+    --user-dir "$USER_DIR" "${TASK_ARGS[@]}" --source-lang en --target-lang "$TGT_LANG" \
     --path "$SAVE/$CHECKPOINT" --gen-subset "$GEN_SUBSET" \
     --beam "$BEAM" --lenpen "$LENPEN" --max-len-a "$MAX_LEN_A" --max-len-b "$MAX_LEN_B" --remove-bpe "$REMOVE_BPE" \
     --max-tokens "$MAX_TOKENS" --required-batch-size-multiple 1 "${DEVICE_ARGS[@]}" ${GEN_ARGS:-} "$@" \
     > "$EVAL/$NAME.gen"
 tail -n 2 "$EVAL/$NAME.gen"
 
-"$PYTHON" "$HERE/evaluate.py" score --gen "$EVAL/$NAME.gen" \
-    --ref-raw "$REF.raw.de" --ref-tok "$REF.de" --out-prefix "$EVAL/$NAME"
+# interleaved target tags are removed before scoring
+STRIP_ARGS=()
+if [[ "${SYSTEM_TARGET:-}" == tags ]]; then STRIP_ARGS=(--strip-target-tags); fi
+"$PYTHON" "$HERE/evaluate.py" score --gen "$EVAL/$NAME.gen" --lang "$TGT_LANG" "${STRIP_ARGS[@]}" \
+    --ref-raw "$REF.raw.$TGT_LANG" --ref-tok "$REF.$TGT_LANG" --out-prefix "$EVAL/$NAME"
+if [[ -n "${SYSTEM_TARGET:-}" && -n "${TGT_SPACY_MODEL:-}" ]]; then
+    "$PYTHON" "$HERE/evaluate.py" factors --gen "$EVAL/$NAME.gen" --parser "$TGT_SPACY_MODEL" "${STRIP_ARGS[@]}" \
+        --output "$EVAL/$NAME.factors.json"
+fi

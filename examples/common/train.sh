@@ -121,7 +121,7 @@ fi
 
 mkdir -p "$SAVE"
 "$FAIRSEQ_TRAIN" "$DATA" \
-    --user-dir "$USER_DIR" "${TASK_ARGS[@]}" --source-lang en --target-lang de \
+    --user-dir "$USER_DIR" "${TASK_ARGS[@]}" --source-lang en --target-lang "${TGT_LANG:-de}" \
     --arch "$ARCH" "${MODEL_ARGS[@]}" \
     --optimizer adam --adam-betas "$ADAM_BETAS" --adam-eps "$ADAM_EPS" --clip-norm "$CLIP_NORM" \
     --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr "$WARMUP_INIT_LR" \

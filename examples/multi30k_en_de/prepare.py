@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Prepare Multi30k task 1 English-German for the syntax-nmt recipe.
+"""Prepare Multi30k task 1 English-German (or, ``--tgt-lang fr``, English-French) for the syntax-nmt recipe.
 
 Steps (shared code: :mod:`syntax_nmt.recipes.text`, as the WMT14 recipe's):
 
@@ -14,8 +14,9 @@ Steps (shared code: :mod:`syntax_nmt.recipes.text`, as the WMT14 recipe's):
 
 Step 2 is cached in ``WORK/tok`` and shared by every BPE size; a stage is skipped when its ``done.json`` /
 ``prepare.json`` records the same settings. ``syntax-nmt-annotate`` applies the BPE codes later, so the
-outputs in ``OUT`` are tokenized words, ``{train,valid,test2016,test2017,mscoco}.{en,de}``, the untokenized
-German references ``{split}.raw.de`` (for sacreBLEU) and ``bpe.codes``.
+outputs in ``OUT`` are tokenized words, ``{train,valid,test2016,test2017,mscoco}.{en,TGT}``, the untokenized
+references ``{split}.raw.TGT`` (for sacreBLEU) and ``bpe.codes``. The tokenization cache of a target language is
+``WORK/tok`` for German (as before the option) and ``WORK/tok-TGT`` for the others.
 """
 
 import argparse
@@ -27,7 +28,9 @@ from typing import Dict
 
 from syntax_nmt.recipes.text import learn_subword, positive_int, stage_done, tokenize_pairs, write_lines, write_stage
 
-SRC, TGT = "en", "de"
+SRC = "en"
+#: target languages of Multi30k task 1 in the recipe (the repository's raw files)
+TARGETS = ("de", "fr")
 #: recipe split -> file name stem in multi30k/dataset data/task1/raw
 SPLITS = {"train": "train", "valid": "val", "test2016": "test_2016_flickr", "test2017": "test_2017_flickr",
           "mscoco": "test_2017_mscoco"}
@@ -41,9 +44,14 @@ def read_gz(path: str):
         return [line.rstrip("\n") for line in f]
 
 
+def tok_dir_of(args: argparse.Namespace) -> str:
+    return os.path.join(args.work_dir, "tok" if args.tgt_lang == "de" else f"tok-{args.tgt_lang}")
+
+
 def tokenize_stage(args: argparse.Namespace) -> Dict:
-    """Read, normalize and tokenize every split into ``WORK/tok`` (cached); raw German references beside."""
-    tok_dir = os.path.join(args.work_dir, "tok")
+    """Read, normalize and tokenize every split into the tokenization cache (cached); raw references beside."""
+    TGT = args.tgt_lang
+    tok_dir = tok_dir_of(args)
     os.makedirs(tok_dir, exist_ok=True)
     names = {split: {lang: os.path.join(args.download_dir, f"{stem}.{lang}.gz") for lang in (SRC, TGT)}
              for split, stem in SPLITS.items()}
@@ -71,8 +79,9 @@ def tokenize_stage(args: argparse.Namespace) -> Dict:
 
 
 def main(args: argparse.Namespace) -> Dict:
+    TGT = args.tgt_lang
     tok_stats = tokenize_stage(args)
-    tok_dir = os.path.join(args.work_dir, "tok")
+    tok_dir = tok_dir_of(args)
     os.makedirs(args.out_dir, exist_ok=True)
     config = {"tok": tok_stats, "bpe_merges": args.bpe_merges}
     done = os.path.join(args.out_dir, "prepare.json")
@@ -101,6 +110,7 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out-dir", required=True, help="output directory (one per BPE size)")
     parser.add_argument("--bpe-merges", type=positive_int, default=8000, help="joint subword-nmt merge operations")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="tokenizer processes")
+    parser.add_argument("--tgt-lang", choices=TARGETS, default="de", help="target language")
     return parser
 
 

@@ -19,6 +19,11 @@
 #   SPLITS          splits to translate and score, the first for model selection  [valid test2016 test2017 mscoco]
 #   BPE_MERGES      joint BPE merge operations                                        [14000]
 #   SPACY_MODEL     spaCy pipeline (name or path) for the source parses              [en_core_web_sm]
+#   TGT_LANG        target language: de or fr (examples/multi30k_en_fr/run_all.sh sets fr)        [de]
+#   TGT_SPACY_MODEL spaCy pipeline for the target's parses: annotates the target too (its streams binarized
+#                   beside it, and a copy of the data with the target interleaved with POS tags), for the
+#                   target-side systems (python -m syntax_nmt.systems list --all: factors, interleaved,
+#                   lisa+factors)                                                    [none]
 #   SYSTEMS         systems to train and compare (names of python -m syntax_nmt.systems list --all; "default":
 #                   every system of the default comparison; the first is the baseline)
 #                   [transformer syntax-infused and the two methods best on validation (README.md)]
@@ -42,7 +47,9 @@ source "$HERE/configs.sh"
 PRESET=${PRESET:-cpu}
 preset_args "$PRESET"
 
-WORK=${WORK:-multi30k_en_de}
+TGT_LANG=${TGT_LANG:-de}
+TGT_SPACY_MODEL=${TGT_SPACY_MODEL:-}
+WORK=${WORK:-multi30k_en_$TGT_LANG}
 STAGES=${STAGES:-download prepare annotate binarize train evaluate}
 BPE_MERGES=${BPE_MERGES:-$BPE_MERGES_DEFAULT}
 if [[ ! "$BPE_MERGES" =~ ^[1-9][0-9]*$ ]]; then  # 0 or less: codes without merges, every word in characters
@@ -65,7 +72,7 @@ if [[ -z "${CPU:-}" ]]; then
 fi
 if [[ -z "${JOBS:-}" ]]; then JOBS=1; if [[ "$CPU" == 1 ]]; then JOBS=$(nproc); fi; fi
 THREADS=${THREADS:-$(( $(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1 ))}
-export PYTHON PRESET CPU
+export PYTHON PRESET CPU TGT_LANG TGT_SPACY_MODEL
 # the table of systems is read once per system in this run (examples/common/systems.sh)
 SYSTEMS_CACHE=$(mktemp -d)
 export SYSTEMS_CACHE
@@ -76,6 +83,8 @@ DOWNLOAD="$WORK/download"
 PREP="$WORK/prep/$TAG"
 ANN="$WORK/annotated/$TAG"
 BIN="$WORK/data-bin/$TAG"
+ANN_TAGGED="$WORK/annotated/$TAG-tagged"  # the target interleaved with its tags (TGT_SPACY_MODEL)
+BIN_TAGGED="$WORK/data-bin/$TAG-tagged"
 CKPT="$WORK/checkpoints/$PRESET-$TAG"
 EVAL="$WORK/eval/$PRESET-$TAG"
 NOISE="$WORK/noise/$PRESET-$TAG"
@@ -87,6 +96,7 @@ SPLITS=${SPLITS:-valid test2016 test2017 mscoco}
 # The systems: SYSTEMS, else the main comparison recorded for the preset, else the default comparison.
 main_systems() {
     if [[ -n "${SYSTEMS:-}" ]]; then system_names "$SYSTEMS"; return; fi
+    if [[ -n "${TARGET_SYSTEMS_DEFAULT:-}" && -n "$TGT_SPACY_MODEL" ]]; then echo "$TARGET_SYSTEMS_DEFAULT"; return; fi
     if [[ -n "${MAIN_SYSTEMS_DEFAULT:-}" ]]; then echo "$MAIN_SYSTEMS_DEFAULT"; return; fi
     system_names default
 }
@@ -101,7 +111,7 @@ fi
 if has_stage prepare; then
     stage_start prepare
     "$PYTHON" "$HERE/prepare.py" --download-dir "$DOWNLOAD" --work-dir "$WORK/work" --out-dir "$PREP" \
-        --bpe-merges "$BPE_MERGES" --workers "$WORKERS"
+        --bpe-merges "$BPE_MERGES" --workers "$WORKERS" --tgt-lang "$TGT_LANG"
     stage_end prepare
 fi
 
@@ -112,7 +122,7 @@ if has_stage annotate; then
     mkdir -p "$ANN"
     for split in train valid test2016 test2017 mscoco; do  # one after the other: the parse speed in each log is the parser's own
         status=0
-        syntax-nmt-annotate --source "$PREP/$split.en" --target "$PREP/$split.de" --src-lang en --tgt-lang de \
+        syntax-nmt-annotate --source "$PREP/$split.en" --target "$PREP/$split.$TGT_LANG" --src-lang en --tgt-lang "$TGT_LANG" \
             --pretokenized --spacy-model "$SPACY_MODEL" --subword bpe --subword-model "$PREP/bpe.codes" \
             --output-prefix "$ANN/$split" --moses-settings "$MOSES_SETTINGS" --n-process 1 2>&1 \
             | tee "$ANN.$split.log" | { grep -iE "summary|error|warn" || true; } || status=$?
@@ -121,6 +131,23 @@ if has_stage annotate; then
             echo "run_all.sh: error: annotating $split failed (status $status): see $ANN.$split.log; if $ANN was" \
                  "made with other settings (another SPACY_MODEL), remove it (or choose another WORK) and run again" >&2
             exit 1
+        fi
+        if [[ -n "$TGT_SPACY_MODEL" ]]; then
+            # the target's own parse, its streams aligned with the same subwords (ANN/SPLIT.tgt.*), and the target
+            # interleaved with its POS tags (ANN_TAGGED), the source beside it
+            status=0
+            syntax-nmt-annotate --source "$PREP/$split.$TGT_LANG" --src-lang "$TGT_LANG" --pretokenized \
+                --spacy-model "$TGT_SPACY_MODEL" --subword bpe --subword-model "$PREP/bpe.codes" \
+                --output-prefix "$ANN/$split.tgt" --moses-settings "lang=$TGT_LANG,normalize=1,aggressive_dash_splits=0,escape=0" \
+                --n-process 1 2>&1 | tee "$ANN.$split.tgt.log" | { grep -iE "summary|error|warn" || true; } || status=$?
+            if (( status != 0 )); then
+                echo "run_all.sh: error: annotating the target of $split failed (status $status): see $ANN.$split.tgt.log" >&2
+                exit 1
+            fi
+            mkdir -p "$ANN_TAGGED"
+            syntax-nmt-target-tags interleave --prefix "$ANN/$split" --tgt-lang "$TGT_LANG" --tag pos \
+                -o "$ANN_TAGGED/$split.$TGT_LANG"
+            cp "$ANN/$split.en" "$ANN_TAGGED/$split.en"
         fi
     done
     stage_end annotate
@@ -135,10 +162,16 @@ if has_stage binarize; then
     if [[ -f "$BIN/.done" ]]; then
         echo "$BIN is complete"
     else
-        rm -rf "$BIN"
-        syntax-nmt-binarize --source-lang en --target-lang de --trainpref "$ANN/train" --validpref "$ANN/valid" \
+        rm -rf "$BIN" "$BIN_TAGGED"
+        syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN/train" --validpref "$ANN/valid" \
             --testpref "$ANN/test2016,$ANN/test2017,$ANN/mscoco" --destdir "$BIN" --joined-dictionary \
-            --workers "$WORKERS"
+            --workers "$WORKERS" ${TGT_SPACY_MODEL:+--target-streams pos,dep}
+        if [[ -n "$TGT_SPACY_MODEL" ]]; then  # the interleaved target: text only, for the stock model
+            syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN_TAGGED/train" \
+                --validpref "$ANN_TAGGED/valid" --testpref "$ANN_TAGGED/test2016,$ANN_TAGGED/test2017,$ANN_TAGGED/mscoco" \
+                --destdir "$BIN_TAGGED" --joined-dictionary --workers "$WORKERS" --streams ""
+            touch "$BIN_TAGGED/.done"
+        fi
         touch "$BIN/.done"
     fi
     stage_end binarize
@@ -216,16 +249,30 @@ evaluate_one() {
 # them gzipped in EVALDIR/translations (to keep or publish: --translations recomputes every table from them)
 report() {
     "$PYTHON" -m syntax_nmt.recipes.report --eval "$1" --systems "$2" --seeds "$SEEDS" --splits "$SPLITS" \
-        --refs "$PREP" --tests "$SIGNIFICANCE" --checkpoints "$3" --title "$4" --pack "$1/translations"
+        --refs "$PREP" --tests "$SIGNIFICANCE" --checkpoints "$3" --title "$4" --pack "$1/translations" \
+        --tgt-lang "$TGT_LANG"
+}
+
+# data_of SYSTEM: the data directory of a system (the interleaved target for interleaved tags); fails, saying so,
+# for a target-side system without TGT_SPACY_MODEL.
+data_of() {
+    load_system "$1" || return 1
+    if [[ -n "$SYSTEM_TARGET" && -z "$TGT_SPACY_MODEL" ]]; then
+        echo "run_all.sh: error: $1 predicts target syntax: set TGT_SPACY_MODEL (the target's parser)" >&2
+        return 1
+    fi
+    if [[ "$SYSTEM_TARGET" == tags ]]; then echo "$BIN_TAGGED"; else echo "$BIN"; fi
 }
 
 if has_stage train; then
     stage_start train
     names=$(main_systems)  # an unknown name stops the run here
     read -r -a systems <<< "$names"
+    declare -A DATA_OF=()
+    for system in "${systems[@]}"; do DATA_OF[$system]=$(data_of "$system"); done
     echo "systems: ${systems[*]}; seeds: $SEEDS; $JOBS at a time with $THREADS thread(s) each"
     for seed in $SEEDS; do for system in "${systems[@]}"; do
-        echo "$BIN $CKPT/$system/seed$seed $system $seed"
+        echo "${DATA_OF[$system]} $CKPT/$system/seed$seed $system $seed"
     done; done | run_jobs train_one
     stage_end train
 fi
@@ -234,17 +281,21 @@ if has_stage evaluate; then
     stage_start evaluate
     names=$(main_systems)
     read -r -a systems <<< "$names"
+    declare -A DATA_OF=()
+    for system in "${systems[@]}"; do DATA_OF[$system]=$(data_of "$system"); done
     for seed in $SEEDS; do for system in "${systems[@]}"; do
-        echo "$BIN $CKPT/$system/seed$seed $EVAL $system $seed"
+        echo "${DATA_OF[$system]} $CKPT/$system/seed$seed $EVAL $system $seed"
     done; done | run_jobs evaluate_one
-    report "$EVAL" "${systems[*]}" "$CKPT" "Multi30k en-de, preset $PRESET, BPE $BPE_MERGES, parser $SPACY_MODEL"
+    report "$EVAL" "${systems[*]}" "$CKPT" "Multi30k en-$TGT_LANG, preset $PRESET, BPE $BPE_MERGES, parser $SPACY_MODEL${TGT_SPACY_MODEL:+, target parser $TGT_SPACY_MODEL}"
     # BLEU by source length on the first test set, first seed (SG-Net paper, Fig. 5)
     first=${SEEDS%% *}
     read -r -a splits <<< "$SPLITS"
     lsplit=${splits[1]:-${splits[0]}}
     gens=()
-    for system in "${systems[@]}"; do gens+=(--system "$system=$EVAL/$lsplit/$system.seed$first.gen"); done
-    syntax-nmt-analyze length --data "$BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.de" \
+    for system in "${systems[@]}"; do  # not the interleaved target: its hypotheses hold tags
+        if [[ "${DATA_OF[$system]}" == "$BIN" ]]; then gens+=(--system "$system=$EVAL/$lsplit/$system.seed$first.gen"); fi
+    done
+    syntax-nmt-analyze length --data "$BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.$TGT_LANG" \
         --out "$EVAL/analysis" "${gens[@]}" > /dev/null
     echo "results: $EVAL/results.md"
     stage_end evaluate
@@ -267,6 +318,7 @@ if has_stage noise; then
         echo "$NOISE/data-bin/r$rate $NOISE/checkpoints/r$rate/$system/seed$seed $NOISE/eval/r$rate $system $seed"
     done; done | run_jobs evaluate_one
     "$PYTHON" -m syntax_nmt.recipes.report --noise "$NOISE" --eval "$EVAL" --system "$system" --rates "$NOISE_RATES" \
-        --seeds "$SEEDS" --splits "$SPLITS" --refs "$PREP" --tests "$SIGNIFICANCE" --pack "$NOISE/translations"
+        --seeds "$SEEDS" --splits "$SPLITS" --refs "$PREP" --tests "$SIGNIFICANCE" --pack "$NOISE/translations" \
+        --tgt-lang "$TGT_LANG"
     stage_end noise
 fi

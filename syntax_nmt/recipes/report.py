@@ -104,6 +104,16 @@ def pack(eval_dir: str, out_dir: str, systems: Sequence[str], seeds: Sequence[in
     return count
 
 
+#: the target language of the references (``--tgt-lang``)
+REF_LANG = {"lang": "de"}
+
+
+def ref_path(refs: str, split: str, raw: bool = False) -> str:
+    """``refs/SPLIT.raw.LANG`` (untokenized) or ``refs/SPLIT.LANG`` (tokenized), LANG the target language."""
+    lang = REF_LANG["lang"]
+    return os.path.join(refs, f"{split}.raw.{lang}" if raw else f"{split}.{lang}")
+
+
 def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str],
            refs: str) -> None:
     """Score translations kept by :func:`pack` against ``refs/SPLIT.raw.de`` and ``refs/SPLIT.de``, into
@@ -111,7 +121,7 @@ def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequ
     from syntax_nmt.evaluate import score_lines
 
     for sp in splits:
-        for name in ("raw.de", "de"):
+        for name in (f"raw.{REF_LANG['lang']}", REF_LANG["lang"]):
             if not os.path.exists(os.path.join(refs, f"{sp}.{name}")):
                 raise FileNotFoundError(f"{os.path.join(refs, f'{sp}.{name}')} is missing: --refs must be the "
                                         f"recipe's prepared data (STAGES=\"download prepare\" run_all.sh makes it)")
@@ -125,8 +135,8 @@ def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequ
                         raise FileNotFoundError(f"{path} is missing: no kept translation of {n} seed {s} on {sp}")
                     with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
                         lines[form] = [line.rstrip("\n") for line in f]
-                score_lines(lines["tok"], lines["detok"], os.path.join(refs, f"{sp}.raw.de"),
-                            os.path.join(refs, f"{sp}.de"), os.path.join(eval_dir, sp, f"{n}.seed{s}"))
+                score_lines(lines["tok"], lines["detok"], ref_path(refs, sp, raw=True), ref_path(refs, sp),
+                            os.path.join(eval_dir, sp, f"{n}.seed{s}"))
 
 
 def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequence[int], refs: str,
@@ -135,7 +145,7 @@ def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequenc
     runs = {(n, s): {**_load(eval_dir, split, n, s), **_timing(checkpoints, n, s)} for n in systems for s in seeds}
     rows = compare.summarize(runs, systems, seeds, METRICS)
     hyps = {(n, s): os.path.join(eval_dir, split, f"{n}.seed{s}.detok") for n in systems for s in seeds}
-    compare.significance(rows, hyps, os.path.join(refs, f"{split}.raw.de"), seeds, tests, TESTED,
+    compare.significance(rows, hyps, ref_path(refs, split, raw=True), seeds, tests, TESTED,
                          pooled_dir=os.path.join(eval_dir, split, "pooled"), seed=seed)
     return rows
 
@@ -230,7 +240,7 @@ def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str
                 runs[(n, s)] = _load(dirs[n], sp, system, s)
                 hyps[(n, s)] = os.path.join(dirs[n], sp, f"{system}.seed{s}.detok")
         rows = compare.summarize(runs, names, seeds, METRICS)
-        compare.significance(rows, hyps, os.path.join(refs, f"{sp}.raw.de"), seeds, tests, TESTED)
+        compare.significance(rows, hyps, ref_path(refs, sp, raw=True), seeds, tests, TESTED)
         out[sp] = rows
         lines += [f"## {sp}", "", compare.markdown_table(rows, METRICS, tests, TESTED), ""]
     text = "\n".join(lines)
@@ -259,6 +269,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--splits", default="valid test2016 test2017 mscoco", help="the first is the validation split")
     p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de (and SPLIT.de, tokenized: "
                    "with --translations)")
+    p.add_argument("--tgt-lang", default="de", help="target language: the references are SPLIT.raw.LANG, SPLIT.LANG")
     p.add_argument("--tests", default="bs ar", help="paired tests: bs (bootstrap), ar (approximate randomization)")
     p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training times)")
     p.add_argument("--title", default="")
@@ -281,6 +292,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     setup_logging(logging.WARNING)
     a = get_parser().parse_args(argv)
+    REF_LANG["lang"] = a.tgt_lang
     splits = _words(a.splits)
     try:
         seeds = [int(s) for s in _words(a.seeds)]
