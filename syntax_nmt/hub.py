@@ -67,6 +67,17 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
     options, if given, only post-process the output (the annotation settings decide the input).
     """
 
+    def __init__(self, cfg, task, models):
+        super().__init__(cfg, task, models)
+        task.print_factor_lines = False  # a model with target factors: its hypotheses carry them instead
+
+    def factors(self, sentences: Union[str, List[str]], beam: int = 5, **kwargs):
+        """The target factors of the best translation of each raw sentence, name -> one tag per word (a dict for a
+        str, a list of them for a list); a model without target factors gives empty dicts."""
+        items, single = raw_sentences(sentences, "factors")
+        out = [hypos[0].get("factors", {}) for hypos in self.generate(self._annotate(items), beam, **kwargs)]
+        return out[0] if single else out
+
     def _annotate(self, lines: Optional[List[str]], **kwargs) -> List[torch.LongTensor]:
         """The task's ``annotate_lines``; its messages' "input line N" is the N-th sentence of this
         call (fairseq-interactive counts on across its buffers, a hub call starts again)."""

@@ -24,11 +24,13 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import sys
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt import compare
 from syntax_nmt.cli_errors import fail
+from syntax_nmt.utils import mean_sd
 
 PROG = "python -m syntax_nmt.recipes.report"
 #: the metrics of the tables, the first the main one
@@ -101,6 +103,9 @@ def pack(eval_dir: str, out_dir: str, systems: Sequence[str], seeds: Sequence[in
                         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as g:
                             g.write(data)
                     count += 1
+                factors = os.path.join(eval_dir, sp, f"{n}.seed{s}.factors.json")
+                if os.path.exists(factors):  # the target tags' accuracy (it needs the target parser to redo)
+                    shutil.copyfile(factors, os.path.join(out_dir, sp, os.path.basename(factors)))
     return count
 
 
@@ -137,6 +142,9 @@ def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequ
                         lines[form] = [line.rstrip("\n") for line in f]
                 score_lines(lines["tok"], lines["detok"], ref_path(refs, sp, raw=True), ref_path(refs, sp),
                             os.path.join(eval_dir, sp, f"{n}.seed{s}"))
+                factors = os.path.join(translations, sp, f"{n}.seed{s}.factors.json")
+                if os.path.exists(factors):
+                    shutil.copyfile(factors, os.path.join(eval_dir, sp, os.path.basename(factors)))
 
 
 def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequence[int], refs: str,
@@ -185,6 +193,7 @@ def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: 
     ranked = sorted(first, key=lambda r: -r["mean"])
     lines += [f"Ranking on {splits[0]} (mean sacreBLEU): "
               + ", ".join(f"{r['system']} {r['mean']:.2f}" for r in ranked), ""]
+    lines += factor_accuracy_lines(eval_dir, systems, seeds, splits)
     lines += ["## Training time", "", "| system | wall min per training | CPU min per training |", "|---|---|---|"]
     lines += [f"| {r['system']} | {_minutes(r.get('train_seconds'))} | {_minutes(r.get('train_cpu_seconds'))} |"
               for r in first]
@@ -200,6 +209,40 @@ def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: 
     with open(os.path.join(eval_dir, "results.json"), "w") as f:
         json.dump({"title": title, "systems": list(systems), "seeds": list(seeds), "splits": by_split}, f, indent=1)
     return text
+
+
+def factor_accuracies(eval_dir: str, systems: Sequence[str], seeds: Sequence[int],
+                      splits: Sequence[str]) -> Dict[str, Dict[str, List[float]]]:
+    """split -> system -> the target tags' accuracy against the target parser (``SPLIT/SYSTEM.seedN.factors.json``
+    of ``syntax-nmt-evaluate factors``, factor ``pos``), one value per seed, for the systems that predict tags."""
+    out: Dict[str, Dict[str, List[float]]] = {}
+    for sp in splits:
+        for n in systems:
+            paths = [os.path.join(eval_dir, sp, f"{n}.seed{s}.factors.json") for s in seeds]
+            if any(os.path.exists(p) for p in paths):
+                values = []
+                for p in paths:
+                    with open(p) as f:
+                        values.append(json.load(f)["pos"]["accuracy"])
+                out.setdefault(sp, {})[n] = values
+    return out
+
+
+def factor_accuracy_lines(eval_dir: str, systems: Sequence[str], seeds: Sequence[int],
+                          splits: Sequence[str]) -> List[str]:
+    """The markdown table of :func:`factor_accuracies` (nothing when no system predicts target tags)."""
+    acc = factor_accuracies(eval_dir, systems, seeds, splits)
+    names = [n for n in systems if any(n in acc.get(sp, {}) for sp in splits)]
+    if not names:
+        return []
+    lines = ["## Target tags", "", "Accuracy (%) of the POS tags each system predicts for its own translation (target "
+             "factors: its F lines; interleaved: the tag before each word) against the target parser's tags of that "
+             "translation (`syntax-nmt-evaluate factors`), mean ± sd over seeds.", "",
+             "| system | " + " | ".join(splits) + " |", "|---|" + "---:|" * len(splits)]
+    for n in names:
+        cells = ["{:.2f} ± {:.2f}".format(*mean_sd(acc[sp][n])) if n in acc.get(sp, {}) else "-" for sp in splits]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def best_on_valid(eval_dir: str, split: str = "valid") -> str:

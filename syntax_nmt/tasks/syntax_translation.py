@@ -210,6 +210,8 @@ class SyntaxTranslationTask(TranslationTask):
         #: target factors (names) and their dictionaries; their data is loaded when --target-factors is given
         self.target_factors = parse_target_streams(cfg.target_factors) if cfg.target_factors else []
         self.load_target_factors = bool(self.target_factors)
+        #: fairseq-generate / -interactive print F- lines; the hub reads the factors from the hypotheses instead
+        self.print_factor_lines = True
         self.target_factor_dicts: Dict[str, Dictionary] = {}
         self._load_factor_dicts(data_path, self.target_factors)
         self.data_annotation = raw_inference.data_settings(data_path)
@@ -665,11 +667,15 @@ class SyntaxTranslationTask(TranslationTask):
         hypos = super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
                                        constraints=constraints)
         if self.target_factors and hypos and getattr(models[0], "target_factors", None):
-            self.print_factors(models[0], sample, hypos)
+            for h, factors in zip(hypos, self.predict_factors(models[0], sample, hypos)):
+                h[0]["factors"] = factors
+            if self.print_factor_lines:
+                self.print_factors(sample, hypos)
         return hypos
 
     def predict_factors(self, model, sample, hypos) -> List[Dict[str, List[str]]]:
-        """The target factors ``model`` predicts for each sentence's best hypothesis (name -> one tag per word: the
+        """The target factors ``model`` predicts for each sentence's best hypothesis (also left in that hypothesis
+        as ``"factors"`` by :meth:`inference_step`) (name -> one tag per word: the
         tag predicted at its first subword, words as ``--remove-bpe`` joins them), as its decoding computed them
         (:meth:`~syntax_nmt.models.modules.target_factors.FactoredTransformerDecoder.predict_factors`)."""
         best = [h[0]["tokens"] for h in hypos]
@@ -687,13 +693,13 @@ class SyntaxTranslationTask(TranslationTask):
                         for name in self.target_factors})
         return out
 
-    def print_factors(self, model, sample, hypos) -> None:
+    def print_factors(self, sample, hypos) -> None:
         """``F-ID<TAB>NAME<TAB>tags`` on standard output for each sentence's best hypothesis and factor, one tag per
         word of the hypothesis (the words of fairseq-generate's ``--remove-bpe`` H line): a line type of its own,
         beside fairseq-generate's H-/D- lines (``grep ^H`` and sacreBLEU scoring ignore it;
         ``syntax-nmt-evaluate factors`` scores it against a parser)."""
-        for sid, factors in zip(sample["id"].tolist(), self.predict_factors(model, sample, hypos)):
-            for name, tags in factors.items():
+        for sid, h in zip(sample["id"].tolist(), hypos):
+            for name, tags in h[0]["factors"].items():
                 print(f"F-{sid}\t{name}\t{' '.join(tags)}", flush=False)
 
     def _remember_batch(self, batch) -> None:

@@ -104,3 +104,7 @@ def test_every_system_is_trained_scored_and_its_tags_measured(run):
         assert gen.count("\nF-") + gen.startswith("F-") == result["sentences"]
     table = (ev / "results.md").read_text()
     assert all(f"| {system} " in table for system in SYSTEMS)
+    tags = table.split("## Target tags")[1].split("##")[0]
+    assert [line.split(" | ")[0][2:] for line in tags.splitlines() if line.startswith("| ") and "---" not in line][1:] \
+        == ["factors", "interleaved", "lisa+factors"]
+    assert (ev / "translations" / "valid" / "factors.seed1.factors.json").exists()  # kept with the translations

@@ -303,3 +303,29 @@ def test_factors_need_a_model_that_predicts_them(factored):
 
     with pytest.raises(StreamConfigError, match="needs a model that predicts them"):
         build_task_and_model(factored.data, "--target-factors", "pos", arch="transformer_tiny")
+
+
+def test_inference_step_leaves_the_factors_in_the_hypotheses_and_the_hub_prints_none(factored, capsys):
+    from fairseq.sequence_generator import SequenceGenerator
+
+    from syntax_nmt.hub import SyntaxHubInterface
+
+    torch.manual_seed(3)
+    task, model, cfg = build_task_and_model(factored.data, *CRITERION, *FACTORS, "--target-factor-input")
+    model.eval()
+    sample = load(task, ids=range(5))
+    gen = SequenceGenerator([model], task.target_dictionary, beam_size=2, max_len_b=8)
+    capsys.readouterr()
+    with torch.no_grad():
+        hypos = task.inference_step(gen, [model], sample)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and all(line.startswith("F-") for line in lines)
+    for sid, h, line in zip(sample["id"].tolist(), hypos, lines):
+        tags = h[0]["factors"]["pos"]
+        assert len(tags) == len(h[0]["tokens"]) - 1  # one per word (the stand-in's words are single pieces)
+        assert line == f"F-{sid}\tpos\t{' '.join(tags)}"
+    SyntaxHubInterface(cfg, task, [model])  # the hub keeps the factors in the hypotheses, prints nothing
+    with torch.no_grad():
+        again = task.inference_step(gen, [model], sample)
+    assert capsys.readouterr().out == ""
+    assert [h[0]["factors"] for h in again] == [h[0]["factors"] for h in hypos]
