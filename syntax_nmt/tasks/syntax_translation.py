@@ -509,6 +509,11 @@ class SyntaxTranslationTask(TranslationTask):
         from syntax_nmt.models.modules.methods import parse_methods, registered_methods
 
         criterion = super().build_criterion(cfg, from_checkpoint=from_checkpoint)
+        if self.load_target_factors and not isinstance(criterion, LabelSmoothedCrossEntropyWithSyntaxCriterion):
+            logger.warning("--target-factors %s: the criterion %s does not train them (their output layers get no "
+                           "gradient); use --criterion label_smoothed_cross_entropy_with_syntax",
+                           ",".join(self.target_factors),
+                           _get(cfg, "_name") or _get(cfg, "criterion") or type(criterion).__name__)
         methods = [m for m in parse_methods(self._trained_methods)
                    if registered_methods()[m].losses]
         if methods and not isinstance(criterion, LabelSmoothedCrossEntropyWithSyntaxCriterion):

@@ -8,17 +8,13 @@ transformer, target factors, interleaved tags, LISA, LISA with factors) one seed
 split, with the factor accuracy against the target parser.
 """
 
-import gzip
-import hashlib
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from support.multi30k import read_lines as _read
+from support.multi30k import recipe_env, run_recipe, standin_files
 from syntax_nmt.annotate.target_tags import is_tag
 
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "multi30k_en_fr"
@@ -27,46 +23,15 @@ SYSTEMS = ["transformer", "factors", "interleaved", "lisa", "lisa+factors"]
 pytestmark = pytest.mark.e2e
 
 
-def _read(path):
-    return Path(path).read_text(encoding="utf-8").splitlines()
-
-
-def _gz(path, lines):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        f.write("".join(line + "\n" for line in lines))
-    data = path.read_bytes()
-    return {"name": path.name, "url": f"https://example.invalid/{path.name}", "group": "x", "size": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(), "md5": hashlib.md5(data).hexdigest()}
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, synthetic_spacy, systems_cache):
     corpus, spacy_model = synthetic_spacy
     root = tmp_path_factory.mktemp("m30k-fr")
-    raw = root / "clone" / "data" / "task1" / "raw"
     en = {s: _read(corpus[s]["en"]) for s in corpus}
     fr = {s: _read(corpus[s]["de"]) for s in corpus}
-    tests = {"test_2016_flickr": slice(0, 20), "test_2017_flickr": slice(20, 40), "test_2017_mscoco": slice(40, 55)}
-    files = {"train": (en["train"], fr["train"]), "val": (en["valid"], fr["valid"]),
-             **{name: (en["test"][s], fr["test"][s]) for name, s in tests.items()}}
-    entries = [_gz(raw / f"{name}.{lang}.gz", pair[i]) for name, pair in files.items()
-               for i, lang in enumerate(("en", "fr"))]
-    manifest = root / "manifest.json"
-    manifest.write_text(json.dumps({"files": entries}))
-    bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), PYTHON=sys.executable,
-               WORK=str(root / "run"), MULTI30K_DIR=str(root / "clone"), MANIFEST=str(manifest), BPE_MERGES="200",
-               WORKERS="2", SPACY_MODEL=str(spacy_model), TGT_SPACY_MODEL=str(spacy_model), SEEDS="1",
-               SPLITS="valid test2017", TINY="1", CPU="1", JOBS="2", THREADS="1", MAX_TOKENS="1024", MAX_UPDATE="3",
-               SAVE_INTERVAL="3", WARMUP="2", LR="1e-3", GEN_ARGS="--max-len-a 1.2 --max-len-b 5",
-               SACREBLEU_SEED="7", SYSTEMS_CACHE=str(systems_cache))
-    t0 = time.time()
-    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=env, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    (root / "run_all.log").write_text(log)
-    assert proc.returncode == 0, log[-6000:]
-    print(f"\nrun_all.sh {time.time() - t0:.0f}s")
+    env = recipe_env(root, standin_files(en, fr), spacy_model, systems_cache, ("en", "fr"),
+                     TGT_SPACY_MODEL=str(spacy_model), SEEDS="1", SPLITS="valid test2017")
+    log = run_recipe(RECIPE / "run_all.sh", env, root)
     return root / "run", log
 
 

@@ -8,8 +8,6 @@ two seeds, two at a time, translate and score two splits, the multi-seed report 
 length, and the parse-noise stage; a second run resumes without training anything.
 """
 
-import gzip
-import hashlib
 import json
 import os
 import statistics
@@ -20,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from support.multi30k import read_lines as _read
+from support.multi30k import recipe_env, run_recipe, standin_files
+
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "multi30k_en_de"
 SPLITS = "valid test2017"
 SYSTEMS = "transformer sgnet"
@@ -27,48 +28,18 @@ SYSTEMS = "transformer sgnet"
 pytestmark = pytest.mark.e2e
 
 
-def _read(path):
-    return Path(path).read_text(encoding="utf-8").splitlines()
-
-
-def _gz(path, lines):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        f.write("".join(line + "\n" for line in lines))
-    data = path.read_bytes()
-    return {"name": path.name, "url": f"https://example.invalid/{path.name}", "group": "x", "size": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(), "md5": hashlib.md5(data).hexdigest()}
-
-
 @pytest.fixture(scope="module")
 def recipe_run(tmp_path_factory, synthetic_spacy, systems_cache):
     corpus, spacy_model = synthetic_spacy
     root = tmp_path_factory.mktemp("m30k")
-    raw = root / "clone" / "data" / "task1" / "raw"
     en = {s: _read(corpus[s]["en"]) for s in corpus}
     de = {s: _read(corpus[s]["de"]) for s in corpus}
     en["train"][0], de["train"][0] = "A well-known dog runs.", "Ein wohl-bekannter Hund läuft."
-    tests = {"test_2016_flickr": slice(0, 20), "test_2017_flickr": slice(20, 40), "test_2017_mscoco": slice(40, 55)}
-    files = {"train": (en["train"], de["train"]), "val": (en["valid"], de["valid"]),
-             **{name: (en["test"][s], de["test"][s]) for name, s in tests.items()}}
-    entries = [_gz(raw / f"{name}.{lang}.gz", pair[i]) for name, pair in files.items()
-               for i, lang in enumerate(("en", "de"))]
-    manifest = root / "manifest.json"
-    manifest.write_text(json.dumps({"files": entries}))
-    bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), PYTHON=sys.executable,
-               WORK=str(root / "run"), MULTI30K_DIR=str(root / "clone"), MANIFEST=str(manifest), BPE_MERGES="200",
-               WORKERS="2", SPACY_MODEL=str(spacy_model), SYSTEMS=SYSTEMS, SEEDS="1 2", SPLITS=SPLITS, TINY="1",
-               CPU="1", JOBS="2", THREADS="1", MAX_TOKENS="1024", MAX_UPDATE="3", SAVE_INTERVAL="3", WARMUP="2",
-               LR="1e-3", GEN_ARGS="--max-len-a 1.2 --max-len-b 5", SACREBLEU_SEED="7",
-               STAGES="download prepare annotate binarize train evaluate noise", NOISE_RATES="1.0",
-               NOISE_SYSTEM="sgnet", SYSTEMS_CACHE=str(systems_cache))  # the table read once, not per script
-    t0 = time.time()
-    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=env, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    (root / "run_all.log").write_text(log)
-    assert proc.returncode == 0, log[-6000:]
-    print(f"\nrun_all.sh {time.time() - t0:.0f}s")
+    files = standin_files(en, de)
+    env = recipe_env(root, files, spacy_model, systems_cache, SYSTEMS=SYSTEMS, SEEDS="1 2", SPLITS=SPLITS,
+                     STAGES="download prepare annotate binarize train evaluate noise", NOISE_RATES="1.0",
+                     NOISE_SYSTEM="sgnet")
+    log = run_recipe(RECIPE / "run_all.sh", env, root)
     return root / "run", env, log, files
 
 

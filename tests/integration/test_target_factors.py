@@ -85,10 +85,13 @@ def test_target_annotation_must_be_the_target_line_for_line(factored, tmp_path):
     lines[3] = "x " + lines[3]  # the target annotation of line 4 has another token
     with open(corpus["valid"] + ".tgt.de", "w", encoding="utf-8") as f:
         f.writelines(lines)
-    with pytest.raises(StreamMismatchError, match=r"valid\.tgt\.de:4: the target annotation's subwords differ"):
+    def run():
         binarize.main(binarize.get_parser().parse_args(
             ["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"], "--validpref",
              corpus["valid"], "--destdir", str(tmp_path / "bin"), "--target-streams", "pos"]))
+
+    with pytest.raises(StreamMismatchError, match=r"valid\.tgt\.de:4: the target annotation's subwords differ"):
+        run()
     shutil.copy(factored.corpus["valid"] + ".tgt.de", corpus["valid"] + ".tgt.de")
     with open(corpus["train"] + ".tgt.pos", encoding="utf-8") as f:
         lines = f.readlines()
@@ -96,9 +99,7 @@ def test_target_annotation_must_be_the_target_line_for_line(factored, tmp_path):
     with open(corpus["train"] + ".tgt.pos", "w", encoding="utf-8") as f:
         f.writelines(lines)
     with pytest.raises(StreamMismatchError, match=r"train\.tgt\.pos:7: \d+ fields, but the target line"):
-        binarize.main(binarize.get_parser().parse_args(
-            ["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"], "--validpref",
-             corpus["valid"], "--destdir", str(tmp_path / "bin"), "--target-streams", "pos"]))
+        run()
     assert not (tmp_path / "bin").exists()  # nothing written
 
 
@@ -210,6 +211,7 @@ def test_incremental_factors_are_the_teacher_forced_ones_with_its_own_prediction
     real = sample["target"].ne(task.target_dictionary.pad())
     assert len(predicted[real].unique()) > 2
     assert torch.equal(extra[FACTOR_LOGITS]["pos"].argmax(-1)[real], predicted[real])
+    assert not model.decoder.embed_tokens._forward_hooks  # the hook lives only during a call
     _, data_fed = model.decoder(prev, encoder_out=enc, prev_output_factors={"pos": sample["target_factors"]["pos"]})
     assert not torch.equal(data_fed[FACTOR_LOGITS]["pos"].argmax(-1)[real], predicted[real])  # not a tautology
 
@@ -232,7 +234,6 @@ def test_beam_search_feeds_every_hypothesis_its_own_factors(factored):
     def spy_forward(*a, **kw):
         out = forward(*a, **kw)
         if kw.get("incremental_state") is not None:
-            inputs = dec._previous_factors(kw["incremental_state"], a[0])  # after the step: its predictions
             seen.append(("step", out[1][FACTOR_LOGITS]["pos"][:, -1].argmax(-1)))
         return out
 
@@ -248,9 +249,7 @@ def test_beam_search_feeds_every_hypothesis_its_own_factors(factored):
             inputs_seen.append(dec._factor_in["pos"][:, -1].clone())
         return embed(module, args, out)
 
-    dec.forward, dec.reorder_incremental_state = spy_forward, spy_reorder
-    handle = next(iter(dec.embed_tokens._forward_hooks))
-    dec.embed_tokens._forward_hooks[handle] = spy_embed
+    dec.forward, dec.reorder_incremental_state, dec._add_factor_embeddings = spy_forward, spy_reorder, spy_embed
     gen = SequenceGenerator([model], task.target_dictionary, beam_size=3, max_len_b=20)
     sample = load(task, ids=range(6))
     with torch.no_grad():

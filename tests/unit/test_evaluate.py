@@ -432,7 +432,11 @@ def test_module_entry_point(tmp_path):
 def test_parser_defaults_and_values():
     parse = evaluate.get_parser().parse_args
     assert vars(parse(["score", "--gen", "g", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"])) == {
-        "command": "score", "gen": "g", "ref_raw": "r", "ref_tok": "t", "out_prefix": "o", "lang": "de"}
+        "command": "score", "gen": "g", "ref_raw": "r", "ref_tok": "t", "out_prefix": "o", "lang": "de",
+        "strip_target_tags": False}
+    assert vars(parse(["factors", "--gen", "g", "--parser", "p"])) == {
+        "command": "factors", "gen": "g", "parser": "p", "pos_tagset": "upos", "strip_target_tags": False,
+        "output": None}
     assert vars(parse(["significance", "--ref-raw", "r", "--baseline", "b", "s1", "s2"])) == {
         "command": "significance", "ref_raw": "r", "baseline": "b", "systems": ["s1", "s2"], "metric": "sacrebleu",
         "test": "bs",
@@ -445,6 +449,6 @@ def test_parser_defaults_and_values():
     assert (args.test, args.n_samples, args.seed, args.output) == ("ar", 7, 1, "x")
     for argv in (["score", "--gen", "g", "--ref-raw", "r", "--ref-tok", "t"], ["significance", "--ref-raw", "r", "s"],
                  ["significance", "--baseline", "b", "s"], ["significance", "--ref-raw", "r", "--baseline", "b"],
-                 ["summary", "p"], ["summary", "--ref-raw", "r"], []):
+                 ["summary", "p"], ["summary", "--ref-raw", "r"], ["factors", "--gen", "g"], []):
         with pytest.raises(SystemExit):
             parse(argv)

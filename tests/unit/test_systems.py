@@ -30,8 +30,21 @@ def test_the_default_comparison_and_each_systems_options():
                                   "--dp-loss-weight", "0.01", "--hp-loss-weight", "0.01"]
     assert t["lisa"].args() == ["--source-features", "", "--syntax-attention", "lisa", *CRIT,
                                 "--lisa-loss-weight", "0.1"]
-    assert all(s.task == "syntax_translation" for n, s in t.items() if n != "transformer")
+    assert all(s.task == "syntax_translation" for n, s in t.items() if n not in ("transformer", "interleaved"))
     assert not t["syntax-concat"].default and not t["sgnet-ckpt"].default
+
+
+def test_the_target_side_systems():
+    """Outside the default comparison; target factors need the syntax task, model and criterion; interleaved tags
+    are data for the stock model."""
+    t = S.systems()
+    assert [n for n in S.TARGET_SYSTEMS if t[n].target] == ["factors", "interleaved", "lisa+factors"]
+    assert not any(t[n].default for n in ("factors", "interleaved", "lisa+factors"))
+    assert t["factors"].args() == ["--source-features", "", "--target-factors", "pos", "--target-factor-input", *CRIT]
+    assert t["lisa+factors"].args() == ["--source-features", "", "--syntax-attention", "lisa", "--target-factors", "pos",
+                                        "--target-factor-input", *CRIT, "--lisa-loss-weight", "0.1"]
+    assert t["interleaved"].stock and t["interleaved"].task == "translation" and t["interleaved"].args() == []
+    assert t["interleaved"].target == "tags" and not t["factors"].stock
 
 
 def test_all_gives_attention_methods_distinct_layers_and_needs_that_many():

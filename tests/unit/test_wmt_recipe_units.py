@@ -522,16 +522,17 @@ def test_train_sh_flags(tmp_path, systems_cache, name):
     assert flag(one, "--adam-betas") == "(0.9, 0.98)" and flag(one, "--label-smoothing") == "0.1"
     assert flag(one, "--max-tokens") == "4096" and flag(one, "--update-freq") == "8"
     assert flag(one, "--distributed-world-size") == "1" and "--fp16" in one
-    assert flag(one, "--task") == ("translation" if name == "transformer" else "syntax_translation")
+    assert flag(one, "--task") == ("translation" if system.stock else "syntax_translation")
     assert between(one, "--arch", "--optimizer") == expected_model_args(system)
     # the system's own options, as the table gives them, after the training options (they may set the criterion)
     assert between(one, "--criterion", "--max-tokens") == [
         "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", *system.args()]
-    assert last_flag(one, "--criterion") == ("label_smoothed_cross_entropy_with_syntax" if system.criterion_args
+    assert last_flag(one, "--criterion") == ("label_smoothed_cross_entropy_with_syntax"
+                                             if system.criterion_args or system.target == "factors"
                                              else "label_smoothed_cross_entropy")
     if system.features:
         assert flag(one, "--source-features") == "pos,case,subword"
-    elif system.methods:
+    elif system.methods or not system.stock:
         assert flag(one, "--source-features") == ""
     else:
         assert "--source-features" not in one and "--syntax-attention" not in one

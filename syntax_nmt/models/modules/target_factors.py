@@ -63,9 +63,6 @@ class FactoredTransformerDecoder(TransformerDecoder):
         if self.factor_input:
             dim = embed_tokens.embedding_dim
             self.factor_embed = nn.ModuleDict({n: Embedding(k, dim, factor_pad) for n, k in factor_sizes.items()})
-            # the embedding module may be the encoder's too (--share-all-embeddings): the hook adds the factors only
-            # while this decoder embeds its input (_factor_in is set only then)
-            embed_tokens.register_forward_hook(self._add_factor_embeddings)
 
     def _add_factor_embeddings(self, module, args, out: Tensor) -> Optional[Tensor]:
         if self._factor_in is None:
@@ -101,6 +98,10 @@ class FactoredTransformerDecoder(TransformerDecoder):
                                  "needs prev_output_factors (--task syntax_translation --target-factors ...)")
             else:
                 self._factor_in = {n: prev_output_factors[n] for n in self.factor_names}
+        # fairseq's decoder embeds its input tokens inside extract_features: a forward hook on the token embedding,
+        # there only while this call runs (the module may be the encoder's too, --share-all-embeddings; and a copy
+        # of the model, e.g. fairseq's EMA, carries no hook bound to this decoder), adds the factors' embeddings
+        handle = self.embed_tokens.register_forward_hook(self._add_factor_embeddings) if self._factor_in else None
         try:
             x, extra = self.extract_features(prev_output_tokens, encoder_out=encoder_out,
                                              incremental_state=incremental_state,
@@ -108,6 +109,8 @@ class FactoredTransformerDecoder(TransformerDecoder):
                                              alignment_layer=alignment_layer, alignment_heads=alignment_heads)
         finally:
             self._factor_in = None
+            if handle is not None:
+                handle.remove()
         logits = {n: self.factor_out[n](x) for n in self.factor_names}
         extra[FACTOR_LOGITS] = logits
         if self.factor_input and incremental_state is not None:
