@@ -212,6 +212,7 @@ class SyntaxTranslationTask(TranslationTask):
         self.load_target_factors = bool(self.target_factors)
         #: fairseq-generate / -interactive print F- lines; the hub reads the factors from the hypotheses instead
         self.print_factor_lines = True
+        self._inference_lines = self._inference_base = 0  # raw-text inputs so far, and before the current buffer
         self.target_factor_dicts: Dict[str, Dictionary] = {}
         self._load_factor_dicts(data_path, self.target_factors)
         self.data_annotation = raw_inference.data_settings(data_path)
@@ -661,6 +662,9 @@ class SyntaxTranslationTask(TranslationTask):
                    for name in self.streams}
         dataset = StreamLanguagePairDataset(pair, streams, {name: self._pad_value(name) for name in streams})
         dataset.for_inference = True
+        # fairseq-interactive numbers its output lines on across its buffers (one dataset each): so do F- lines
+        self._inference_base = self._inference_lines
+        self._inference_lines += len(src_tokens)
         return dataset
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
@@ -703,7 +707,11 @@ class SyntaxTranslationTask(TranslationTask):
         word of the hypothesis (the words of fairseq-generate's ``--remove-bpe`` H line): a line type of its own,
         beside fairseq-generate's H-/D- lines (``grep ^H`` and sacreBLEU scoring ignore it;
         ``syntax-nmt-evaluate factors`` scores it against a parser)."""
-        for sid, h in zip(sample["id"].tolist(), hypos):
+        if "id" in sample:
+            ids = sample["id"].tolist()
+        else:  # fairseq-interactive's sample has no ids: those of the batch it was made of, numbered on as it does
+            ids = [self._inference_base + int(i) for i in self._last_inference_batch["id"].tolist()]
+        for sid, h in zip(ids, hypos):
             for name, tags in h[0]["factors"].items():
                 print(f"F-{sid}\t{name}\t{' '.join(tags)}", flush=False)
 

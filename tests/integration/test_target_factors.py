@@ -328,3 +328,32 @@ def test_inference_step_leaves_the_factors_in_the_hypotheses_and_the_hub_prints_
         again = task.inference_step(gen, [model], sample)
     assert capsys.readouterr().out == ""
     assert [h[0]["factors"] for h in again] == [h[0]["factors"] for h in hypos]
+
+
+def test_interactive_numbers_the_factor_lines_as_its_hypotheses(factored, capsys):
+    """fairseq-interactive hands inference_step samples without ids, one dataset per buffer of input lines, and
+    numbers its output on across the buffers: the F- lines carry the same numbers."""
+    from fairseq.sequence_generator import SequenceGenerator
+
+    task, model, _ = build_task_and_model(factored.data, *CRITERION, *FACTORS)
+    model.eval()
+    assert task.streams == []  # the model reads no source stream: plain tokens are its input
+    gen = SequenceGenerator([model], task.target_dictionary, beam_size=2, max_len_b=6)
+    buffers = [["haus baum", "katze"], ["hund garten sonne", "mond", "stern wasser"]]
+    capsys.readouterr()
+    numbers = []
+    start = 0
+    for lines in buffers:  # as fairseq_cli.interactive: make_batches per buffer, then start_id += len(inputs)
+        tokens = [task.src_dict.encode_line(line, add_if_not_exist=False).long() for line in lines]
+        itr = task.get_batch_iterator(dataset=task.build_dataset_for_inference(tokens, [len(t) for t in tokens]),
+                                      max_sentences=2, max_tokens=None,
+                                      max_positions=(1024, 1024)).next_epoch_itr(shuffle=False)
+        for batch in itr:
+            sample = {"net_input": {"src_tokens": batch["net_input"]["src_tokens"],
+                                    "src_lengths": batch["net_input"]["src_lengths"]}}
+            with torch.no_grad():
+                task.inference_step(gen, [model], sample)
+            numbers += [start + i for i in batch["id"].tolist()]
+        start += len(lines)
+    printed = [int(line.split("\t")[0][2:]) for line in capsys.readouterr().out.splitlines()]
+    assert printed == numbers and sorted(printed) == list(range(5))
