@@ -8,6 +8,7 @@ two seeds, two at a time, translate and score two splits, the multi-seed report 
 length, and the parse-noise stage; a second run resumes without training anything.
 """
 
+import gzip
 import json
 import os
 import statistics
