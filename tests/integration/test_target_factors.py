@@ -357,3 +357,16 @@ def test_interactive_numbers_the_factor_lines_as_its_hypotheses(factored, capsys
         start += len(lines)
     printed = [int(line.split("\t")[0][2:]) for line in capsys.readouterr().out.splitlines()]
     assert printed == numbers and sorted(printed) == list(range(5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_low_precision_is_finite(factored, dtype):
+    task, model, crit = build(factored.data, "--target-factor-input", "--syntax-attention", "lisa")
+    sample = load(task)
+    model.eval(), crit.eval()
+    model.to(dtype), crit.to(dtype)
+    with torch.no_grad():
+        logits, extra = model(**sample["net_input"])
+        loss, _, log = crit(model, sample)
+    assert torch.isfinite(extra[FACTOR_LOGITS]["pos"].float()).all() and torch.isfinite(logits.float()).all()
+    assert torch.isfinite(loss.float()) and torch.isfinite(torch.as_tensor(log["factor_pos_loss"]).float())
