@@ -70,6 +70,17 @@ def escape_word(word: str, scheme: str) -> str:
     return word
 
 
+def word_starts(pieces: Sequence[str], scheme: str) -> List[bool]:
+    """Whether each subword piece of a segmented line starts a word (how ``--remove-bpe`` joins them): ``bpe``,
+    unless the piece before ends with :data:`BPE_SEPARATOR`; ``spm``, when it starts with :data:`SPM_SPACE` (or is
+    the first); ``none``: every piece is a word."""
+    if scheme == "bpe":
+        return [i == 0 or not pieces[i - 1].endswith(BPE_SEPARATOR) for i in range(len(pieces))]
+    if scheme == "spm":
+        return [i == 0 or p.startswith(SPM_SPACE) for i, p in enumerate(pieces)]
+    return [True] * len(pieces)
+
+
 def file_sha256(path: str) -> str:
     """Hex SHA-256 of a file (identifies the subword model a chunk was segmented with)."""
     h = hashlib.sha256()

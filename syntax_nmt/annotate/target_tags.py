@@ -12,6 +12,7 @@ form is refused, so stripping removes tags only.
 
 import argparse
 import logging
+import os
 import re
 import sys
 from typing import Iterable, List, Optional, Sequence, TextIO
@@ -135,8 +136,6 @@ def get_parser() -> argparse.ArgumentParser:
 
 def main(args) -> None:
     if args.command == "interleave":
-        import os
-
         if os.path.abspath(args.output) in {os.path.abspath(f"{args.prefix}.{x}") for x in
                                              (args.tgt_lang, target_stream(args.tgt_lang), target_stream(args.tag))}:
             raise InputError(f"--output {args.output} is one of the inputs")

@@ -28,6 +28,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_l
 
 from syntax_nmt.data.stream_pair_dataset import StreamLanguagePairDataset, TruncateSourceDataset
 from syntax_nmt.annotation_settings import AnnotationSettings
+from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.cli_errors import fairseq_errors_one_line
 from syntax_nmt.constants import DATA_SETTINGS_FILE, DICT_FILE
@@ -738,16 +739,6 @@ class SyntaxTranslationTask(TranslationTask):
         if for_inference:
             itr = raw_inference.InferenceBatchIterator(itr, self._remember_batch)
         return itr
-
-
-def word_starts(pieces: Sequence[str], scheme: str) -> List[bool]:
-    """Whether each subword piece starts a word: ``bpe``, unless the piece before ends with ``@@``; ``spm``, when it
-    starts with ``▁`` (or is the first); ``none``: every piece is a word."""
-    if scheme == "bpe":
-        return [i == 0 or not pieces[i - 1].endswith("@@") for i in range(len(pieces))]
-    if scheme == "spm":
-        return [i == 0 or p.startswith("\u2581") for i, p in enumerate(pieces)]
-    return [True] * len(pieces)
 
 
 def _has_binarized_split(data_path: str) -> bool:

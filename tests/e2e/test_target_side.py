@@ -10,6 +10,7 @@ from conftest import run_cli
 from support.annotate import LEXICON, read, write
 from syntax_nmt.annotate.cli import main as annotate_main
 from syntax_nmt.annotate.cli import build_parser
+from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.annotate.target_tags import interleave, is_tag, strip, strip_generate_line
 from syntax_nmt.evaluate import cli_main as evaluate_cli
 from syntax_nmt.evaluate import factor_accuracy
@@ -101,6 +102,10 @@ def test_strip_and_interleave_units():
         "\u27e8NOUN\u27e9", "fem@@", "me", "\u27e8DET\u27e9", "la"]
     assert strip("fem\u27e8NOUN\u27e9 me \u27e8DET\u27e9  la") == "fem me la"  # a tag glued by BPE removal too
     assert strip_generate_line("F-3\tpos\tDET NOUN") == "F-3\tpos\tDET NOUN"
+    # the words of a hypothesis, as F- lines count them (one tag per word)
+    assert word_starts(["fem@@", "me", "la", "x@@", "y@@", "z"], "bpe") == [True, False, True, True, False, False]
+    assert word_starts(["\u2581la", "\u2581fem", "me"], "spm") == [True, True, False]
+    assert word_starts(["a@@", "b"], "none") == [True, True]
     with pytest.raises(ValueError, match="3 tokens, 2 tags"):
         interleave(["a", "b", "c"], ["X", "Y"], ["O", "O", "O"])
 
