@@ -295,8 +295,12 @@ if has_stage evaluate; then
     for system in "${systems[@]}"; do  # not the interleaved target: its hypotheses hold tags
         if [[ "${DATA_OF[$system]}" == "$BIN" ]]; then gens+=(--system "$system=$EVAL/$lsplit/$system.seed$first.gen"); fi
     done
-    syntax-nmt-analyze length --data "$BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.$TGT_LANG" \
-        --out "$EVAL/analysis" "${gens[@]}" > /dev/null
+    if (( ${#gens[@]} )); then
+        syntax-nmt-analyze length --data "$BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.$TGT_LANG" \
+            --out "$EVAL/analysis" "${gens[@]}" > /dev/null
+    else
+        echo "no BLEU by length: every system's target is interleaved with tags"
+    fi
     echo "results: $EVAL/results.md"
     stage_end evaluate
 fi

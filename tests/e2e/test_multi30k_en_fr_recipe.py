@@ -32,11 +32,11 @@ def run(tmp_path_factory, synthetic_spacy, systems_cache):
     env = recipe_env(root, standin_files(en, fr), spacy_model, systems_cache, ("en", "fr"),
                      TGT_SPACY_MODEL=str(spacy_model), SEEDS="1", SPLITS="valid test2017")
     log = run_recipe(RECIPE / "run_all.sh", env, root)
-    return root / "run", log
+    return root / "run", log, env
 
 
 def test_the_target_is_annotated_and_interleaved(run):
-    work, _ = run
+    work, *_ = run
     ann = work / "annotated" / "bpe200"
     for split in ("train", "valid", "test2017"):
         target = _read(ann / f"{split}.fr")
@@ -51,7 +51,7 @@ def test_the_target_is_annotated_and_interleaved(run):
 
 
 def test_every_system_is_trained_scored_and_its_tags_measured(run):
-    work, log = run
+    work, log, _ = run
     ev = work / "eval" / "cpu-bpe200"
     for split in ("valid", "test2017"):
         for system in SYSTEMS:
@@ -73,3 +73,20 @@ def test_every_system_is_trained_scored_and_its_tags_measured(run):
     assert [line.split(" | ")[0][2:] for line in tags.splitlines() if line.startswith("| ") and "---" not in line][1:] \
         == ["factors", "interleaved", "lisa+factors"]
     assert (ev / "translations" / "valid" / "factors.seed1.factors.json").exists()  # kept with the translations
+
+
+def test_the_interleaved_system_alone_is_evaluated(run, tmp_path):
+    """SYSTEMS=interleaved alone (e.g. a longer training of it in another WORK beside the same data): its evaluation
+    ends well, although no system's translations are plain enough for the BLEU-by-length analysis."""
+    work, _, env = run
+    other = tmp_path / "run"
+    other.mkdir()
+    for d in ("prep", "annotated", "data-bin", "checkpoints"):
+        (other / d).symlink_to(work / d)
+    log = run_recipe(RECIPE / "run_all.sh", dict(env, WORK=str(other), SYSTEMS="interleaved", STAGES="evaluate"),
+                     tmp_path)
+    assert "no BLEU by length" in log
+    table = (other / "eval" / "cpu-bpe200" / "results.md").read_text()
+    assert "| interleaved " in table and "| transformer " not in table
+    assert (json.loads((other / "eval" / "cpu-bpe200" / "valid" / "interleaved.seed1.json").read_text())
+            == json.loads((work / "eval" / "cpu-bpe200" / "valid" / "interleaved.seed1.json").read_text()))
