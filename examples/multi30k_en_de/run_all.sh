@@ -177,15 +177,21 @@ if has_stage binarize; then
     stage_end binarize
 fi
 
-# train_one DATA SAVEDIR SYSTEM SEED: one training, skipped when done; records wall and CPU seconds.
+# train_one DATA SAVEDIR SYSTEM SEED: one training, skipped when done. Each attempt (a resumption too) appends its
+# wall and CPU seconds, the update it started from, the device, threads, library versions and settings to
+# SAVE/parts.jsonl; SAVE/.done sums the parts (syntax_nmt/recipes/training_record.py). A finished training made
+# with other settings (MAX_UPDATE raised, say) stops the run, naming the change.
 train_one() {
     local data=$1 save=$2 system=$3 seed=$4
+    local settings=()
+    mapfile -t settings < <(training_settings "$system" "$seed")
     if [[ -f "$save/.done" ]]; then
-        stale_training "$data" "$save" && return 0
-        return 1
+        stale_training "$data" "$save" || return 1
+        "$PYTHON" -m syntax_nmt.recipes.training_record check "$save" "${settings[@]/#/--setting=}" || return 1
+        return 0
     fi
     mkdir -p "$save"
-    local t0=$SECONDS
+    local t0=$SECONDS status=0
     # the subshell's status is the training's: errexit does not act inside a subshell on the left of ||, so the
     # status is carried past `times` by hand (a failed, killed or unresumable training is never marked done)
     (
@@ -195,15 +201,31 @@ train_one() {
             || status=$?
         times > "$save/times.txt"  # the second line: CPU seconds of the training processes (user, system)
         exit "$status"
-    ) || { echo "run_all.sh: error: training $system seed $seed failed (status $?): see $save/train.log" >&2
-           return 1; }
-    "$PYTHON" - "$save" "$((SECONDS - t0))" <<'EOF'
-import json, re, sys
-save, wall = sys.argv[1], float(sys.argv[2])
-user, system = [60 * float(m) + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", open(save + "/times.txt").read().splitlines()[1])]
-json.dump({"wall_seconds": wall, "cpu_seconds": user + system}, open(save + "/.done", "w"))
-EOF
+    ) || status=$?
+    local device=cuda
+    if [[ "$CPU" == 1 ]]; then device=cpu; fi
+    "$PYTHON" -m syntax_nmt.recipes.training_record part "$save" --wall "$((SECONDS - t0))" --times "$save/times.txt" \
+        --status "$status" --log "$save/stdout.log" --threads "$THREADS" --device "$device" --data "$data" \
+        "${settings[@]/#/--setting=}" || true
+    if (( status != 0 )); then
+        echo "run_all.sh: error: training $system seed $seed failed (status $status): see $save/train.log" >&2
+        return 1
+    fi
+    "$PYTHON" -m syntax_nmt.recipes.training_record done "$save" || return 1
     echo "  trained $system seed $seed in $((SECONDS - t0)) s"
+}
+
+# training_settings SYSTEM SEED: NAME=VALUE lines of what a training was made with (the environment's value, else
+# the preset's), recorded in its .done and compared when the run meets a finished training again.
+training_settings() {
+    local name value
+    echo "SYSTEM=$1"; echo "SEED=$2"; echo "PRESET=$PRESET"
+    for name in MAX_TOKENS BATCH_TOKENS UPDATE_FREQ LR WARMUP WARMUP_INIT_LR MAX_UPDATE MAX_EPOCH PATIENCE DROPOUT \
+            ATTENTION_DROPOUT LABEL_SMOOTHING CLIP_NORM SAVE_INTERVAL AVERAGE EVAL_BLEU TINY; do
+        local default="${name}_DEFAULT"
+        value=${!name:-${!default:-}}
+        echo "$name=$value"
+    done
 }
 
 # stale_training DATA SAVE: fails, saying so, when the data directory was made again after SAVE's training ended.

@@ -68,6 +68,33 @@ def _timing(checkpoints: Optional[str], system: str, seed: int) -> dict:
     return {"train_seconds": t.get("wall_seconds"), "train_cpu_seconds": t.get("cpu_seconds")}
 
 
+def _record(checkpoints: Optional[str], system: str, seed: int) -> Optional[dict]:
+    path = _done_file(checkpoints, system, seed)
+    if path is None:
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def run_records_lines(checkpoints: Optional[str], systems: Sequence[str], seeds: Sequence[int]) -> List[str]:
+    """What the trainings ran on (device, threads, library versions, parser, resumption), from their records
+    (:mod:`syntax_nmt.recipes.training_record`): what they share, and every field in which they differ."""
+    from syntax_nmt.recipes import training_record
+
+    records = {f"{n} seed {s}": _record(checkpoints, n, s) for n in systems for s in seeds}
+    records = {k: v for k, v in records.items() if v is not None}
+    if not records:
+        return []
+    shared = training_record.common(records)
+    lines = ["## The trainings' records", "",
+             "Shared by every training: " + (", ".join(f"{k} {v}" for k, v in shared.items()) or "nothing") + "."]
+    diffs = training_record.differences(records)
+    if diffs:
+        lines += ["", "**The trainings of this table differ in what they ran with** (a figure may move with these, "
+                  "not only with the system):", ""] + [f"- {d}" for d in diffs]
+    return lines + [""]
+
+
 #: the forms of a translation kept by :func:`pack`: tokenized (tokenized BLEU) and detokenized (sacreBLEU, chrF)
 KEPT = ("tok", "detok")
 
@@ -200,6 +227,7 @@ def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: 
     walls = [v for r in first for v in r.get("train_seconds") or [] if v is not None]
     if walls:
         lines += ["", f"All {len(walls)} trainings: {sum(walls) / 3600:.2f} h of wall time one after the other."]
+    lines += [""] + run_records_lines(checkpoints, systems, seeds)
     sig = first[0].get("signature")
     chrf_sig = _load(eval_dir, splits[0], systems[0], seeds[0]).get("chrf_signature")
     lines += ["", f"sacreBLEU signature: `{sig}`", f"chrF signature: `{chrf_sig}`", ""]
