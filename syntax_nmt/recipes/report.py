@@ -104,17 +104,19 @@ def _kept(directory: str, split: str, system: str, seed: int, form: str) -> str:
 
 
 def pack(eval_dir: str, out_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str],
-         checkpoints: Optional[str] = None) -> int:
+         checkpoints: Optional[str] = None, suffix: str = "") -> int:
     """Keep the translations behind a report: ``out_dir/SPLIT/SYSTEM.seedN.{tok,detok}.gz``, the same bytes for
     the same text (no time stamp, no file name in the gzip header), and with ``checkpoints`` the trainings' times
-    (``out_dir/training/SYSTEM.seedN.json``). Returns how many translation files were written."""
+    (``out_dir/training/SYSTEM.seedN.json``). With ``suffix``, each system is kept as ``SYSTEM{suffix}`` (another
+    budget of the same system beside it in one pool: ``lisa-6400``). Returns how many translation files were
+    written."""
     count = 0
     for n in systems:
         for s in seeds:
             done = _done_file(checkpoints, n, s)
             if done is not None:
                 os.makedirs(os.path.join(out_dir, "training"), exist_ok=True)
-                with open(done) as f, open(os.path.join(out_dir, "training", f"{n}.seed{s}.json"), "w") as g:
+                with open(done) as f, open(os.path.join(out_dir, "training", f"{n}{suffix}.seed{s}.json"), "w") as g:
                     json.dump(json.load(f), g, indent=1, sort_keys=True)
     for sp in splits:
         os.makedirs(os.path.join(out_dir, sp), exist_ok=True)
@@ -126,13 +128,13 @@ def pack(eval_dir: str, out_dir: str, systems: Sequence[str], seeds: Sequence[in
                         raise FileNotFoundError(f"{src} is missing: translate and score {n} seed {s} on {sp} first")
                     with open(src, "rb") as f:
                         data = f.read()
-                    with open(_kept(out_dir, sp, n, s, form), "wb") as raw:
+                    with open(_kept(out_dir, sp, n + suffix, s, form), "wb") as raw:
                         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as g:
                             g.write(data)
                     count += 1
                 factors = os.path.join(eval_dir, sp, f"{n}.seed{s}.factors.json")
                 if os.path.exists(factors):  # the target tags' accuracy (it needs the target parser to redo)
-                    shutil.copyfile(factors, os.path.join(out_dir, sp, os.path.basename(factors)))
+                    shutil.copyfile(factors, os.path.join(out_dir, sp, f"{n}{suffix}.seed{s}.factors.json"))
     return count
 
 
@@ -343,6 +345,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--tgt-lang", default="de", help="target language: the references are SPLIT.raw.LANG, SPLIT.LANG")
     p.add_argument("--tests", default="bs ar", help="paired tests: bs (bootstrap), ar (approximate randomization)")
     p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training times)")
+    p.add_argument("--pack-suffix", default="", metavar="SUFFIX",
+                   help="with --pack: keep each system as SYSTEM+SUFFIX (another budget beside it: -6400)")
     p.add_argument("--title", default="")
     p.add_argument("--best-on-valid", action="store_true",
                    help="print the non-stock system with the best mean sacreBLEU on the first split, then exit")
@@ -392,7 +396,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             checkpoints = checkpoints or a.translations  # the training times kept beside them
         print(report(a.eval, systems, seeds, splits, a.refs, tests, checkpoints, a.title))
         if a.pack:
-            n = pack(a.eval, a.pack, systems, seeds, splits, checkpoints)
+            n = pack(a.eval, a.pack, systems, seeds, splits, checkpoints, a.pack_suffix)
             print(f"kept {n} translation files in {a.pack}", file=sys.stderr)
     except (FileNotFoundError, ValueError, KeyError) as e:
         fail(PROG, e)

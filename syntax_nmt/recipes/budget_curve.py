@@ -1,0 +1,224 @@
+"""A syntax system against its baseline at several training budgets: does the gain survive a better-trained
+baseline? One table per split (sacreBLEU and chrF of both systems, the difference, the two-sided paired tests with
+the test sentence as the unit, the seeds better) and one chart (sacreBLEU against the budget, both systems, one
+panel per split), from the translations the recipes keep (``DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz``, with the
+trainings' records in ``DIR/training/``).
+
+A budget point names the two systems as they are kept (e.g. ``transformer`` and ``lisa`` for the cpu preset,
+``transformer-6400`` and ``lisa-6400`` for 6,400 updates), their seeds, and the tokens one update sees:
+
+    python -m syntax_nmt.recipes.budget_curve --translations KEPT --refs PREP --eval E --out RESULTS/budget \\
+        --point "1x:1600:2048:transformer:lisa:1 2 3" --point "4x:6400:2048:transformer-6400:lisa-6400:1 2" \\
+        --point "converged:8000:8192:transformer-gpu:lisa-gpu:1"
+
+writes ``RESULTS/budget.md``, ``.json`` and ``RESULTS/budget.png``. The updates of a point are the budget it was
+given; where a training's record says it stopped earlier (patience), the table says so.
+"""
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+from syntax_nmt import compare
+from syntax_nmt.cli_errors import fail
+from syntax_nmt.recipes import report as recipe_report
+from syntax_nmt.recipes import training_record
+
+PROG = "python -m syntax_nmt.recipes.budget_curve"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One training budget: ``updates`` updates of ``tokens`` tokens, ``baseline`` and ``system`` over ``seeds``."""
+    label: str
+    updates: int
+    tokens: int
+    baseline: str
+    system: str
+    seeds: tuple
+
+    @classmethod
+    def parse(cls, text: str) -> "Point":
+        parts = text.split(":")
+        if len(parts) != 6:
+            raise ValueError(f"--point takes LABEL:UPDATES:TOKENS:BASELINE:SYSTEM:SEEDS, got {text!r}")
+        label, updates, tokens, base, system, seeds = parts
+        try:
+            seed_list = tuple(int(s) for s in seeds.replace(",", " ").split())
+            point = cls(label, int(updates), int(tokens), base, system, seed_list)
+        except ValueError:
+            raise ValueError(f"--point {text!r}: UPDATES, TOKENS and SEEDS must be integers") from None
+        if not seed_list or len(set(seed_list)) != len(seed_list):
+            raise ValueError(f"--point {text!r}: SEEDS must be distinct integers")
+        return point
+
+    @property
+    def million_tokens(self) -> float:
+        return self.updates * self.tokens / 1e6
+
+
+def point_rows(eval_dir: str, point: Point, splits: Sequence[str], refs: str, tests: Sequence[str],
+               checkpoints: Optional[str]) -> Dict[str, List[dict]]:
+    """split -> the two rows of :func:`syntax_nmt.recipes.report.split_rows` (baseline, system) at ``point``."""
+    return {sp: recipe_report.split_rows(eval_dir, sp, [point.baseline, point.system], list(point.seeds), refs,
+                                         tests, checkpoints) for sp in splits}
+
+
+def records_of(checkpoints: Optional[str], point: Point) -> Dict[str, dict]:
+    out = {}
+    for name in (point.baseline, point.system):
+        for s in point.seeds:
+            rec = recipe_report._record(checkpoints, name, s)
+            if rec is not None:
+                out[f"{name} seed {s}"] = rec
+    return out
+
+
+def _p(row: dict, test: str, metric: str) -> str:
+    p = (row.get("p") or {}).get(test, {}).get(metric)
+    return "" if p is None else f"{p:.4f}" + ("*" if compare.significant(p) else "")
+
+
+def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits: Sequence[str],
+             tests: Sequence[str], records: Dict[str, Dict[str, dict]], title: str) -> str:
+    lines = [f"# {title}", "",
+             "Each budget: the baseline and the syntax system trained with the same settings, seeds paired. "
+             "sacreBLEU and chrF (cased, detokenized), lc tok. BLEU (lowercased tokenized, the Multi30k literature's "
+             "metric); mean ± sd over seeds; Δ: system − baseline; "
+             + recipe_report.significance_caption(tests, [0, 1], "the baseline").split(" Seeds better")[0]
+             + " Seeds better: in how many seeds the system's sacreBLEU beats the baseline's same seed.", ""]
+    head = ["budget", "updates × tokens", "seeds", "baseline sacreBLEU", "system sacreBLEU", "Δ BLEU"]
+    head += [f"p {t} BLEU" for t in tests]
+    head += ["baseline chrF", "system chrF", "Δ chrF"] + [f"p {t} chrF" for t in tests]
+    head += ["seeds better", "baseline lc tok. BLEU", "system lc tok. BLEU"]
+    for sp in splits:
+        lines += [f"## {sp}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for pt in points:
+            base, syst = rows[pt.label][sp]
+            cells = [f"{pt.label} ({pt.baseline} / {pt.system})", f"{pt.updates:,} × {pt.tokens:,}",
+                     " ".join(map(str, pt.seeds))]
+            for metric in ("sacrebleu", "chrf"):
+                cells += [f"{base[metric + '_mean']:.2f} ± {base[metric + '_sd']:.2f}",
+                          f"{syst[metric + '_mean']:.2f} ± {syst[metric + '_sd']:.2f}",
+                          f"{syst[metric + '_mean'] - base[metric + '_mean']:+.2f}"]
+                cells += [_p(syst, t, metric) for t in tests]
+            cells += [f"{syst.get('wins', 0)}/{len(pt.seeds)}",
+                      f"{base['lc_tokenized_bleu_mean']:.2f} ± {base['lc_tokenized_bleu_sd']:.2f}",
+                      f"{syst['lc_tokenized_bleu_mean']:.2f} ± {syst['lc_tokenized_bleu_sd']:.2f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## The trainings", "", "| budget | trainings | updates done | device | threads | wall min per training "
+              "(mean) | resumed |", "|---|---|---|---|---|---|---|"]
+    for pt in points:
+        recs = records[pt.label]
+        if not recs:
+            lines.append(f"| {pt.label} | no records kept | | | | | |")
+            continue
+        desc = [training_record.describe(r) for r in recs.values()]
+        updates = sorted({r.get("updates") for r in recs.values() if r.get("updates") is not None})
+        walls = [r.get("wall_seconds") for r in recs.values() if r.get("wall_seconds") is not None]
+        lines.append(f"| {pt.label} | {len(recs)} | {', '.join(map(str, updates)) or 'not recorded'} | "
+                     f"{'; '.join(sorted({d['device'] for d in desc}))} | "
+                     f"{'; '.join(sorted({d['threads'] for d in desc}))} | "
+                     f"{sum(walls) / len(walls) / 60:.1f} | {'; '.join(sorted({d['resumed'] for d in desc}))} |"
+                     if walls else f"| {pt.label} | {len(recs)} | | | | | |")
+    everything = {f"{pt.label}: {k}": v for pt in points for k, v in records[pt.label].items()}
+    diffs = training_record.differences(everything)
+    if diffs:
+        lines += ["", "The trainings differ in what they ran with (besides the budget):", ""]
+        lines += [f"- {d}" for d in diffs]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits: Sequence[str], path: str,
+         title: str, key: str = "sacrebleu") -> None:
+    """sacreBLEU against the tokens seen in training (log scale), both systems, one panel per split; each point
+    the mean with its sd, the seeds as dots, the value written beside it."""
+    from syntax_nmt.utils import pyplot
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(splits), figsize=(3.6 * len(splits), 3.8), squeeze=False)
+    x = [pt.million_tokens for pt in points]
+    for ax, sp in zip(axes[0], splits):
+        for which, color, name in ((0, "tab:gray", "baseline"), (1, "tab:blue", "system")):
+            means = [rows[pt.label][sp][which][key + "_mean"] for pt in points]
+            sds = [rows[pt.label][sp][which][key + "_sd"] for pt in points]
+            label = " / ".join(dict.fromkeys(rows[pt.label][sp][which]["system"].split("-")[0] for pt in points))
+            ax.errorbar(x, means, yerr=sds, color=color, marker="o", capsize=3, label=label)
+            for xi, pt in zip(x, points):
+                seeds = rows[pt.label][sp][which][key]
+                ax.scatter([xi] * len(seeds), seeds, color=color, s=8, alpha=0.5)
+            for xi, m in zip(x, means):
+                ax.annotate(f"{m:.2f}", (xi, m), xytext=(4, -10 if which == 0 else 4), textcoords="offset points",
+                            fontsize=7, color=color)
+        ax.set_xscale("log")
+        ax.set_xticks(x)
+        ax.set_xticklabels([f"{pt.label}\n{pt.million_tokens:.1f}M" for pt in points], fontsize=7)
+        ax.minorticks_off()
+        ax.set_title(sp, fontsize=9)
+        ax.set_xlabel("budget (million target-side batch tokens)", fontsize=7)
+    axes[0][0].set_ylabel(f"{compare.LABELS.get(key, key)} (mean ± sd; dots: seeds)", fontsize=8)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def budget_curve(translations: str, eval_root: str, points: Sequence[Point], splits: Sequence[str], refs: str,
+                 tests: Sequence[str], out: str, title: str) -> str:
+    """Score every point's kept translations into ``eval_root/LABEL`` and write ``out.md``, ``out.json`` and
+    ``out.png``; returns the markdown."""
+    rows, records = {}, {}
+    for pt in points:
+        d = os.path.join(eval_root, pt.label)
+        recipe_report.unpack(translations, d, [pt.baseline, pt.system], list(pt.seeds), splits, refs)
+        rows[pt.label] = point_rows(d, pt, splits, refs, tests, translations)
+        records[pt.label] = records_of(translations, pt)
+    text = markdown(points, rows, splits, tests, records, title)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".md", "w", encoding="utf-8") as f:
+        f.write(text)
+    training_record.write_json(out + ".json", {
+        "title": title, "splits": list(splits),
+        "points": [{"label": pt.label, "updates": pt.updates, "tokens": pt.tokens, "baseline": pt.baseline,
+                    "system": pt.system, "seeds": list(pt.seeds), "rows": rows[pt.label]} for pt in points]})
+    plot(points, rows, splits, out + ".png", title)
+    return text
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    import logging
+
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING)
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--translations", required=True, help="kept translations (DIR/SPLIT/SYSTEM.seedN.*.gz)")
+    p.add_argument("--refs", required=True, help="the recipe's prepared data (SPLIT.raw.LANG, SPLIT.LANG)")
+    p.add_argument("--eval", required=True, help="where the translations are scored again (one folder per point)")
+    p.add_argument("--out", required=True, help="output prefix: OUT.md, OUT.json, OUT.png")
+    p.add_argument("--point", action="append", required=True, metavar="LABEL:UPDATES:TOKENS:BASELINE:SYSTEM:SEEDS")
+    p.add_argument("--splits", default="valid test2016 test2017 mscoco")
+    p.add_argument("--tests", default="bs ar")
+    p.add_argument("--tgt-lang", default="de")
+    p.add_argument("--title", default="Syntax against the baseline by training budget")
+    a = p.parse_args(argv)
+    recipe_report.REF_LANG["lang"] = a.tgt_lang
+    try:
+        points = [Point.parse(t) for t in a.point]
+        if len({pt.label for pt in points}) != len(points):
+            raise ValueError("--point labels must be distinct")
+        print(budget_curve(a.translations, a.eval, points, a.splits.replace(",", " ").split(), a.refs,
+                           a.tests.replace(",", " ").split(), a.out, a.title))
+    except (OSError, ValueError, KeyError) as e:
+        fail(PROG, e)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
