@@ -27,8 +27,10 @@ def last_n_checkpoints(directory: str, n: int, update_based: bool, upper_bound: 
     pattern = r"checkpoint_\d+_(\d+)\.pt" if update_based else r"checkpoint(\d+)\.pt"
     found = checkpoint_utils.checkpoint_paths(directory, pattern=pattern, keep_match=True)
     paths = [p for p, num in found if upper_bound is None or num <= upper_bound]
-    if len(paths) < n:
-        raise ValueError(f"found {len(paths)} checkpoints matching {pattern} in {directory}, need {n}")
+    if len(paths) < n:  # never a silent average of fewer
+        kind = "update" if update_based else "epoch"
+        raise ValueError(f"found {len(paths)} {kind} checkpoints in {directory} ({pattern}), need {n}: the training "
+                         f"saved fewer {kind} checkpoints than it averages (it ended early, or keeps fewer)")
     return paths[:n]
 
 
@@ -91,7 +93,11 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def cli_main() -> None:
-    main(get_parser().parse_args())
+    try:
+        main(get_parser().parse_args())
+    except (OSError, ValueError, KeyError) as e:
+        sys.stderr.write(f"average_checkpoints.py: error: {e}\n")
+        sys.exit(2)
 
 
 if __name__ == "__main__":

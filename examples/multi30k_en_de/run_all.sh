@@ -31,6 +31,7 @@
 #   JOBS            trainings at a time (each with THREADS torch threads)            [CPU: nproc; GPU: 1]
 #   THREADS         torch threads per training                                        [cores / JOBS]
 #   SIGNIFICANCE    paired tests against the baseline: bs ar (bootstrap, approximate randomization) [bs ar]
+#   PROGRESS_SECONDS  how often a running training prints its update, of MAX_UPDATE, and an ETA     [300]
 #   NOISE_SYSTEM    the system of the noise stage                          [the best on validation]
 #   NOISE_RATES     fractions of words whose head is corrupted (training, validation and test)  [0.3 1.0]
 #   PYTHON          python with fairseq, syntax_nmt and the recipe's dependencies    [python]
@@ -64,6 +65,7 @@ if [[ ! " $SEEDS " =~ ^(\ +[0-9]+)+\ +$ ]] || [[ -n "$(tr ' ' '\n' <<< "$SEEDS" 
     exit 2
 fi
 SIGNIFICANCE=${SIGNIFICANCE:-bs ar}
+PROGRESS_SECONDS=${PROGRESS_SECONDS:-300}  # a long training prints its updates done and ETA this often
 NOISE_RATES=${NOISE_RATES:-0.3 1.0}
 PYTHON=${PYTHON:-python}
 WORKERS=${WORKERS:-$(nproc)}
@@ -192,8 +194,8 @@ train_one() {
     fi
     mkdir -p "$save"
     local t0=$SECONDS status=0
-    # the subshell's status is the training's: errexit does not act inside a subshell on the left of ||, so the
-    # status is carried past `times` by hand (a failed, killed or unresumable training is never marked done)
+    # the subshell's status is the training's: errexit does not act inside a subshell, so the status is carried
+    # past `times` by hand (a failed, killed or unresumable training is never marked done)
     (
         export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
         status=0
@@ -201,7 +203,30 @@ train_one() {
             || status=$?
         times > "$save/times.txt"  # the second line: CPU seconds of the training processes (user, system)
         exit "$status"
-    ) || status=$?
+    ) &
+    local pid=$! last=$SECONDS first=""
+    local max_update
+    max_update=$(grep -m1 '^MAX_UPDATE=' <<< "$(printf '%s\n' "${settings[@]}")" | cut -d= -f2)
+    while kill -0 "$pid" 2>/dev/null; do  # progress every PROGRESS_SECONDS: updates done / total, ETA
+        sleep 1
+        if (( SECONDS - last >= PROGRESS_SECONDS )); then
+            last=$SECONDS
+            local now
+            # fairseq's logged updates, or those of the checkpoint it resumed from ("... @ N updates)")
+            now=$(grep -oE 'num_updates [0-9]+|@ [0-9]+ updates' "$save/stdout.log" 2>/dev/null | tail -1 \
+                  | grep -oE '[0-9]+' || true)
+            if [[ -n "$now" ]]; then
+                if [[ -z "$first" ]]; then first="$now $SECONDS"; fi
+                read -r u0 s0 <<< "$first"
+                local eta="?"
+                if (( now > u0 && max_update > 0 )); then
+                    eta="$(( (SECONDS - s0) * (max_update - now) / (now - u0) / 60 )) min at most"
+                fi
+                echo "  $system seed $seed: update $now of ${max_update:-?} ($((SECONDS - t0)) s; ETA $eta)"
+            fi
+        fi
+    done
+    wait "$pid" || status=$?
     local device=cuda
     if [[ "$CPU" == 1 ]]; then device=cpu; fi
     "$PYTHON" -m syntax_nmt.recipes.training_record part "$save" --wall "$((SECONDS - t0))" --times "$save/times.txt" \

@@ -90,10 +90,30 @@ def model_version(model: str) -> str:
         return f"{model} (version unknown)"
 
 
+def cpu_name() -> str:
+    """``cpu (MODEL, ISA)``: the processor's model and its widest vector instructions (``avx512f``, ``avx2``), on
+    which torch's CPU kernels choose their code paths (and so the order of floating-point sums)."""
+    model, flags = "unknown model", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown model":
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        import platform
+
+        model = platform.processor() or model
+    isa = next((f for f in ("amx_tile", "avx512f", "avx2", "asimd") if f in flags), "")
+    return f"cpu ({model}{', ' + isa if isa else ''})"
+
+
 def device_name(device: str) -> str:
-    """``cpu``, or the name of the first CUDA device (``cuda``)."""
+    """The processor (:func:`cpu_name`) for ``cpu``, or the name of the first CUDA device (``cuda``)."""
     if device == "cpu":
-        return "cpu"
+        return cpu_name()
     import torch
 
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu (no CUDA device seen)"

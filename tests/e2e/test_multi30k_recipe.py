@@ -256,6 +256,85 @@ def test_annotating_with_another_parser_stops_the_run(recipe_run, tmp_path):
     assert "binarize" not in proc.stdout and head.stat().st_mtime_ns == before
 
 
+def test_a_training_records_what_it_ran_with(recipe_run):
+    """Issue 44: beside its .done, a training records the device, torch threads, library versions, the parser of
+    its data and its settings, and whether it was resumed."""
+    work, env, _, _ = recipe_run
+    from importlib import metadata
+
+    import torch
+
+    save = work / "checkpoints" / "cpu-bpe200" / "sgnet" / "seed2"
+    done = json.loads((save / ".done").read_text())
+    parts = [json.loads(line) for line in (save / "parts.jsonl").read_text().splitlines()]
+    assert len(parts) == 1 and done["parts"] == 1 and done["resumed_from"] == []
+    assert done["wall_seconds"] == parts[0]["wall_seconds"] and done["cpu_seconds"] == parts[0]["cpu_seconds"]
+    e = done["environment"]
+    assert e["device"].startswith("cpu (") and e["threads"] == 1 and e["torch"] == torch.__version__
+    assert e["fairseq"] == metadata.version("fairseq-fixed") and e["spacy"] == metadata.version("spacy")
+    assert e["parser"].startswith("spacy ")
+    assert done["settings"]["SYSTEM"] == "sgnet" and done["settings"]["SEED"] == "2"
+    assert done["settings"]["MAX_UPDATE"] == "3" and done["settings"]["PRESET"] == "cpu"
+    assert done["updates"] == 3
+
+
+def _trainer_killed_after_a_checkpoint(tmp_path, checkpoint):
+    trainer = tmp_path / "killed.sh"
+    trainer.write_text("#!/usr/bin/env bash\n"  # leaves a checkpoint as a killed training does
+                       "while [[ $# -gt 0 && $1 != --save-dir ]]; do shift; done\n"
+                       f'cp {checkpoint} "$2/checkpoint_last.pt"\nkill -9 $$\n')
+    trainer.chmod(0o755)
+    return trainer
+
+
+def test_a_resumed_training_sums_its_parts_and_shows_progress(recipe_run, tmp_path):
+    """Issue 44/46: a training killed after a checkpoint and run again resumes from checkpoint_last.pt; its .done
+    sums both attempts' times (it recorded only the last) and says from which update it was resumed; while it
+    runs, it prints its update of MAX_UPDATE."""
+    work, env, _, _ = recipe_run
+    save = work / "checkpoints" / "cpu-bpe200" / "transformer" / "seed5"
+    partial = work / "checkpoints" / "cpu-bpe200" / "transformer" / "seed1" / "checkpoint_last.pt"  # update 3
+    trainer = _trainer_killed_after_a_checkpoint(tmp_path, partial)
+    proc, log = _run(env, STAGES="train", SYSTEMS="transformer", SEEDS="5", MAX_UPDATE="5",
+                     FAIRSEQ_TRAIN=str(trainer))
+    assert proc.returncode != 0 and not (save / ".done").exists(), log[-3000:]
+    proc, log = _run(env, STAGES="train", SYSTEMS="transformer", SEEDS="5", MAX_UPDATE="5", PROGRESS_SECONDS="1")
+    assert proc.returncode == 0, log[-3000:]
+    done = json.loads((save / ".done").read_text())
+    parts = [json.loads(line) for line in (save / "parts.jsonl").read_text().splitlines()]
+    assert [p["status"] for p in parts] == [137, 0] or (parts[0]["status"] != 0 and parts[1]["status"] == 0)
+    assert done["parts"] == 2 and done["resumed_from"] == [3] and done["updates"] == 5
+    assert done["wall_seconds"] == parts[0]["wall_seconds"] + parts[1]["wall_seconds"]
+    assert done["cpu_seconds"] == parts[0]["cpu_seconds"] + parts[1]["cpu_seconds"]
+    assert "transformer seed 5: update 3 of 5" in proc.stdout or "transformer seed 5: update 5 of 5" in proc.stdout
+
+
+def test_a_finished_training_met_with_other_settings_stops_the_run(recipe_run):
+    """Issue 46: MAX_UPDATE raised after a finished training kept the short model without a word."""
+    work, env, _, _ = recipe_run
+    ckpt = work / "checkpoints" / "cpu-bpe200" / "transformer" / "seed2" / "checkpoint_last.pt"
+    before = ckpt.stat().st_mtime_ns
+    proc, log = _run(env, STAGES="train", SYSTEMS="transformer", SEEDS="2", MAX_UPDATE="4")
+    assert proc.returncode != 0, log[-3000:]
+    assert "was trained with other settings (MAX_UPDATE: 3 -> 4)" in proc.stderr
+    assert ckpt.stat().st_mtime_ns == before and "  trained " not in proc.stdout
+
+
+def test_averaging_more_checkpoints_than_saved_is_an_error(recipe_run):
+    """Issue 44: the gpu preset averages the last 10 epoch checkpoints; a training that saved fewer is not marked
+    done (never a silent average of fewer), and evaluate refuses it."""
+    work, env, _, _ = recipe_run
+    save = work / "checkpoints" / "cpu-bpe200" / "transformer" / "seed6"
+    proc, log = _run(env, STAGES="train", SYSTEMS="transformer", SEEDS="6", AVERAGE="10", SAVE_INTERVAL="0")
+    assert proc.returncode != 0 and "training transformer seed 6 failed" in proc.stderr, log[-3000:]
+    assert "average_checkpoints.py: error: found" in (save / "stdout.log").read_text()
+    assert "need 10" in (save / "stdout.log").read_text()
+    assert not (save / ".done").exists() and not (save / "checkpoint_avg.pt").exists()
+    proc, log = _run(env, STAGES="evaluate", SYSTEMS="transformer", SEEDS="6")
+    assert proc.returncode != 0 and "transformer seed 6 has not finished training" in proc.stderr, log[-3000:]
+
+
+
 def test_stale_translations_and_trainings_are_redone_or_refused(recipe_run):
     """Issue 34: a translation older than its training's end is made again; a data directory made again after a
     training makes that training stale, which evaluate refuses. (Last test of the module: it leaves the trainings
