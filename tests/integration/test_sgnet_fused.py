@@ -72,7 +72,7 @@ def fairseq_sgnet(model):
     return old.to(next(new.parameters()).dtype).train(new.training)
 
 
-@pytest.mark.parametrize("train,attention_dropout", [(True, 0.0), (True, 0.1), (False, 0.0)])
+@pytest.mark.parametrize("train,attention_dropout", [(True, 0.0), (True, 0.1), (False, 0.0), (False, 0.1)])
 def test_sg_layer_reaches_torch_fused_attention_with_one_mask_for_all_heads(stream_bin, monkeypatch, train,
                                                                             attention_dropout):
     task, model = _model(stream_bin, "--attention-dropout", attention_dropout)
