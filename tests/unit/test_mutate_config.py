@@ -1,0 +1,59 @@
+"""``make mutate`` stays runnable from a clean clone (issue 48): its configuration (setup.cfg, [mutmut]) names
+modules and tests that exist, the folders it copies hold no link that leaves them or loops (a recipe's symlink once
+made mutmut's copy of examples/ loop), and its test selection is collected by pytest without an error."""
+
+import configparser
+import glob
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _mutmut():
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    section = cfg["mutmut"]
+    return {key: [v.strip() for v in section.get(key, "").splitlines() if v.strip()]
+            for key in ("only_mutate", "also_copy", "pytest_add_cli_args_test_selection")}
+
+
+def test_every_mutated_pattern_matches_modules():
+    for pattern in _mutmut()["only_mutate"]:
+        assert glob.glob(str(ROOT / pattern)), f"setup.cfg [mutmut] only_mutate: {pattern} matches no file"
+
+
+def test_every_selected_test_file_exists():
+    selection = _mutmut()["pytest_add_cli_args_test_selection"]
+    assert selection
+    for path in selection:
+        assert (ROOT / path).is_file(), f"setup.cfg [mutmut] test selection: {path} does not exist"
+
+
+def test_the_copied_folders_hold_no_link_that_leaves_them():
+    for entry in _mutmut()["also_copy"]:
+        top = (ROOT / entry).resolve()
+        assert top.exists(), f"setup.cfg [mutmut] also_copy: {entry} does not exist"
+        if top.is_file():
+            continue
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            for name in dirnames + filenames:
+                p = Path(dirpath) / name
+                if p.is_symlink():
+                    target = p.resolve()
+                    assert target.exists(), f"{p.relative_to(ROOT)}: a dangling link"
+                    assert top in target.parents or target == top, f"{p.relative_to(ROOT)} links outside {entry}"
+                    assert not (target.is_dir() and target in p.parents), f"{p.relative_to(ROOT)} loops"
+
+
+@pytest.mark.e2e
+def test_the_selection_is_collected():
+    sel = _mutmut()["pytest_add_cli_args_test_selection"]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "-m", "not slow and not e2e", *sel], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert " tests collected" in proc.stdout or " selected" in proc.stdout
