@@ -59,6 +59,15 @@ def marker_table(symbols: List[str], scheme: str, device=None) -> Tensor:
     return torch.tensor(flags, dtype=torch.bool, device=device)
 
 
+def guess_scheme(symbols: List[str]) -> str:
+    """The subword scheme of a dictionary whose annotation settings are unknown (a checkpoint trained before they
+    were recorded, on data without them): ``bpe`` if a symbol ends with ``@@``, ``spm`` if one starts with ``▁``,
+    else ``none``."""
+    if any(s.endswith(BPE_SEPARATOR) for s in symbols):
+        return "bpe"
+    return "spm" if any(s.startswith(SPM_SPACE) for s in symbols) else "none"
+
+
 def word_heads(parents: Tensor, word_start: Tensor, special: Tensor) -> Tensor:
     """Word-level heads of predicted parent positions, ``(B, T)`` long: at each word's first subword the 1-based
     index (in its sentence) of the word holding its parent token, 0 when that token is in the word itself (the

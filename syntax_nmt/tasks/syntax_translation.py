@@ -861,7 +861,7 @@ class SyntaxTranslationTask(TranslationTask):
         d = self.src_dict
         special = tokens.eq(d.pad()) | tokens.eq(d.eos()) | tokens.eq(d.bos())
         settings = self.model_annotation or self.data_annotation
-        scheme = settings.subword if settings is not None else "none"
+        scheme = settings.subword if settings is not None else parse_output.guess_scheme(d.symbols)
         if self._marker_table is None or self._marker_table[0] != scheme:
             self._marker_table = (scheme, parse_output.marker_table(d.symbols, scheme))
         table = self._marker_table[1].to(tokens.device)
