@@ -425,7 +425,6 @@ class SyntaxTranslationTask(TranslationTask):
                                         f"{lacking} (dict.STREAM.txt): use the training data's")
             self._raw_streams = streams
         _set(self.cfg, "source_parse", mode)
-        self._annotator = None
 
     def _record_word_dictionaries(self, cfg, from_checkpoint: bool) -> None:
         """Record the signatures (size, hash) of the source and target dictionaries in the model's configuration

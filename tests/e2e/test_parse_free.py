@@ -341,3 +341,19 @@ def test_a_model_that_reads_the_parse_says_what_it_needs(lisa, tmp_path):
     assert m.task.annotated_streams == ["subword", "head"]
     with pytest.raises(StreamConfigError, match=r"^source_parse='never': .*--lisa-inject-parse reads the source parse"):
         m.task.set_source_parse("never")
+
+
+def test_bench_parse_measures_both_ways_in_one_run(lisa, spacy_model, capsys):
+    """python -m syntax_nmt.bench_parse: sentences/s with the parser (here the tests' rule-based spaCy pipeline, in
+    place of the external parse the data was annotated with) and without, the parser's share, the same hypotheses."""
+    from syntax_nmt import bench_parse
+
+    args = bench_parse.get_parser().parse_args([
+        "--path", lisa.ckpt, "--data", lisa.data, "--input", lisa.paths["test"]["en"], "--lines", "12",
+        "--rounds", "1", "--beam", "2", "--batch-size", "8", "--fixed-len", "6",
+        "--annotate-parser-model", spacy_model])
+    result = bench_parse.main(args)
+    assert result["same_hypotheses"] and result["sentences"] == 12 and result["reads_at_inference"] == {}
+    assert result["parsed_sps"] > 0 and result["parse_free_sps"] > 0 and result["parser_load_s"] >= 0
+    assert result["parser_share"] == pytest.approx(1 - result["parse_free_total_s"] / result["parsed_total_s"])
+    assert "the parser's share of inference time: " in capsys.readouterr().out
