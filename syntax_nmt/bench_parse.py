@@ -13,7 +13,9 @@ after a warm-up round each that also loads the parser (its loading time is repor
 of the whole translation, and the seconds of the annotation alone (parse or segment) and of the decoding alone;
 the parser's share of inference time is ``1 - parse-free / parsed`` (whole translation). It also checks that the
 two ways give the same hypotheses, token for token and score for score (exit status 1 if not): on a real model and
-its raw test source this is the one-command check that the model needs no parser.
+its raw test source this is the one-command check that the model needs no parser. With ``--compare-split SPLIT``
+(the raw lines of that binarized split, e.g. the recipe's raw test source and ``test``), it checks too that the
+parse-free subwords are the split's source tokens, line for line (exit status 1 if not).
 
 For a model that reads the parse at inference (SG-Net...), both ways parse: the share is then about 0.
 """
@@ -63,9 +65,8 @@ def measure(args) -> Dict:
     kwargs = {}
     if args.annotate_parser_model:
         kwargs["annotate_parser_model"] = args.annotate_parser_model
-    m = SyntaxTransformerModel.from_pretrained(os.path.dirname(os.path.abspath(args.path)),
-                                               os.path.basename(args.path), data_name_or_path=os.path.abspath(args.data),
-                                               **kwargs)
+    m = SyntaxTransformerModel.from_pretrained(os.path.dirname(os.path.abspath(args.path)), os.path.basename(args.path),
+                                               data_name_or_path=os.path.abspath(args.data), **kwargs)
     needs = m.task.inference_needs
     gen_args = {"beam": args.beam}
     if args.fixed_len:  # every hypothesis this long: the same decoding work whatever an untrained model predicts
@@ -84,11 +85,21 @@ def measure(args) -> Dict:
             if r:
                 runs[way].append(run)
     same = runs["parsed"][0]["hyps"] == runs["parse_free"][0]["hyps"]
+    split = None
+    if args.compare_split:
+        m.task.set_source_parse("auto")
+        m.task.load_dataset(args.compare_split)
+        ds = m.task.dataset(args.compare_split)
+        tokens = m.encode_batch(lines)
+        equal = sum(i < len(ds) and torch.equal(ds[i]["source"], t) for i, t in enumerate(tokens))
+        split = {"split": args.compare_split, "lines": len(ds), "equal": equal,
+                 "same": equal == len(tokens) == len(ds)}
     result = {"sentences": len(lines), "rounds": args.rounds, "beam": args.beam, "batch_size": args.batch_size,
               "fixed_len": args.fixed_len, "threads": args.threads, "checkpoint": os.path.abspath(args.path),
               "input": os.path.abspath(args.input), "reads_at_inference": needs,
               "parser": m.task.annotator.settings.extra.get("spacy_model") if not args.annotate_parser_model
-              else args.annotate_parser_model, "parser_load_s": parser_load_s, "same_hypotheses": same}
+              else args.annotate_parser_model, "parser_load_s": parser_load_s, "same_hypotheses": same,
+              "compare_split": split}
     for way in ways:
         for part in ("total_s", "annotate_s", "decode_s"):
             result[f"{way}_{part}"] = statistics.median(run[part] for run in runs[way])
@@ -110,7 +121,11 @@ def report(r: Dict) -> str:
             f"decoding {r['parse_free_decode_s']:.2f} s)\n"
             f"  the parser's share of inference time: {100 * r['parser_share']:.1f}% "
             f"(parse-free {r['speedup']:.2f}x as fast); loading the parser {r['parser_load_s']:.2f} s once\n"
-            f"  same hypotheses (tokens and scores): {'yes' if r['same_hypotheses'] else 'NO'}")
+            f"  same hypotheses (tokens and scores): {'yes' if r['same_hypotheses'] else 'NO'}"
+            + ("" if not r["compare_split"] else
+               f"\n  parse-free subwords = the binarized {r['compare_split']['split']} split's source: "
+               f"{r['compare_split']['equal']} of {r['sentences']} lines "
+               f"(the split has {r['compare_split']['lines']})"))
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -119,7 +134,7 @@ def get_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example (the Multi30k recipe's LISA model, its raw test source):\n"
         "  python -m syntax_nmt.bench_parse --path checkpoints/lisa/checkpoint_last.pt --data data-bin/bpe14000 \\\n"
-        "      --input download/test_2016_flickr.en.gz --out bench-parse.json")
+        "      --input download/test_2016_flickr.en.gz --compare-split test --out bench-parse.json")
     p.add_argument("--path", required=True, help="the checkpoint")
     p.add_argument("--data", required=True, help="its data directory (dictionaries, annotation.json)")
     p.add_argument("--input", required=True, help="raw source lines, as the training source was before annotation "
@@ -132,6 +147,9 @@ def get_parser() -> argparse.ArgumentParser:
                    help="force every hypothesis to this many tokens (an untrained model's lengths are arbitrary)")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--annotate-parser-model", help="the recorded parser at another name or path")
+    p.add_argument("--compare-split", metavar="SPLIT",
+                   help="the input is the raw source of this binarized split of --data: check that the parse-free "
+                   "subwords are its source tokens")
     p.add_argument("--out", help="write the figures as JSON")
     return p
 
@@ -153,7 +171,8 @@ def cli_main(argv=None) -> int:
 
     setup_logging(logging.WARNING)
     result = run("python -m syntax_nmt.bench_parse", main, get_parser().parse_args(argv))
-    return 0 if result["same_hypotheses"] else 1
+    split_ok = result["compare_split"] is None or result["compare_split"]["same"]
+    return 0 if result["same_hypotheses"] and split_ok else 1
 
 
 if __name__ == "__main__":

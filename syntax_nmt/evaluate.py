@@ -190,15 +190,15 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         ValueError: no ``G-`` line, a reference that is not of the same words (naming the sentence), or neither
             or both of ``conllu`` and ``parser``.
     """
-    from syntax_nmt.tasks.source_parse import read_parse_lines
+    from syntax_nmt.syntax.parse_lines import read_parse_lines
 
     if (conllu is None) == (parser is None):
         raise ValueError("give the reference parse as --conllu FILE or --parser SPACY_MODEL (one of them)")
     with open(generate_log, encoding="utf-8") as f:
         predicted = read_parse_lines(f)
     if not predicted:
-        raise ValueError(f"{generate_log}: no G- line: generate with --print-source-parse heads (or conllu) and a model "
-                         f"that predicts the parse (--syntax-attention lisa)")
+        raise ValueError(f"{generate_log}: no G- line: generate with --print-source-parse heads (or conllu) and a "
+                         f"model that predicts the parse (--syntax-attention lisa)")
     sources = read_sources(generate_log)
     rows = []  # (sid, words, heads) in sentence-id order, sentences with words only
     for sid in sorted(set(predicted) | {i for i, w in sources.items() if w}):
@@ -217,8 +217,8 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         with open_conllu(conllu) as f:
             reference = list(read_conllu(f, conllu))
         if len(reference) != len(rows):
-            raise ValueError(f"{conllu} has {len(reference)} sentence blocks, {generate_log} {len(rows)} sentences with "
-                             f"words: one block per sentence, in order")
+            raise ValueError(f"{conllu} has {len(reference)} sentence blocks, {generate_log} {len(rows)} sentences "
+                             f"with words: one block per sentence, in order")
         gold = [(r.words, r.heads) for r in reference]
         name = conllu
     else:

@@ -7,24 +7,18 @@ the same way, its argmax from each word's first subword names the word's head: t
 to, or none (a root) when that key is in the word itself or is a special token. :func:`word_heads` does this for a
 batch; the words are the source's subword pieces joined as ``--remove-bpe`` joins them (:func:`token_word_starts`:
 from the tokens and the recorded subword scheme, so no stream is needed). The task prints the parses beside the
-translations (``--print-source-parse``, :func:`parse_lines`), the hub returns them (``hub.parse``), and
+translations (``--print-source-parse``, :mod:`syntax_nmt.syntax.parse_lines`), the hub returns them (``hub.parse``), and
 ``syntax-nmt-evaluate parse`` scores them against a parser (UAS).
 """
 
-from typing import Dict, List, Optional, Tuple
+from typing import List
 
 import torch
 from torch import Tensor
 
 from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
-from syntax_nmt.syntax.conllu import Sentence, format_conllu
+from syntax_nmt.syntax.conllu import Sentence
 
-#: ``--print-source-parse``: ``heads`` prints ``G-ID<TAB>h1 h2 ...`` (one 1-based head per word, 0 at roots);
-#: ``conllu`` the sentence as a CoNLL-U block, each of its lines after ``G-ID<TAB>`` (the block's empty last line
-#: too, so ``grep ^G- | cut -f2-`` is a CoNLL-U file)
-FORMATS = ("none", "heads", "conllu")
-#: the line type of the printed parse (fairseq prints S, T, H, D, P, A, I, E, W, C; target factors F)
-LINE = "G"
 
 
 def token_word_starts(tokens: Tensor, special: Tensor, table: Tensor, scheme: str) -> Tensor:
@@ -109,43 +103,4 @@ def sentences(pieces: List[List[str]], starts: List[List[bool]], heads: List[Lis
         h = [x for x, start in zip(row_heads, row_starts) if start]
         n = len(words)
         out.append(Sentence(words, ["_"] * n, ["_"] * n, h, ["_"] * n))
-    return out
-
-
-def parse_lines(sid, sentence: Sentence, fmt: str) -> List[str]:
-    """The ``G-`` lines of sentence ``sid`` (:data:`FORMATS`)."""
-    if fmt == "heads":
-        return [f"{LINE}-{sid}\t{' '.join(map(str, sentence.heads))}"]
-    if not sentence.words:
-        return []  # CoNLL-U has no empty sentence
-    block = Sentence(sentence.words, sentence.upos, sentence.xpos, sentence.heads, sentence.deprels,
-                     comments={"sent_id": str(sid)})
-    return [f"{LINE}-{sid}\t{line}" for line in format_conllu(block).split("\n")[:-1]]
-
-
-def read_parse_lines(lines) -> Dict[int, Tuple[Optional[List[str]], List[int]]]:
-    """The parses in the ``G-`` lines (either format) of a fairseq-generate/-interactive log: sentence id ->
-    ``(words, heads)``, one head per word; ``words`` None for the ``heads`` format (they are the S- line's). A
-    sentence without words printed as CoNLL-U has no entry.
-
-    Raises:
-        ValueError: a line of neither format, naming it.
-    """
-    out: Dict[int, Tuple[Optional[List[str]], List[int]]] = {}
-    for lineno, line in enumerate(lines, 1):
-        if not line.startswith(f"{LINE}-"):
-            continue
-        tag, _, rest = line.rstrip("\n").partition("\t")
-        fields = rest.split("\t")
-        try:
-            sid = int(tag[len(LINE) + 1:])
-            if len(fields) == 10:  # a CoNLL-U word line
-                words, heads = out.setdefault(sid, ([], []))
-                words.append(fields[1])
-                heads.append(int(fields[6]))
-            elif not (rest.startswith("#") or (rest == "" and sid in out)):  # not a comment or a block's end
-                out[sid] = (None, [int(h) for h in rest.split()])
-        except ValueError:
-            raise ValueError(f"line {lineno}: not a parse line of --print-source-parse (heads or conllu): "
-                             f"{line.rstrip()[:80]!r}") from None
     return out

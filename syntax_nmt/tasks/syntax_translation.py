@@ -34,6 +34,8 @@ from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.cli_errors import fairseq_errors_one_line
 from syntax_nmt.constants import DATA_SETTINGS_FILE, DICT_FILE
 from syntax_nmt.syntax.conllu import CoNLLUError, Sentence
+from syntax_nmt.syntax.parse_lines import FORMATS as PARSE_FORMATS
+from syntax_nmt.syntax.parse_lines import parse_lines
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     SPECIAL_HEAD,
@@ -128,7 +130,7 @@ class SyntaxTranslationConfig(TranslationConfig):
                   "at inference is an error naming what it reads); 'always': raw text is parsed and every stream "
                   "the model was trained with is read (as before models declared their needs; to compare)"},
     )
-    print_source_parse: ChoiceEnum(parse_output.FORMATS) = field(
+    print_source_parse: ChoiceEnum(PARSE_FORMATS) = field(
         default="none",
         metadata={"help": "fairseq-generate/-interactive: print the parse of each source sentence that the model "
                   "predicts (LISA's parse head: the argmax from each word's first subword, read as word heads), "
@@ -873,10 +875,10 @@ class SyntaxTranslationTask(TranslationTask):
                                       [r[m].tolist() for r, m in zip(heads.cpu(), real)], scheme)
 
     def print_source_parses(self, sample, parses: List[Sentence]) -> None:
-        """The ``G-`` lines of ``--print-source-parse`` on standard output (:func:`~syntax_nmt.tasks.source_parse.parse_lines`),
-        numbered as fairseq numbers the S- and H- lines."""
+        """The ``G-`` lines of ``--print-source-parse`` on standard output
+        (:func:`~syntax_nmt.syntax.parse_lines.parse_lines`), numbered as fairseq numbers the S- and H- lines."""
         for sid, sentence in zip(self._sample_ids(sample), parses):
-            for line in parse_output.parse_lines(sid, sentence, self.cfg_print_source_parse):
+            for line in parse_lines(sid, sentence, self.cfg_print_source_parse):
                 print(line, flush=False)
 
     def _sample_ids(self, sample) -> List[int]:

@@ -87,10 +87,21 @@ def lisa(tmp_path_factory):
                            ckpt=str(root / "ckpt" / "checkpoint_last.pt"))
 
 
+_GENERATED = {}
+
+
 def fairseq_generate(data, path, *extra):
-    """fairseq-generate (its entry point, in this process) on the test split: its output lines."""
+    """fairseq-generate (its entry point, in this process) on the test split: its output lines (run once per
+    arguments and module)."""
     from fairseq_cli import generate as fairseq_generate_cli
 
+    key = (data, path, extra)
+    if key not in _GENERATED:
+        _GENERATED[key] = _generate(fairseq_generate_cli, data, path, *extra)
+    return list(_GENERATED[key])
+
+
+def _generate(fairseq_generate_cli, data, path, *extra):
     out = io.StringIO()
     with _argv("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", path,
                *DECODE, "--remove-bpe", *extra), contextlib.redirect_stdout(out):
@@ -277,7 +288,7 @@ def test_print_source_parse(lisa, tmp_path):
     assert one.words == parses[0].words and one.heads == parses[0].heads
 
 
-def test_evaluate_parse_scores_the_uas(lisa, tmp_path):
+def test_evaluate_parse_scores_the_uas(lisa, tmp_path, capsys):
     """syntax-nmt-evaluate parse: the share of words whose predicted head is the reference's (the gold CoNLL-U of
     the test split here), from either format of G- lines; a reference of other words is a one-line error."""
     from syntax_nmt.evaluate import cli_main as evaluate_cli
@@ -302,11 +313,12 @@ def test_evaluate_parse_scores_the_uas(lisa, tmp_path):
     assert (results["heads"]["correct"], results["heads"]["words"], results["heads"]["sentences"]) == (
         correct, words, N_TEST)
     assert results["heads"]["uas"] == pytest.approx(100.0 * correct / words)
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "syntax-nmt-evaluate"), "parse", "--gen",
-                           str(log), "--conllu", lisa.paths["valid"]["en.conllu"]], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.path.dirname(USER_DIR)})
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert proc.stderr.startswith("syntax-nmt-evaluate: error: ") and "sentence blocks" in proc.stderr
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        evaluate_cli(["parse", "--gen", str(log), "--conllu", lisa.paths["valid"]["en.conllu"]])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"syntax-nmt-evaluate: error: {lisa.paths['valid']['en.conllu']} has 20 sentence blocks")
 
 
 def test_a_model_that_reads_the_parse_says_what_it_needs(lisa, tmp_path):
@@ -345,15 +357,20 @@ def test_a_model_that_reads_the_parse_says_what_it_needs(lisa, tmp_path):
 
 def test_bench_parse_measures_both_ways_in_one_run(lisa, spacy_model, capsys):
     """python -m syntax_nmt.bench_parse: sentences/s with the parser (here the tests' rule-based spaCy pipeline, in
-    place of the external parse the data was annotated with) and without, the parser's share, the same hypotheses."""
+    place of the external parse the data was annotated with) and without, the parser's share, the same hypotheses,
+    and the parse-free subwords of the raw test source against the binarized test split (exit status 1 when they
+    differ: here 12 raw lines for a split of 30)."""
     from syntax_nmt import bench_parse
 
-    args = bench_parse.get_parser().parse_args([
-        "--path", lisa.ckpt, "--data", lisa.data, "--input", lisa.paths["test"]["en"], "--lines", "12",
-        "--rounds", "1", "--beam", "2", "--batch-size", "8", "--fixed-len", "6",
-        "--annotate-parser-model", spacy_model])
-    result = bench_parse.main(args)
-    assert result["same_hypotheses"] and result["sentences"] == 12 and result["reads_at_inference"] == {}
+    argv = ["--path", lisa.ckpt, "--data", lisa.data, "--input", lisa.paths["test"]["en"], "--rounds", "1",
+            "--beam", "2", "--batch-size", "8", "--fixed-len", "6", "--annotate-parser-model", spacy_model,
+            "--compare-split", "test"]
+    result = bench_parse.main(bench_parse.get_parser().parse_args(argv))
+    assert result["same_hypotheses"] and result["sentences"] == N_TEST and result["reads_at_inference"] == {}
+    assert result["compare_split"] == {"split": "test", "lines": N_TEST, "equal": N_TEST, "same": True}
     assert result["parsed_sps"] > 0 and result["parse_free_sps"] > 0 and result["parser_load_s"] >= 0
     assert result["parser_share"] == pytest.approx(1 - result["parse_free_total_s"] / result["parsed_total_s"])
-    assert "the parser's share of inference time: " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "the parser's share of inference time: " in out and "same hypotheses (tokens and scores): yes" in out
+    assert bench_parse.cli_main([*argv, "--lines", "12"]) == 1
+    assert "12 of 12 lines (the split has 30)" in capsys.readouterr().out

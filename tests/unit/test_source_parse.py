@@ -8,8 +8,8 @@ import torch
 
 from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.syntax.conllu import Sentence
-from syntax_nmt.tasks.source_parse import (marker_table, parse_lines, read_parse_lines, sentences, token_word_starts,
-                                           word_heads)
+from syntax_nmt.syntax.parse_lines import parse_lines, read_parse_lines
+from syntax_nmt.tasks.source_parse import marker_table, sentences, token_word_starts, word_heads
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq's Dictionary: bos 0, pad 1, eos 2, unk 3
 PIECES = {"bpe": ["the", "ca@@", "t", "s@@", "a@@", "t", "a@", "@@", "x"],
