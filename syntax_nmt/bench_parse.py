@@ -15,7 +15,8 @@ the parser's share of inference time is ``1 - parse-free / parsed`` (whole trans
 two ways give the same hypotheses, token for token and score for score (exit status 1 if not): on a real model and
 its raw test source this is the one-command check that the model needs no parser. With ``--compare-split SPLIT``
 (the raw lines of that binarized split, e.g. the recipe's raw test source and ``test``), it checks too that the
-parse-free subwords are the split's source tokens, line for line (exit status 1 if not).
+parse-free subwords are the split's source tokens, line for line (the first ``--lines`` of them; exit status 1 if
+not).
 
 For a model that reads the parse at inference (SG-Net...), both ways parse: the share is then about 0.
 """
@@ -93,7 +94,7 @@ def measure(args) -> Dict:
         tokens = m.encode_batch(lines)
         equal = sum(i < len(ds) and torch.equal(ds[i]["source"], t) for i, t in enumerate(tokens))
         split = {"split": args.compare_split, "lines": len(ds), "equal": equal,
-                 "same": equal == len(tokens) == len(ds)}
+                 "same": equal == len(tokens) and (args.lines or len(ds)) == len(tokens)}
     result = {"sentences": len(lines), "rounds": args.rounds, "beam": args.beam, "batch_size": args.batch_size,
               "fixed_len": args.fixed_len, "threads": args.threads, "checkpoint": os.path.abspath(args.path),
               "input": os.path.abspath(args.input), "reads_at_inference": needs,

@@ -359,7 +359,7 @@ def test_bench_parse_measures_both_ways_in_one_run(lisa, spacy_model, capsys):
     """python -m syntax_nmt.bench_parse: sentences/s with the parser (here the tests' rule-based spaCy pipeline, in
     place of the external parse the data was annotated with) and without, the parser's share, the same hypotheses,
     and the parse-free subwords of the raw test source against the binarized test split (exit status 1 when they
-    differ: here 12 raw lines for a split of 30)."""
+    differ: here against the valid split)."""
     from syntax_nmt import bench_parse
 
     argv = ["--path", lisa.ckpt, "--data", lisa.data, "--input", lisa.paths["test"]["en"], "--rounds", "1",
@@ -372,5 +372,5 @@ def test_bench_parse_measures_both_ways_in_one_run(lisa, spacy_model, capsys):
     assert result["parser_share"] == pytest.approx(1 - result["parse_free_total_s"] / result["parsed_total_s"])
     out = capsys.readouterr().out
     assert "the parser's share of inference time: " in out and "same hypotheses (tokens and scores): yes" in out
-    assert bench_parse.cli_main([*argv, "--lines", "12"]) == 1
-    assert "12 of 12 lines (the split has 30)" in capsys.readouterr().out
+    assert bench_parse.cli_main([*argv[:-1], "valid", "--lines", "12"]) == 1
+    assert "= the binarized valid split's source: 0 of 12 lines (the split has 20)" in capsys.readouterr().out
