@@ -364,13 +364,13 @@ class SyntaxTranslationTask(TranslationTask):
             self.streams = required
         self._model_streams, self._model_needs = required, needs
         self._translating_model = translating
+        self._raw_streams = inference if translating and mode != "always" else required
         if translating:
-            logger.info("translating (--source-parse %s): %s; streams read from binarized data: %s; raw text: %s", mode,
-                        describe_needs(needs) or "the model reads no source stream at inference",
+            logger.info("translating (--source-parse %s): %s; streams read from binarized data: %s; raw text: %s",
+                        mode, describe_needs(needs) or "the model reads no source stream at inference",
                         ", ".join(self.streams) or "none",
                         f"annotated ({', '.join(self._raw_streams)})" if self._raw_streams
                         else "tokenized and segmented as recorded, no parser")
-        self._raw_streams = inference if translating and mode != "always" else required
         signature = self.stream_signature(required)
         if recorded_signature is not None:
             recorded, current = parse_signatures(recorded_signature), parse_signatures(signature)
