@@ -288,11 +288,14 @@ def test_print_source_parse(lisa, tmp_path):
     assert one.words == parses[0].words and one.heads == parses[0].heads
 
 
-def test_evaluate_parse_scores_the_uas(lisa, tmp_path, capsys):
+def test_evaluate_parse_scores_the_uas(lisa, tmp_path, capsys, spacy_model):
     """syntax-nmt-evaluate parse: the share of words whose predicted head is the reference's (the gold CoNLL-U of
-    the test split here), from either format of G- lines; a reference of other words is a one-line error."""
+    the test split here), from either format of G- lines; a spaCy pipeline as the reference parses the same words
+    as its CoNLL-U would give them; a reference of other words is a one-line error."""
+    from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend
     from syntax_nmt.evaluate import cli_main as evaluate_cli
-    from syntax_nmt.syntax.conllu import read_conllu
+    from syntax_nmt.evaluate import parse_accuracy
+    from syntax_nmt.syntax.conllu import read_conllu, write_conllu
 
     gold = lisa.paths["test"]["en.conllu"]
     with open(gold, encoding="utf-8") as f:
@@ -313,6 +316,16 @@ def test_evaluate_parse_scores_the_uas(lisa, tmp_path, capsys):
     assert (results["heads"]["correct"], results["heads"]["words"], results["heads"]["sentences"]) == (
         correct, words, N_TEST)
     assert results["heads"]["uas"] == pytest.approx(100.0 * correct / words)
+    # a parser as the reference: the tests' rule-based spaCy pipeline, the S- words parsed as given
+    sources = [by_id(log.read_text().splitlines(), "S")[i][0] for i in range(N_TEST)]
+    parsed = SpacyBackend(spacy_model, pretokenized=True, parser_unescape=True).parse(
+        (i + 1, w, None) for i, w in enumerate(sources))
+    with open(tmp_path / "rule.conllu", "w", encoding="utf-8") as f:
+        write_conllu([sentence for _, sentence, _ in parsed], f)
+    by_parser = parse_accuracy(str(tmp_path / "gen-heads.out"), parser=spacy_model)
+    by_file = parse_accuracy(str(tmp_path / "gen-heads.out"), conllu=str(tmp_path / "rule.conllu"))
+    assert {**by_parser, "reference": None} == {**by_file, "reference": None}
+    assert by_parser["words"] == words == sum(len(line.split()) for line in sources)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
         evaluate_cli(["parse", "--gen", str(log), "--conllu", lisa.paths["valid"]["en.conllu"]])
