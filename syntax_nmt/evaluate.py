@@ -152,6 +152,10 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
     return {name: {"accuracy": 100.0 * c / max(n, 1), "words": n, "correct": c} for name, (c, n) in counts.items()}
 
 
+#: fairseq's unknown symbol, as the S- line shows an unknown source subword
+UNKNOWN_PIECE = "<unk>"
+
+
 def read_sources(generate_log: str) -> Dict[int, List[str]]:
     """The words of the ``S-`` lines of a fairseq-generate/-interactive log: sentence id -> words."""
     out: Dict[int, List[str]] = {}
@@ -183,8 +187,11 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         parser: a spaCy pipeline (name or path) parsing each sentence's words as given (``--pretokenized``, the
             parser shown plain forms as the recipes annotate), several roots resolved by ``multi_root``.
 
+    A sentence with an unknown subword (``<unk>`` in its S- line) is left out (``skipped``): the model's words are
+    the subwords joined as ``--remove-bpe`` joins them, and ``<unk>`` ends a word wherever the unknown piece did.
+
     Returns:
-        ``{"uas": percent, "words": n, "correct": k, "sentences": m}``.
+        ``{"uas": percent, "words": n, "correct": k, "sentences": m, "skipped": s, "reference": name}``.
 
     Raises:
         ValueError: no ``G-`` line, a reference that is not of the same words (naming the sentence), or neither
@@ -229,15 +236,18 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         gold = [(s.words, s.heads) for _, s, _ in backend.parse((k + 1, " ".join(w), None)
                                                                  for k, (_, w, _) in enumerate(rows))]
         name = parser
-    correct = total = 0
+    correct = total = skipped = 0
     for (sid, words, heads), (ref_words, ref_heads) in zip(rows, gold):
+        if UNKNOWN_PIECE in words:  # its words are not the reference's: an unknown subword ends its word
+            skipped += 1
+            continue
         if len(ref_words) != len(words) or not all(_same_word(a, b) for a, b in zip(words, ref_words)):
             raise ValueError(f"sentence {sid}: the reference {name} parses other words ({' '.join(ref_words[:8])} ...) "
                              f"than the model's ({' '.join(words[:8])} ...): the UAS needs the same words")
         correct += sum(a == b for a, b in zip(heads, ref_heads))
         total += len(words)
-    return {"uas": 100.0 * correct / max(total, 1), "words": total, "correct": correct, "sentences": len(rows),
-            "reference": name}
+    return {"uas": 100.0 * correct / max(total, 1), "words": total, "correct": correct,
+            "sentences": len(rows) - skipped, "skipped": skipped, "reference": name}
 
 
 def compound_split(line: str) -> str:
@@ -485,7 +495,8 @@ def main(args: argparse.Namespace):
     if args.command == "parse":
         result = parse_accuracy(args.gen, args.conllu, args.parser, args.multi_root)
         print(f"UAS {result['uas']:.2f}% of {result['words']} words ({result['sentences']} sentences) against "
-              f"{result['reference']}")
+              f"{result['reference']}" + (f"; {result['skipped']} sentences with an unknown subword (<unk>) left out"
+                                          if result["skipped"] else ""))
         if args.output:
             with open(args.output, "w") as f:
                 json.dump(result, f, indent=2)
