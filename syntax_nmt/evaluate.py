@@ -18,6 +18,12 @@ detokenized with sacremoses (``NAME.detok``), and reports
 ``significance`` against the baseline, for sacreBLEU and (with the tokenized
 reference) for tokenized BLEU.
 
+``factors``: the accuracy of predicted target factors against a parser's tags of the hypotheses.
+
+``parse``: the UAS of the source parse a model predicts (LISA's parse head, the ``G-`` lines of
+``--print-source-parse``) against a parser's heads of the same words: a CoNLL-U file (the annotator's
+``--write-conllu``, an external parser's, a treebank), or a spaCy pipeline parsing the words as given.
+
 ``significance``: paired bootstrap resampling (``bs``) or approximate
 randomization (``ar``) of systems against a baseline, the test sentence as the unit
 (:mod:`syntax_nmt.significance`, shared with the recipes' and the demo's tables): for one
@@ -144,6 +150,104 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
             counts[name][0] += sum(a == b for a, b in zip(tags, gold[name]))
             counts[name][1] += len(tags)
     return {name: {"accuracy": 100.0 * c / max(n, 1), "words": n, "correct": c} for name, (c, n) in counts.items()}
+
+
+#: fairseq's unknown symbol, as the S- line shows an unknown source subword
+UNKNOWN_PIECE = "<unk>"
+
+
+def read_sources(generate_log: str) -> Dict[int, List[str]]:
+    """The words of the ``S-`` lines of a fairseq-generate/-interactive log: sentence id -> words."""
+    out: Dict[int, List[str]] = {}
+    with open(generate_log, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("S-"):
+                sid, _, text = line.rstrip("\n").partition("\t")
+                out[int(sid[2:])] = text.split()
+    return out
+
+
+def _same_word(predicted: str, reference: str) -> bool:
+    """Whether two forms are the same word, up to the annotator's escaping (``@@``, ``▁``, special symbols)."""
+    from syntax_nmt.annotate.subwords import escape_word
+
+    return predicted == reference or predicted in (escape_word(reference, "bpe"), escape_word(reference, "spm"))
+
+
+def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Optional[str] = None,
+                   multi_root: str = "forest") -> Dict:
+    """UAS of the predicted source parses (``G-`` lines of ``--print-source-parse``) against a parser's heads of the
+    same words: a word is right when its predicted head (1-based, 0: root) is the reference's.
+
+    Args:
+        generate_log: fairseq-generate/-interactive output with ``G-`` lines (either format) and, for the ``heads``
+            format, ``S-`` lines made with ``--remove-bpe`` (the words).
+        conllu: the reference as CoNLL-U, one sentence block per sentence with words, in sentence-id order (e.g.
+            ``syntax-nmt-annotate --write-conllu`` of the split); or
+        parser: a spaCy pipeline (name or path) parsing each sentence's words as given (``--pretokenized``, the
+            parser shown plain forms as the recipes annotate), several roots resolved by ``multi_root``.
+
+    A sentence with an unknown subword (``<unk>`` in its S- line) is left out (``skipped``): the model's words are
+    the subwords joined as ``--remove-bpe`` joins them, and ``<unk>`` ends a word wherever the unknown piece did.
+
+    Returns:
+        ``{"uas": percent, "words": n, "correct": k, "sentences": m, "skipped": s, "reference": name}``.
+
+    Raises:
+        ValueError: no ``G-`` line, a reference that is not of the same words (naming the sentence), or neither
+            or both of ``conllu`` and ``parser``.
+    """
+    from syntax_nmt.syntax.parse_lines import read_parse_lines
+
+    if (conllu is None) == (parser is None):
+        raise ValueError("give the reference parse as --conllu FILE or --parser SPACY_MODEL (one of them)")
+    with open(generate_log, encoding="utf-8") as f:
+        predicted = read_parse_lines(f)
+    if not predicted:
+        raise ValueError(f"{generate_log}: no G- line: generate with --print-source-parse heads (or conllu) and a "
+                         f"model that predicts the parse (--syntax-attention lisa)")
+    sources = read_sources(generate_log)
+    rows = []  # (sid, words, heads) in sentence-id order, sentences with words only
+    for sid in sorted(set(predicted) | {i for i, w in sources.items() if w}):
+        words, heads = predicted.get(sid, (None, []))
+        words = words if words is not None else sources.get(sid)
+        if words is None:
+            raise ValueError(f"{generate_log}: sentence {sid}: no S- line to give the words of its G- line")
+        if len(words) != len(heads):
+            raise ValueError(f"{generate_log}: sentence {sid}: {len(heads)} heads for {len(words)} words (generate "
+                             f"with --remove-bpe, so that the S- line holds words)")
+        if words:
+            rows.append((sid, words, heads))
+    if conllu is not None:
+        from syntax_nmt.syntax.conllu import open_conllu, read_conllu
+
+        with open_conllu(conllu) as f:
+            reference = list(read_conllu(f, conllu))
+        if len(reference) != len(rows):
+            raise ValueError(f"{conllu} has {len(reference)} sentence blocks, {generate_log} {len(rows)} sentences "
+                             f"with words: one block per sentence, in order")
+        gold = [(r.words, r.heads) for r in reference]
+        name = conllu
+    else:
+        from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend
+
+        backend = SpacyBackend(parser, pretokenized=True, parser_unescape=True, multi_root=multi_root,
+                               source_name=generate_log)
+        gold = [(s.words, s.heads) for _, s, _ in backend.parse((k + 1, " ".join(w), None)
+                                                                 for k, (_, w, _) in enumerate(rows))]
+        name = parser
+    correct = total = skipped = 0
+    for (sid, words, heads), (ref_words, ref_heads) in zip(rows, gold):
+        if UNKNOWN_PIECE in words:  # its words are not the reference's: an unknown subword ends its word
+            skipped += 1
+            continue
+        if len(ref_words) != len(words) or not all(_same_word(a, b) for a, b in zip(words, ref_words)):
+            raise ValueError(f"sentence {sid}: the reference {name} parses other words ({' '.join(ref_words[:8])} ...) "
+                             f"than the model's ({' '.join(words[:8])} ...): the UAS needs the same words")
+        correct += sum(a == b for a, b in zip(heads, ref_heads))
+        total += len(words)
+    return {"uas": 100.0 * correct / max(total, 1), "words": total, "correct": correct,
+            "sentences": len(rows) - skipped, "skipped": skipped, "reference": name}
 
 
 def compound_split(line: str) -> str:
@@ -388,6 +492,15 @@ def main(args: argparse.Namespace):
             with open(args.output, "w") as f:
                 json.dump(result, f, indent=2)
         return result
+    if args.command == "parse":
+        result = parse_accuracy(args.gen, args.conllu, args.parser, args.multi_root)
+        print(f"UAS {result['uas']:.2f}% of {result['words']} words ({result['sentences']} sentences) against "
+              f"{result['reference']}" + (f"; {result['skipped']} sentences with an unknown subword (<unk>) left out"
+                                          if result["skipped"] else ""))
+        if args.output:
+            with open(args.output, "w") as f:
+                json.dump(result, f, indent=2)
+        return result
     if args.command == "score":
         result = score(args.gen, args.ref_raw, args.ref_tok, args.out_prefix, args.lang,
                        strip_target_tags=args.strip_target_tags)
@@ -426,6 +539,7 @@ def get_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  syntax-nmt-evaluate score --gen gen.out --ref-raw prep/test.raw.de "
         "--ref-tok prep/test.de --out-prefix eval/syntax\n"
+        "  syntax-nmt-evaluate parse --gen gen.out --parser en_core_web_sm\n"
         "  syntax-nmt-evaluate significance --ref-raw prep/test.raw.de "
         "--baseline baseline=eval/baseline.detok syntax=eval/syntax.detok",
     )
@@ -447,6 +561,18 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--strip-target-tags", action="store_true",
                    help="the hypotheses hold interleaved tags (syntax-nmt-target-tags): score the tag before each word")
     p.add_argument("--output", help="write the accuracies as JSON")
+    p = sub.add_parser("parse", help="UAS of the source parse a model predicts (G- lines of --print-source-parse) "
+                       "against a parser's heads of the same words")
+    p.add_argument("--gen", required=True, help="fairseq-generate/-interactive output with G- lines (--print-source-"
+                   "parse heads: run with --remove-bpe, the words are the S- lines)")
+    ref = p.add_mutually_exclusive_group(required=True)
+    ref.add_argument("--conllu", help="the reference parse: CoNLL-U, one block per sentence with words, in order "
+                     "(syntax-nmt-annotate --write-conllu, an external parser's output, a treebank)")
+    ref.add_argument("--parser", help="the reference parser: a spaCy pipeline (name or path) parsing the words as "
+                     "given, e.g. the one the training source was annotated with")
+    p.add_argument("--multi-root", choices=["forest", "attach"], default="forest",
+                   help="with --parser: several roots in a line, as syntax-nmt-annotate's")
+    p.add_argument("--output", help="write the result as JSON")
     p = sub.add_parser("significance", help="paired significance test against a baseline")
     p.add_argument("--ref-raw", required=True, help="reference: untokenized (sacrebleu) or tokenized (tokenized)")
     p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized); "

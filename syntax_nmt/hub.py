@@ -10,7 +10,13 @@ Example::
     m.translate(["First sentence .", "Second one ."], beam=4)  # batched: one nlp.pipe call
     m.score(["The dog sleeps ."], ["Der Hund schläft ."])      # log-probabilities of given targets
     m.translate_conllu(open("input.conllu").read())            # bring your own parse
+    m.parse("The old teacher saw a small dog .")               # LISA: the parse its own head predicts
     m.cuda()                                                   # spaCy stays on the CPU
+
+A model that reads no annotated stream at inference (LISA without ``--lisa-inject-parse``) translates with no parser
+loaded: its raw input is only Moses-processed (when the settings record it) and segmented as recorded
+(``source_parse="auto"``, the default; ``"always"`` parses it anyway, ``"never"`` refuses a model that needs the
+parse).
 
 :class:`SyntaxHubInterface` is fairseq's ``GeneratorHubInterface`` whose ``encode``
 annotates (parse, escape, segment, align streams) with the settings recorded in the
@@ -24,12 +30,15 @@ from collections.abc import Iterable, Mapping
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
-from fairseq import hub_utils
+from fairseq import hub_utils, utils
 from fairseq.data.data_utils import post_process
 
 #: Keyword arguments of :func:`from_pretrained` that configure the annotation (not fairseq overrides).
 ANNOTATION_KWARGS = {"annotate_parser_model": "parser_model", "annotate_spacy_model": "spacy_model",
                      "annotate_subword_model": "subword_model", "annotation_settings_file": "settings_file"}
+#: Keyword argument of :func:`from_pretrained` that says how raw text gets its annotation (the task's
+#: ``--source-parse``; applied once the model is loaded, so checkpoints from before the option take it too)
+SOURCE_PARSE_KWARG = "source_parse"
 #: How the subword scheme of the annotation settings is undone on the output.
 POST_PROCESS = {"bpe": "subword_nmt", "spm": "sentencepiece"}
 
@@ -153,6 +162,29 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
         tokens = self._annotate(lines, conllu=iter(enumerate(sentences, 1)))
         return [self.decode(hypos[0]["tokens"]) for hypos in self.generate(tokens, beam, **kwargs)]
 
+    def parse(self, sentences: Union[str, List[str]]):
+        """The parse of each raw sentence that the model predicts (LISA's parse head; no decoding, one encoder pass
+        per batch; see :mod:`syntax_nmt.tasks.source_parse`).
+
+        Returns:
+            A :class:`~syntax_nmt.syntax.conllu.Sentence` for a str, a list of them for a list: ``words`` (the
+            source subwords joined, as the model saw them), ``heads`` (1-based, 0 at the root), no tags or labels
+            (``_``); ``syntax_nmt.syntax.conllu.format_conllu`` writes one as CoNLL-U.
+
+        Raises:
+            ValueError: the model predicts no parse (only ``--syntax-attention lisa`` has a parse head).
+        """
+        items, single = raw_sentences(sentences, "parse")
+        tokens = self._annotate(items)
+        out = [None] * len(tokens)
+        model = self.models[0]
+        with torch.no_grad():
+            for batch in self._build_batches(tokens, skip_invalid_size_inputs=False):
+                batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+                for i, sentence in zip(batch["id"].tolist(), self.task.source_parses(model, batch["net_input"])):
+                    out[i] = sentence
+        return out[0] if single else out
+
     def score(self, sentences: Union[str, List[str]], targets: Union[str, List[str]] = None, **kwargs):
         """Score target sentences given raw source sentences (fairseq's ``score`` scores the
         source as a language model would, which means nothing for translation).
@@ -194,9 +226,10 @@ def from_pretrained(model_name_or_path: str, checkpoint_file: str = "model.pt", 
             to the model directory if it starts with ``.``.
         kwargs: fairseq argument overrides (``beam``, ``max_len_b``...), plus
             ``annotate_parser_model`` (older name: ``annotate_spacy_model``), ``annotate_subword_model``,
-            ``annotation_settings_file`` (the options of the same name of fairseq-interactive).
+            ``annotation_settings_file``, ``source_parse`` (the options of the same name of fairseq-interactive).
     """
     options = {ANNOTATION_KWARGS[k]: kwargs.pop(k) for k in list(kwargs) if k in ANNOTATION_KWARGS}
+    source_parse = kwargs.pop(SOURCE_PARSE_KWARG, None)
     # the plugin as imported now, wherever the checkpoint was trained from (fairseq refuses two
     # packages named syntax_nmt)
     kwargs.setdefault("user_dir", os.path.dirname(os.path.abspath(__file__)))
@@ -204,5 +237,7 @@ def from_pretrained(model_name_or_path: str, checkpoint_file: str = "model.pt", 
                                   **kwargs)
     if options:
         x["task"].set_annotation_options(**options)
+    if source_parse is not None:
+        x["task"].set_source_parse(source_parse)
     return SyntaxHubInterface(x["args"], x["task"], x["models"])
 

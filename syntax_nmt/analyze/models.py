@@ -130,6 +130,8 @@ def sample_text(loaded: Loaded, text: str, target: Optional[str] = None, annotat
     if annotation and any(annotation.values()):
         task.set_annotation_options(**annotation)
     try:
+        if hasattr(task, "set_source_parse"):  # the parser's parse too, to show beside what a model predicts (LISA)
+            task.set_source_parse("always")
         tokens = task.annotate_lines([text], targets=[target] if target is not None else None)
     except (ValueError, OSError) as e:
         raise AnalyzeError(f"{loaded.name}: cannot annotate the text: {e}") from None

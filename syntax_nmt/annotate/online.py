@@ -18,7 +18,9 @@ lines held in memory, the *same* functions as the annotation job:
 4. the recorded parser backend (:meth:`~syntax_nmt.annotate.backends.base.ParserBackend.for_raw_text`;
    spaCy: one ``nlp.pipe`` call per batch of lines, with the recorded tokenization, multi-root
    policy...), or the parse a user brings as CoNLL-U (:meth:`OnlineAnnotator.annotate_conllu`,
-   checked word for word against the line like ``--backend conllu``);
+   checked word for word against the line like ``--backend conllu``), or no parser at all for a model
+   that reads no stream at inference (:meth:`OnlineAnnotator.segment`: the words are the tokens of a
+   pre-tokenized line, else what the recorded parser's tokenizer alone makes of it);
 5. :func:`~syntax_nmt.annotate.pipeline.make_record` and
    :func:`~syntax_nmt.annotate.pipeline.render` (escaping, subword segmentation with the
    recorded model, :func:`~syntax_nmt.annotate.align.align_streams`);
@@ -136,6 +138,7 @@ class OnlineAnnotator:
         self.segmenter = self._segmenter(settings, subword_model)
         self._moses = moses_preprocess(settings.moses) if settings.moses else None
         self._backend = None
+        self._tokenizer = None
         self.lines_seen = 0
 
     @staticmethod
@@ -154,15 +157,34 @@ class OnlineAnnotator:
                              f"{hint}")
         return load_segmenter(scheme, path)
 
+    def _backend_class(self):
+        backend = get_backend(self.settings.backend)
+        if not backend.parses_text and self.parser_model and backend.raw_text_backend:
+            backend = get_backend(backend.raw_text_backend)  # the data's parse came from elsewhere (CoNLL-U)
+        return backend
+
     @property
     def backend(self):
         """The recorded parser (built on first use; a spaCy pipeline is loaded once per process)."""
         if self._backend is None:
-            backend = get_backend(self.settings.backend)
-            if not backend.parses_text and self.parser_model and backend.raw_text_backend:
-                backend = get_backend(backend.raw_text_backend)  # the data's parse came from elsewhere (CoNLL-U)
-            self._backend = backend.for_raw_text(self.settings, self.parser_model, self.batch_size, self.gpu_id)
+            self._backend = self._backend_class().for_raw_text(self.settings, self.parser_model, self.batch_size,
+                                                               self.gpu_id)
         return self._backend
+
+    def words(self, texts: Sequence[str]) -> List[List[str]]:
+        """The words of prepared lines (:meth:`prepare`) as the annotation split them, without parsing: the tokens of
+        a pre-tokenized line; else the recorded parser's tokenizer alone
+        (:meth:`~syntax_nmt.annotate.backends.base.ParserBackend.tokenizer_for_raw_text`, built on first use).
+
+        Raises:
+            ValueError: the line's words were the parser's and its backend cannot tokenize without parsing.
+        """
+        if self.settings.pretokenized:
+            return [text.split(" ") if text else [] for text in texts]
+        if self._tokenizer is None:
+            self._tokenizer = self._backend_class().tokenizer_for_raw_text(self.settings, self.parser_model,
+                                                                           self.batch_size)
+        return self._tokenizer(texts)
 
     # -- line policies --------------------------------------------------------------------------------
     def prepare(self, line: str, moses: bool = True) -> Tuple[str, Optional[str]]:
@@ -198,8 +220,9 @@ class OnlineAnnotator:
         return None
 
     def _finish(self, sentences: Iterable[Tuple[int, Sentence, object]], notes: Dict[int, str],
-                targets: Optional[Sequence[str]]) -> List[Annotated]:
-        """Render parsed sentences with the pipeline's own functions."""
+                targets: Optional[Sequence[str]], streams: bool = True) -> List[Annotated]:
+        """Render parsed sentences with the pipeline's own functions (``streams=False``: sentences of words alone,
+        whose :class:`Annotated` lines get no streams)."""
         src = self.settings.src_lang
         tgt_lang = "tgt" if targets is not None else None
         names = output_names(src, tgt_lang)
@@ -215,7 +238,7 @@ class OnlineAnnotator:
             note = notes.get(i) or self._blank_long(out, i, names)
             if note:
                 logger.warning("input line %d: %s", self.lines_seen + i + 1, note)
-            result.append(Annotated(out[src][i], {name: out[name][i] for name in STREAMS},
+            result.append(Annotated(out[src][i], {name: out[name][i] for name in STREAMS} if streams else {},
                                     out[tgt_lang][i] if tgt_lang else None, note))
         self.lines_seen += len(records)
         return result
@@ -245,6 +268,32 @@ class OnlineAnnotator:
                 notes[i] = note
         parsed = self.backend.parse((i, text, i in notes) for i, text in enumerate(texts)) if texts else []
         return self._finish(parsed, notes, targets)
+
+    def segment(self, lines: Sequence[str], targets: Optional[Sequence[str]] = None) -> List[Annotated]:
+        """What :meth:`annotate` gives as source (and target) lines, without a parser: for a model that reads no
+        stream at inference. The recorded Moses processing, normalization and line policies, the words
+        (:meth:`words`), escaping and subword segmentation are the same, so the source line is the same; the
+        :class:`Annotated` lines have no streams. A line longer than the recorded backend's limit (spaCy's default
+        ``max_length``) is blanked as :meth:`annotate` blanks it.
+
+        Args:
+            lines: raw source lines (no newline).
+            targets: optional target lines, tokenized as the training target was (for scoring).
+        """
+        if targets is not None and len(targets) != len(lines):
+            raise ValueError(f"{len(lines)} source lines but {len(targets)} target lines")
+        backend = self._backend_class()
+        texts, notes = [], {}
+        for i, line in enumerate(lines):
+            text, note = self.prepare(self._valid(line, i))
+            if note is None and backend.max_chars and len(text) > backend.max_chars:
+                text, note = "", (f"{len(text)} characters, more than {backend.max_chars_name} {backend.max_chars}: "
+                                  f"translated as an empty line")
+            texts.append(text)
+            if note:
+                notes[i] = note
+        sentences = ((i, words_sentence(words), i in notes) for i, words in enumerate(self.words(texts)))
+        return self._finish(sentences, notes, targets, streams=False)
 
     def annotate_conllu(self, blocks: Iterator[Tuple[int, Sentence]], lines: Optional[Sequence[str]],
                         needed: Sequence[str] = STREAMS, source_name: str = "<conllu>") -> List[Annotated]:
@@ -307,6 +356,13 @@ class OnlineAnnotator:
                 if values and all(v in ("", "_") for v in values):
                     raise InputError(f"{where} has no {name} (column {col}), which the model's {stream!r} stream "
                                      f"needs (pos_tagset={self.settings.pos_tagset})")
+
+
+def words_sentence(words: Sequence[str]) -> Sentence:
+    """A :class:`Sentence` of ``words`` and no parse (every word a root, tags ``_``): what
+    :meth:`OnlineAnnotator.segment` renders."""
+    n = len(words)
+    return Sentence(list(words), ["_"] * n, ["_"] * n, [0] * n, ["_"] * n)
 
 
 def conllu_blocks(path: str) -> Iterator[Tuple[int, Sentence]]:

@@ -21,6 +21,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerModel, base_architecture
+from torch import Tensor
 
 from syntax_nmt.data.streams import TAG_STREAMS, parse_stream_list
 from syntax_nmt.models.modules.source_feature_embedding import (
@@ -30,6 +31,7 @@ from syntax_nmt.models.modules.source_feature_embedding import (
     resolve_feature_dims,
     word_embedding_dim,
 )
+from syntax_nmt.models.modules.inference_needs import inference_needs
 from syntax_nmt.models.modules.methods import build_methods, parse_methods, registered_methods
 from syntax_nmt.models.modules.methods.base import method_title
 from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
@@ -184,8 +186,9 @@ def _architecture(name: str):
 
 
 def required_streams(args, methods=None) -> List[str]:
-    """Streams the model reads: its features, plus those its syntax methods read (heads, word boundaries).
-    ``methods``: the methods of ``args.syntax_attention`` if already known (classes or built objects)."""
+    """Streams the model reads in training: its features, plus those its syntax methods read (heads, word
+    boundaries). ``methods``: the methods of ``args.syntax_attention`` if already known (classes or built objects).
+    What it reads at inference is :func:`model_inference_needs`."""
     needed = _features(args)
     if methods is None:
         methods = [registered_methods()[n] for n in parse_methods(getattr(args, "syntax_attention", "none"))]
@@ -194,6 +197,16 @@ def required_streams(args, methods=None) -> List[str]:
             if s not in needed:
                 needed.append(s)
     return needed
+
+
+def model_inference_needs(args, methods=None):
+    """What the model's forward pass reads at inference, by reader
+    (:func:`~syntax_nmt.models.modules.inference_needs.inference_needs`), from its arguments (its architecture
+    applied); ``methods``: the built methods of ``args.syntax_attention`` if already known."""
+    if methods is None:
+        methods = build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
+    return inference_needs(_features(args), methods, bool(parse_factor_dicts(getattr(args, "target_factor_dicts",
+                                                                                     None))))
 
 
 @register_model("syntax_transformer")
@@ -238,10 +251,10 @@ class SyntaxTransformerModel(TransformerModel):
             )
         recorded = getattr(args, "source_stream_dicts", None)
         if provide is not None:
-            args.source_stream_dicts = provide(needed, recorded)
+            args.source_stream_dicts = provide(needed, recorded, model_inference_needs(args, methods))
         args.source_streams = ",".join(needed)
-        if "subword" in needed and methods:
-            d = task.stream_dicts["subword"]
+        if "subword" in needed and methods and "subword" in getattr(task, "stream_dicts", {}):
+            d = task.stream_dicts["subword"]  # (a checkpoint translating without the stream keeps its recorded ids)
             args.word_start_ids = ",".join(str(d.index(t)) for t in ("B", "O") if t in d.indices)
         return super().build_model(args, task)
 
@@ -276,6 +289,30 @@ class SyntaxTransformerModel(TransformerModel):
         return FactoredTransformerDecoder(args, tgt_dict, embed_tokens, sizes,
                                           factor_input=bool(getattr(args, "target_factor_input", False)),
                                           no_encoder_attn=getattr(args, "no_cross_attention", False))
+
+    @property
+    def predicts_source_parse(self) -> bool:
+        """Whether a syntax method of the encoder predicts the source parse (LISA's parse head)."""
+        from syntax_nmt.models.modules.methods.base import SyntaxMethod
+
+        methods = getattr(self.encoder, "_methods", [])
+        return any(type(m).predicted_parents is not SyntaxMethod.predicted_parents for m in methods)
+
+    def predict_source_parents(self, net_input) -> Tensor:
+        """``(B, T)`` long: each source token's parent position as the model predicts it (the first method's that
+        predicts one, :meth:`~syntax_nmt.models.modules.methods.base.SyntaxMethod.predicted_parents`), from one
+        encoder pass over ``net_input`` (``src_tokens``, ``src_lengths`` and any ``src_streams``).
+
+        Raises:
+            ValueError: no method of the model predicts a parse.
+        """
+        out = self.encoder.forward_torchscript(net_input)
+        ctx = out.get("syntax")
+        for m in getattr(self.encoder, "_methods", []):
+            parents = m.predicted_parents(ctx) if ctx is not None else None
+            if parents is not None:
+                return parents
+        raise ValueError("the model predicts no parse of the source: only --syntax-attention lisa has a parse head")
 
     @property
     def target_factors(self) -> List[str]:

@@ -23,6 +23,7 @@ from fairseq.data import (
     data_utils,
     indexed_dataset,
 )
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
@@ -32,7 +33,9 @@ from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.cli_errors import fairseq_errors_one_line
 from syntax_nmt.constants import DATA_SETTINGS_FILE, DICT_FILE
-from syntax_nmt.syntax.conllu import CoNLLUError
+from syntax_nmt.syntax.conllu import CoNLLUError, Sentence
+from syntax_nmt.syntax.parse_lines import FORMATS as PARSE_FORMATS
+from syntax_nmt.syntax.parse_lines import parse_lines
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     SPECIAL_HEAD,
@@ -45,14 +48,20 @@ from syntax_nmt.data.streams import (
     streams_in_dir,
     target_stream,
 )
+from syntax_nmt.models.modules.inference_needs import describe_needs, inference_streams
 from syntax_nmt.models.syntax_transformer import ModelOptionError
 from syntax_nmt.tasks import raw_inference
+from syntax_nmt.tasks import source_parse as parse_output
 
 logger = logging.getLogger(__name__)
 
 
 class StreamConfigError(ValueError):
     """The streams of the data, the task options and the model do not agree."""
+
+
+#: ``--source-parse``: how translation gets the source's annotation (see its help)
+SOURCE_PARSE = ("auto", "always", "never")
 
 
 # fairseq-train/-generate/-interactive: these user errors are one line with exit status 2, not a traceback (model
@@ -109,6 +118,25 @@ class SyntaxTranslationConfig(TranslationConfig):
         default=None,
         metadata={"help": "fairseq-interactive: take the parse of the input from this CoNLL-U file (one sentence "
                   "block per non-empty input line, checked against the line) instead of parsing with spaCy"},
+    )
+    source_parse: ChoiceEnum(SOURCE_PARSE) = field(
+        default="auto",
+        metadata={"help": "translation (fairseq-generate, fairseq-interactive, the hub; training ignores it): "
+                  "'auto': what the model reads at inference decides: raw text is parsed only for a model that "
+                  "reads annotated streams (LISA without --lisa-inject-parse reads none: its raw text is only "
+                  "Moses-processed and segmented as recorded, no parser is loaded), and fairseq-generate needs the "
+                  "stream files of those streams alone (it reads the others the model was trained with when the "
+                  "data directory has them); 'never': no parser and no stream file (a model that reads the parse "
+                  "at inference is an error naming what it reads); 'always': raw text is parsed and every stream "
+                  "the model was trained with is read (as before models declared their needs; to compare)"},
+    )
+    print_source_parse: ChoiceEnum(PARSE_FORMATS) = field(
+        default="none",
+        metadata={"help": "fairseq-generate/-interactive: print the parse of each source sentence that the model "
+                  "predicts (LISA's parse head: the argmax from each word's first subword, read as word heads), "
+                  "beside the other lines: 'heads': G-ID<TAB>one 1-based head per word of the S- line (0: root); "
+                  "'conllu': the sentence as a CoNLL-U block, each line after G-ID<TAB> "
+                  "(grep ^G- | cut -f2- is a CoNLL-U file). syntax-nmt-evaluate parse scores them (UAS)"},
     )
 
 
@@ -224,6 +252,15 @@ class SyntaxTranslationTask(TranslationTask):
         self._conllu_blocks = None
         self._last_inference_batch = None
         self._trained_methods: Optional[str] = None  # --syntax-attention of the model being trained
+        #: the streams the data directory offers (before a model narrows :attr:`streams` to its own)
+        self._available_streams = list(self.streams)
+        self._loading = False  # a checkpoint is being loaded (build_model, from_checkpoint): to translate
+        #: what the loaded model(s) read: in training (all streams) and at inference (by reader); None: no model yet
+        self._model_streams: Optional[List[str]] = None
+        self._model_needs: Optional[Dict[str, List[str]]] = None
+        self._raw_streams: Optional[List[str]] = None  # what raw text is annotated with (None: :attr:`streams`)
+        self._translating_model = False  # the model(s) above were loaded to translate
+        self._marker_table = None
 
     def _load_factor_dicts(self, data_path: str, names: List[str]) -> None:
         for name in names:
@@ -267,39 +304,129 @@ class SyntaxTranslationTask(TranslationTask):
     def stream_signature(self, names: List[str]) -> str:
         return ",".join(dictionary_signature(n, self.stream_dicts[n]) for n in names if n in self.stream_dicts)
 
-    def provide_streams(self, required: List[str], recorded_signature: Optional[str] = None) -> str:
-        """Check that the task delivers exactly the streams a model needs.
+    def provide_streams(self, required: List[str], recorded_signature: Optional[str] = None,
+                        at_inference: Optional[Dict[str, List[str]]] = None) -> str:
+        """Check that the task delivers the streams a model needs.
 
-        Called by the model's ``build_model``. With ``--source-streams auto`` the task
-        narrows itself to ``required``; an explicit list must match it. Stream
-        dictionaries must match the ones a checkpoint was trained with.
+        Called by the model's ``build_model``. Training: with ``--source-streams auto`` the task narrows itself to
+        ``required``; an explicit list must match it. Translation (a checkpoint loaded, ``--source-parse``): the
+        streams the model reads at inference must be there, the others it was trained with are read where the data
+        has them (``auto``); every one must be there (``always``); none is read and the model must need none
+        (``never``). Raw text is annotated with what the model reads at inference (``auto``: nothing, no parser,
+        for LISA without ``--lisa-inject-parse``). Stream dictionaries must match the ones a checkpoint was
+        trained with.
+
+        Args:
+            required: the streams the model reads in training.
+            recorded_signature: the checkpoint's stream dictionaries (names, sizes, hashes), if loading one.
+            at_inference: what its parts read at inference, by reader
+                (:func:`~syntax_nmt.models.modules.inference_needs.inference_needs`); default: ``required``.
 
         Returns:
             The signature (names, sizes, hashes) of the stream dictionaries, for the checkpoint.
+
+        Raises:
+            StreamConfigError: naming what reads a missing stream, and what supplies it.
         """
         required = list(required)
-        missing = [s for s in required if s not in self.streams]
+        needs = dict(at_inference) if at_inference is not None else ({"the model": required} if required else {})
+        inference = inference_streams(needs)
+        mode = self.source_parse
+        translating = self._loading
+        if translating and mode == "never" and inference:
+            raise StreamConfigError(needs_parse_message(needs, "--source-parse never"))
+        if translating and self._translating_model:  # an ensemble: what every member reads
+            required = list(dict.fromkeys(self._model_streams + required))
+            needs = {**self._model_needs, **needs}
+            inference = inference_streams(needs)
+        available = self._available_streams if translating else self.streams
+        must = inference if translating and mode != "always" else required
+        missing = [s for s in must if s not in available]
         extra = [] if self.auto_streams else [s for s in self.streams if s not in required]
+        if missing and translating and mode == "auto":
+            where = ("the data directory " + utils.split_paths(self.cfg.data)[0] if self.auto_streams
+                     else "--source-streams")
+            raise StreamConfigError(needs_parse_message(
+                needs, f"{where} lacks the streams {missing}",
+                "binarize the data with syntax-nmt-binarize from syntax-nmt-annotate's output, or translate raw "
+                "text with fairseq-interactive, which annotates it"))
         if missing or extra:
             parts = []
             if missing:
                 where = "the data directory has" if self.auto_streams else "--source-streams gives"
-                parts.append(f"missing streams {missing} (the model needs {required}; {where} {self.streams})")
+                parts.append(f"missing streams {missing} (the model needs {required}; {where} {available})")
             if extra:
                 parts.append(f"extra streams {extra} the model was not trained with (it uses {required})")
             raise StreamConfigError("; ".join(parts))
-        self.streams = required
+        if translating:
+            self.streams = [] if mode == "never" else [s for s in required if s in available]
+        else:
+            self.streams = required
+        self._model_streams, self._model_needs = required, needs
+        self._translating_model = translating
+        self._raw_streams = inference if translating and mode != "always" else required
+        if translating:
+            logger.info("translating (--source-parse %s): %s; streams read from binarized data: %s; raw text: %s",
+                        mode, describe_needs(needs) or "the model reads no source stream at inference",
+                        ", ".join(self.streams) or "none",
+                        f"annotated ({', '.join(self._raw_streams)})" if self._raw_streams
+                        else "tokenized and segmented as recorded, no parser")
         signature = self.stream_signature(required)
         if recorded_signature is not None:
             recorded, current = parse_signatures(recorded_signature), parse_signatures(signature)
             for name in required:
-                if name in recorded and recorded[name] != current.get(name):
+                if name in recorded and name in self.stream_dicts and recorded[name] != current.get(name):
                     raise StreamConfigError(
                         f"dictionary of stream {name!r} differs from the one the checkpoint was trained with "
                         f"({recorded[name][0]} types, hash {recorded[name][1]} vs {current[name][0]} types, "
                         f"hash {current[name][1]}): binarize with --streamdict-dir pointing at the training data"
                     )
+            if translating:  # the streams it was trained with, whether or not this data directory has them
+                return recorded_signature
         return signature
+
+    @property
+    def source_parse(self) -> str:
+        """``--source-parse`` (``auto`` for a task configured before the option existed)."""
+        return str(_get(self.cfg, "source_parse") or "auto")
+
+    @property
+    def cfg_print_source_parse(self) -> str:
+        """``--print-source-parse`` (``none`` for a task configured before the option existed)."""
+        return str(_get(self.cfg, "print_source_parse") or "none")
+
+    @property
+    def annotated_streams(self) -> List[str]:
+        """The streams raw text is annotated with (fairseq-interactive, the hub): what the loaded model reads at
+        inference (``--source-parse auto``); empty: raw text is only tokenized and segmented, no parser is loaded.
+        Without a loaded model, :attr:`streams`."""
+        return list(self.streams if self._raw_streams is None else self._raw_streams)
+
+    @property
+    def inference_needs(self) -> Dict[str, List[str]]:
+        """What the loaded model reads at inference, by reader (empty: nothing, or no model yet)."""
+        return dict(self._model_needs or {})
+
+    def set_source_parse(self, mode: str) -> None:
+        """Apply ``--source-parse`` to raw-text translation once the model is loaded (the hub's ``source_parse``).
+
+        Raises:
+            StreamConfigError: ``never`` for a model that reads the parse at inference (naming what reads it), or
+                ``always`` without the dictionaries of its tag streams.
+        """
+        if mode not in SOURCE_PARSE:
+            raise ValueError(f"source_parse must be one of {', '.join(SOURCE_PARSE)}, got {mode!r}")
+        needs = self._model_needs or {}
+        if mode == "never" and needs:
+            raise StreamConfigError(needs_parse_message(needs, "source_parse='never'"))
+        if self._model_streams is not None:
+            streams = {"never": [], "auto": inference_streams(needs), "always": self._model_streams}[mode]
+            lacking = [s for s in streams if s in TAG_STREAMS and s not in self.stream_dicts]
+            if lacking:
+                raise StreamConfigError(f"source_parse={mode!r}: the data directory has no dictionary of the streams "
+                                        f"{lacking} (dict.STREAM.txt): use the training data's")
+            self._raw_streams = streams
+        _set(self.cfg, "source_parse", mode)
 
     def _record_word_dictionaries(self, cfg, from_checkpoint: bool) -> None:
         """Record the signatures (size, hash) of the source and target dictionaries in the model's configuration
@@ -492,7 +619,16 @@ class SyntaxTranslationTask(TranslationTask):
             if self.data_annotation is not None:
                 raw_inference.check_agree(recorded, self.data_annotation, "the checkpoint", data_file)
             self.model_annotation = recorded
-        model = super().build_model(cfg, from_checkpoint)
+        self._loading = bool(from_checkpoint)
+        try:
+            model = super().build_model(cfg, from_checkpoint)
+        finally:
+            self._loading = False
+        if from_checkpoint and self.cfg_print_source_parse != "none" and not getattr(model, "predicts_source_parse",
+                                                                                      False):
+            raise StreamConfigError(f"--print-source-parse {self.cfg_print_source_parse}: the model predicts no parse "
+                                    f"of the source (only --syntax-attention lisa has a parse head; "
+                                    f"its --syntax-attention: {_get(cfg, 'syntax_attention') or 'none'})")
         if self.target_factors and getattr(model, "target_factors", None) != self.target_factors:
             raise StreamConfigError(f"--target-factors {','.join(self.target_factors)} needs a model that predicts "
                                     f"them: --arch syntax_transformer* (got {type(model).__name__})")
@@ -585,9 +721,11 @@ class SyntaxTranslationTask(TranslationTask):
 
         Returns:
             One source tensor per line (EOS appended, as fairseq-preprocess binarizes it), each
-            carrying its streams (and target); see :mod:`syntax_nmt.tasks.raw_inference`.
+            carrying its streams (:attr:`annotated_streams`; none, and no parser run, for a model that reads
+            none at inference) and target; see :mod:`syntax_nmt.tasks.raw_inference`.
         """
         ann = self.annotator
+        needed = self.annotated_streams
         if conllu is None and self.cfg.input_conllu:
             if self._conllu_blocks is None:
                 from syntax_nmt.annotate.online import conllu_blocks
@@ -596,8 +734,10 @@ class SyntaxTranslationTask(TranslationTask):
             conllu = self._conllu_blocks
         if conllu is not None:
             lines = list(lines) if lines is not None else None
-            annotated = ann.annotate_conllu(conllu, lines, needed=self.streams,
+            annotated = ann.annotate_conllu(conllu, lines, needed=needed,
                                             source_name=self.cfg.input_conllu or "<conllu>")
+        elif not needed:  # the model reads no stream at inference: tokenized and segmented, no parser
+            annotated = ann.segment(list(lines), targets=targets)
         else:
             annotated = ann.annotate(list(lines), targets=targets)
         first = ann.lines_seen - len(annotated) + 1
@@ -611,7 +751,7 @@ class SyntaxTranslationTask(TranslationTask):
                 a = type(a)("", dict.fromkeys(a.streams, ""), a.target and "", "too long")
                 src = self.src_dict.encode_line("", add_if_not_exist=False).long()
             streams = {}
-            for name in self.streams:
+            for name in needed:
                 if name == HEAD_STREAM:
                     from syntax_nmt.data.heads import parse_heads
 
@@ -635,12 +775,13 @@ class SyntaxTranslationTask(TranslationTask):
         """A dataset of annotated source tensors (see :meth:`annotate_lines`), built and padded
         exactly as :meth:`load_dataset` builds a binarized split."""
         found = [raw_inference.attached_streams(t) for t in src_tokens]
-        if self.streams and any(s is None for s in found):
-            raise StreamConfigError(
-                f"the model reads source streams {self.streams}, which plain token tensors lack: translate raw "
-                f"text through the task (fairseq-interactive, or SyntaxTransformerModel.from_pretrained(...)"
-                f".translate), or binarized data with fairseq-generate"
-            )
+        needed = self.annotated_streams
+        if needed and any(s is None for s in found):
+            raise StreamConfigError(needs_parse_message(
+                self._model_needs or {"the model": needed},
+                f"plain token tensors lack the source streams {needed}",
+                "translate raw text through the task (fairseq-interactive, or SyntaxTransformerModel.from_pretrained"
+                "(...).translate), which annotates it, or binarized data with fairseq-generate"))
         sizes = np.array([len(t) for t in src_tokens], dtype=np.int64)
         src = ListDataset(list(src_tokens), sizes)
         if self.cfg.truncate_source:  # as fairseq's load_langpair_dataset
@@ -660,7 +801,7 @@ class SyntaxTranslationTask(TranslationTask):
             shuffle=False, pad_to_multiple=self.cfg.required_seq_len_multiple, constraints=constraints,
         )
         streams = {name: self._wrap_stream(ListDataset([s[name] for s in found], sizes), name)
-                   for name in self.streams}
+                   for name in needed}
         dataset = StreamLanguagePairDataset(pair, streams, {name: self._pad_value(name) for name in streams})
         dataset.for_inference = True
         # fairseq-interactive numbers its output lines on across its buffers (one dataset each): so do F- lines
@@ -672,10 +813,12 @@ class SyntaxTranslationTask(TranslationTask):
         """fairseq's; a sample without streams (fairseq-interactive keeps only the tokens of the
         batch the task built) gets the streams of that batch back."""
         net_input = sample["net_input"]
-        if self.streams and "src_streams" not in net_input:
-            raw_inference.restore_streams(net_input, self._last_inference_batch, self.streams)
+        if self.annotated_streams and "src_streams" not in net_input:
+            raw_inference.restore_streams(net_input, self._last_inference_batch, self.annotated_streams)
         hypos = super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
                                        constraints=constraints)
+        if self.cfg_print_source_parse != "none":
+            self.print_source_parses(sample, self.source_parses(models[0], net_input))
         if self.target_factors and hypos and getattr(models[0], "target_factors", None):
             for h, factors in zip(hypos, self.predict_factors(models[0], sample, hypos)):
                 h[0]["factors"] = factors
@@ -703,16 +846,54 @@ class SyntaxTranslationTask(TranslationTask):
                         for name in self.target_factors})
         return out
 
+    def source_parses(self, model, net_input) -> List[Sentence]:
+        """The parse of each source sentence of a batch that ``model`` predicts (LISA's parse head; see
+        :mod:`~syntax_nmt.tasks.source_parse`): its words (the source subwords joined, as ``--remove-bpe`` joins
+        them) and their 1-based heads (0: root), no tags or labels. The encoder runs once more on the batch.
+
+        Raises:
+            StreamConfigError: the model predicts no parse.
+        """
+        if not getattr(model, "predicts_source_parse", False):
+            raise StreamConfigError("the model predicts no parse of the source: only --syntax-attention lisa has a "
+                                    "parse head")
+        tokens = net_input["src_tokens"]
+        parents = model.predict_source_parents(net_input)
+        d = self.src_dict
+        special = tokens.eq(d.pad()) | tokens.eq(d.eos()) | tokens.eq(d.bos())
+        settings = self.model_annotation or self.data_annotation
+        scheme = settings.subword if settings is not None else parse_output.guess_scheme(d.symbols)
+        if self._marker_table is None or self._marker_table[0] != scheme:
+            self._marker_table = (scheme, parse_output.marker_table(d.symbols, scheme))
+        table = self._marker_table[1].to(tokens.device)
+        starts = parse_output.token_word_starts(tokens, special, table, scheme)
+        heads = parse_output.word_heads(parents.to(tokens.device), starts, special)
+        real = (~special).cpu()
+        rows = [r[m] for r, m in zip(tokens.cpu(), real)]
+        return parse_output.sentences([[d[int(k)] for k in r] for r in rows],
+                                      [r[m].tolist() for r, m in zip(starts.cpu(), real)],
+                                      [r[m].tolist() for r, m in zip(heads.cpu(), real)], scheme)
+
+    def print_source_parses(self, sample, parses: List[Sentence]) -> None:
+        """The ``G-`` lines of ``--print-source-parse`` on standard output
+        (:func:`~syntax_nmt.syntax.parse_lines.parse_lines`), numbered as fairseq numbers the S- and H- lines."""
+        for sid, sentence in zip(self._sample_ids(sample), parses):
+            for line in parse_lines(sid, sentence, self.cfg_print_source_parse):
+                print(line, flush=False)
+
+    def _sample_ids(self, sample) -> List[int]:
+        """The sentence ids fairseq prints for ``sample``'s rows."""
+        if "id" in sample:
+            return sample["id"].tolist()
+        # fairseq-interactive's sample has no ids: those of the batch it was made of, numbered on as it does
+        return [self._inference_base + int(i) for i in self._last_inference_batch["id"].tolist()]
+
     def print_factors(self, sample, hypos) -> None:
         """``F-ID<TAB>NAME<TAB>tags`` on standard output for each sentence's best hypothesis and factor, one tag per
         word of the hypothesis (the words of fairseq-generate's ``--remove-bpe`` H line): a line type of its own,
         beside fairseq-generate's H-/D- lines (``grep ^H`` and sacreBLEU scoring ignore it;
         ``syntax-nmt-evaluate factors`` scores it against a parser)."""
-        if "id" in sample:
-            ids = sample["id"].tolist()
-        else:  # fairseq-interactive's sample has no ids: those of the batch it was made of, numbered on as it does
-            ids = [self._inference_base + int(i) for i in self._last_inference_batch["id"].tolist()]
-        for sid, h in zip(ids, hypos):
+        for sid, h in zip(self._sample_ids(sample), hypos):
             for name, tags in h[0]["factors"].items():
                 print(f"F-{sid}\t{name}\t{' '.join(tags)}", flush=False)
 
@@ -739,6 +920,15 @@ class SyntaxTranslationTask(TranslationTask):
         if for_inference:
             itr = raw_inference.InferenceBatchIterator(itr, self._remember_batch)
         return itr
+
+
+def needs_parse_message(needs: Dict[str, List[str]], problem: str, remedy: Optional[str] = None) -> str:
+    """One line: the model cannot translate as asked (``problem``), what reads what at inference, and what supplies
+    it (``remedy``; default: the annotation of raw text, or a data directory with the stream files)."""
+    remedy = remedy or ("leave --source-parse at auto (hub: source_parse='auto'): raw text is then annotated with "
+                        "the recorded parser (or --input-conllu FILE, hub: translate_conllu), and fairseq-generate "
+                        "reads the data directory's stream files (syntax-nmt-binarize)")
+    return f"{problem}: the model reads at inference what only the annotation gives: {describe_needs(needs)}; {remedy}"
 
 
 def _has_binarized_split(data_path: str) -> bool:

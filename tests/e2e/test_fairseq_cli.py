@@ -47,7 +47,9 @@ def test_generate_without_a_stream_the_model_needs_names_it(stream_bin, trained,
     proc = run_cli("fairseq-generate", partial, "--user-dir", USER_DIR, "--task", "syntax_translation",
                    "--path", trained, "--beam", "2", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "missing streams ['head']" in proc.stderr.splitlines()[-1]
+    last = proc.stderr.splitlines()[-1]
+    assert f"the data directory {partial} lacks the streams ['head']" in last
+    assert "--syntax-attention sgnet reads the source parse (streams subword, head)" in last  # who reads it
 
 
 def _swap_first_words(path):
@@ -69,7 +71,8 @@ def test_data_errors_are_one_line(stream_bin, trained, tmp_path, case):
     shutil.copytree(stream_bin, other)
     if case == "no pos dictionary":
         os.remove(other / "dict.pos.txt")
-        expected = "missing streams ['pos'] (the model needs ['pos', 'case', 'subword', 'head']; the data directory has "
+        expected = (f"the data directory {other} lacks the streams ['pos']: the model reads at inference what only "
+                    f"the annotation gives: --source-features pos,case,subword reads the parser's annotation")
     elif case == "pos stream cut short":
         _cut_short(other / "test.en-de.pos.bin")
         expected = (f"stream 'pos': {other}/test.en-de.pos.bin holds "

@@ -447,7 +447,7 @@ def test_interactive_samples_get_the_streams_of_their_batch(stream_bin):
     task, model, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet")
     assert task.streams == ["pos", "case", "subword", "head"]
     plain = [task.src_dict.encode_line(line, add_if_not_exist=False).long() for line in ("a b c", "d e")]
-    with pytest.raises(StreamConfigError, match=r"reads source streams \['pos', 'case', 'subword', 'head'\]"):
+    with pytest.raises(StreamConfigError, match=r"lack the source streams \['pos', 'case', 'subword', 'head'\]"):
         task.build_dataset_for_inference(plain, [3, 2])
     gen = torch.Generator().manual_seed(0)
     tokens = [raw_inference.attach(t, {n: torch.randint(4, 9, t.shape, generator=gen) for n in task.streams})

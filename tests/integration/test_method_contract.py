@@ -15,6 +15,8 @@ name in :mod:`syntax_nmt.systems` (its options and auxiliary loss weights), trai
 4. a batch gives every sentence the encoder output, translation loss and syntax loss terms it gets alone;
 5. left padding gives what right padding gives;
 6. ``--checkpoint-activations`` gives the gradients of the same step without recomputation;
+9. in eval mode the encoder runs on the streams the method declares for inference alone
+   (``inference_streams``: the parse, or nothing for LISA) and gives what it gives with every stream;
 7. fairseq-train and fairseq-generate (their console scripts' entry points, run in this process as fairseq's
    own tests/test_binaries.py does) train a few updates with finite losses and translate every test line;
 8. (slow) two data-parallel fairseq-train processes equal one with ``--update-freq 2``.
@@ -318,6 +320,46 @@ def test_recomputed_layers_give_identical_gradients(contract, name, flag):
     for module, count in ckpt_calls.items():
         recomputed = flag == CKPT or module.startswith("syntax_modules.sgnet.")
         assert count == (2 if recomputed else 1), module
+
+
+# -- 9. what the model reads at inference -------------------------------------------------------------------------
+#: what each built-in method's forward pass reads at inference (LISA attends with the parse its head predicts)
+INFERENCE = {"sgnet": ["subword", "head"], "sla": ["subword", "head"], "syntax_bert": ["subword", "head"],
+             "seprem": ["subword", "head"], "lisa": []}
+
+
+@pytest.mark.parametrize("name,extra", [(n, ()) for n in SYSTEMS] + [("lisa", ("--lisa-inject-parse",))],
+                         ids=[*SYSTEMS, "lisa-inject-parse"])
+def test_inference_reads_what_the_method_declares(contract, name, extra):
+    """In eval mode the encoder, given only the streams its parts declare for inference, gives exactly what it gives
+    with every stream (a method that declares nothing reads nothing); without one of them it ends with an error
+    naming the part that reads it; in training it needs every stream."""
+    from syntax_nmt.models.modules.inference_needs import inference_needs, inference_streams
+
+    torch.manual_seed(0)
+    task, model, _ = build(contract.data, name, *extra)
+    enc = model.encoder
+    for m in enc._methods:
+        assert set(m.inference_streams) <= set(m.streams), m.name  # read at inference, so given in training
+        if m.name in INFERENCE:
+            assert list(m.inference_streams) == (["subword", "head"] if extra else INFERENCE[m.name]), m.name
+    declared = inference_streams(inference_needs(enc.feature_names, enc._methods))
+    assert enc.inference_streams == declared
+    net = load(task)["net_input"]
+    given = {k: v for k, v in net["src_streams"].items() if k in declared}
+    model.eval()
+    with torch.no_grad():
+        ref = encode(model, net)
+        close(encode(model, {**net, "src_streams": given}), ref, "the declared streams alone", atol=0, rtol=0)
+        for stream in declared:
+            reader = next(r for r, streams in enc.inference_needs.items() if stream in streams)
+            with pytest.raises(ValueError, match=rf"lacks the source streams \['{stream}'\], which this model reads "
+                                                 rf"at inference: .*{re.escape(reader)} reads"):
+                encode(model, {**net, "src_streams": {k: v for k, v in given.items() if k != stream}})
+    if set(given) != set(net["src_streams"]):
+        model.train()
+        with pytest.raises(ValueError, match="needs the source streams"):
+            encode(model, {**net, "src_streams": given})
 
 
 # -- 7. the command lines ------------------------------------------------------------------------------------------

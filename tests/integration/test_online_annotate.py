@@ -207,6 +207,56 @@ def test_moses_settings_apply_the_recipe_tokenization(tmp_path, spacy_model, cod
     assert plain["en"] != expected["en"]  # without the recorded Moses step the input would differ
 
 
+@pytest.mark.parametrize("extra", [
+    ["--subword", "bpe", "--max-words", "20"],
+    ["--subword", "none", "--pretokenized", "--multi-root", "attach"],
+], ids=["bpe-raw", "none-pretokenized"])
+def test_segment_without_a_parser_gives_the_parsed_source(tmp_path, spacy_model, codes, extra):
+    """For a model that reads no stream at inference: the source lines of the command line (raw text split by the
+    recorded pipeline's tokenizer alone, loaded without a component; pre-tokenized text by its spaces), the line
+    policies included, no stream, no parser built."""
+    from syntax_nmt.annotate.backends.spacy_backend import load_tokenizer
+
+    argv = ["--spacy-model", spacy_model, *extra]
+    if "bpe" in extra:
+        argv += ["--subword-model", codes]
+    expected, settings = cli_outputs(tmp_path, argv, LINES)
+    ann = OnlineAnnotator(settings)
+    got = [a for k in range(0, len(LINES), 3) for a in ann.segment(LINES[k:k + 3])]
+    assert [a.source for a in got] == expected["en"] and all(a.streams == {} for a in got)
+    assert ann._backend is None  # no parser
+    if "--pretokenized" in extra:
+        assert ann._tokenizer is None
+    else:
+        assert load_tokenizer(spacy_model).pipe_names == []
+        assert got[7].source == "" and "more than max_words=20" in got[7].note
+    with pytest.raises(ValueError, match="2 source lines but 1 target lines"):
+        ann.segment(LINES[:2], targets=["x"])
+
+
+def test_segment_applies_the_recorded_moses_step_and_segments_targets(tmp_path, codes):
+    """The recorded Moses step, then the words of pre-tokenized text: the source of annotate_conllu (the annotated
+    path with a parse brought along), and the target segmented for scoring."""
+    pytest.importorskip("sacremoses")
+    conllu = str(tmp_path / "in.conllu")
+    with open(conllu, "w", encoding="utf-8") as f:
+        write_conllu(SENTS, f)
+    _, settings = cli_outputs(tmp_path, ["--backend", "conllu", "--conllu", conllu, "--subword", "bpe",
+                                         "--subword-model", codes, "--pretokenized"],
+                              ["The cat sat .", "It rains . We stay"])
+    settings = dataclasses.replace(settings, moses=MosesSettings(lang="en", normalize=True,
+                                                                 aggressive_dash_splits=True, escape=False))
+    raw = ["The cat sat.", "", "It rains. We stay"]
+    ann = OnlineAnnotator(settings)
+    annotated = ann.annotate_conllu(conllu_blocks(conllu), raw)
+    free = ann.segment(raw, targets=["Die Katze sass .", "", "Es regnet"])
+    assert [a.source for a in free] == [a.source for a in annotated] and annotated[0].source
+    assert [(a.target + " ").replace("@@ ", "").strip() for a in free] == ["Die Katze sass .", "", "Es regnet"]
+    assert "@@" in free[0].target  # segmented with the recorded subword model
+    plain = OnlineAnnotator(dataclasses.replace(settings, moses=None)).segment(raw)
+    assert plain[0].source != free[0].source  # "sat." without the recorded Moses step
+
+
 def test_settings_of_the_command_line_are_json(tmp_path, spacy_model):
     _, settings = cli_outputs(tmp_path, ["--spacy-model", spacy_model, "--subword", "none"], ["x"])
     assert json.loads(json.dumps(settings.to_dict())) == settings.to_dict()

@@ -452,3 +452,42 @@ def test_parser_defaults_and_values():
                  ["summary", "p"], ["summary", "--ref-raw", "r"], ["factors", "--gen", "g"], []):
         with pytest.raises(SystemExit):
             parse(argv)
+
+
+# -- parse: the UAS of a predicted source parse (G- lines of --print-source-parse) ------------------------------
+GEN_PARSE = ["S-1\tthe dog sleeps", "H-1\t-0.5\tder Hund schläft", "G-1\t2 3 0",  # the dog sleeps: 2 of 3
+             "S-0\tA cat runs .", "G-0\t2 3 0 3",                                  # a cat runs .: 4 of 4
+             "S-2\tMilitary <unk> lies", "G-2\t2 0 2",                            # an unknown subword: left out
+             "S-3\t", "G-3\t"]                                                     # no words
+GOLD = """1\tA\t_\tDET\t_\t_\t2\tdet\t_\t_
+2\tcat\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\truns\t_\tVERB\t_\t_\t0\troot\t_\t_
+4\t.\t_\tPUNCT\t_\t_\t3\tpunct\t_\t_
+
+1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_
+2\tdog\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\tsleeps\t_\tVERB\t_\t_\t0\troot\t_\t_
+
+1\tMilitary\t_\tADJ\t_\t_\t2\tamod\t_\t_
+2\tFamilies\t_\tNOUN\t_\t_\t0\troot\t_\t_
+
+"""
+
+
+def test_parse_uas_counts_the_words_whose_head_is_the_references(tmp_path):
+    gold = GOLD.replace("1\tthe\t_\tDET\t_\t_\t2", "1\tthe\t_\tDET\t_\t_\t3")  # the -> sleeps: 2 of 3 right
+    log = write(tmp_path / "gen.out", GEN_PARSE)
+    (tmp_path / "gold.conllu").write_text(gold, encoding="utf-8")
+    result = evaluate.parse_accuracy(log, conllu=str(tmp_path / "gold.conllu"))
+    assert result == {"uas": pytest.approx(100 * 6 / 7), "words": 7, "correct": 6, "sentences": 2, "skipped": 1,
+                      "reference": str(tmp_path / "gold.conllu")}
+    (tmp_path / "other.conllu").write_text(gold.replace("\tdog\t", "\tcat\t"), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^sentence 1: the reference .* parses other words \(the cat sleeps "):
+        evaluate.parse_accuracy(log, conllu=str(tmp_path / "other.conllu"))
+    with pytest.raises(ValueError, match="one block per sentence"):
+        evaluate.parse_accuracy(log, conllu=write(tmp_path / "short.conllu", GOLD.split("\n\n")[0].split("\n")))
+    with pytest.raises(ValueError, match=r"sentence 0: 3 heads for 4 words"):
+        evaluate.parse_accuracy(write(tmp_path / "bad.out", ["S-0\tA cat runs .", "G-0\t2 3 0"]),
+                                conllu=str(tmp_path / "gold.conllu"))
+    with pytest.raises(ValueError, match="no G- line"):
+        evaluate.parse_accuracy(write(tmp_path / "none.out", GEN_PARSE[:2]), conllu=str(tmp_path / "gold.conllu"))

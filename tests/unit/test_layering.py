@@ -31,7 +31,7 @@ FLOORS: List[Set[str]] = [
     # the plugin's registration with fairseq (syntax_nmt/__init__.py)
     {""},
     # applications on top
-    {"analyze", "demo", "bench", "bench_length", "bench_memory", "recipes"},
+    {"analyze", "demo", "bench", "bench_length", "bench_memory", "bench_parse", "recipes"},
 ]
 
 

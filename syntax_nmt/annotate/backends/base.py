@@ -26,7 +26,8 @@ inference. A backend resolves several roots with :func:`~syntax_nmt.annotate.par
 
 import abc
 import argparse
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, Iterable, Iterator, Optional, Tuple, Type
+from typing import (TYPE_CHECKING, Any, Callable, ClassVar, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+                    Type)
 
 from syntax_nmt.registry import Registry
 from syntax_nmt.syntax.conllu import Sentence
@@ -151,6 +152,20 @@ class ParserBackend(abc.ABC):
         Raises:
             ValueError: naming the setting, if raw text cannot be parsed as recorded.
         """
+
+    @classmethod
+    def tokenizer_for_raw_text(cls, settings: "AnnotationSettings", model: Optional[str] = None,
+                               batch_size: int = 256) -> Callable[[Sequence[str]], List[List[str]]]:
+        """How this backend split raw (not pre-tokenized) lines into words, without parsing them: for a model that
+        reads no parse at inference (:meth:`~syntax_nmt.annotate.online.OnlineAnnotator.segment`). Returns a
+        function of prepared lines giving each line's words, as :meth:`parse` gives ``Sentence.words``.
+
+        Raises:
+            ValueError: it cannot (this default): the words came with the parse.
+        """
+        raise ValueError(f"annotation setting backend={cls.name!r} with pretokenized=false: the words of the training "
+                         f"data came with its parse, so raw text cannot be split into words without parsing it; give "
+                         f"the model pre-tokenized text annotated with --pretokenized, or parse the input")
 
     # -- parsing -------------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -69,6 +69,36 @@ def _load_pipeline(model: str, gpu_id: int, stamp):
         ) from None
 
 
+def load_tokenizer(model: str):
+    """The pipeline ``model`` with none of its components (every name its ``meta.json`` lists excluded at load
+    time): its vocabulary and tokenizer, no tagger or parser weights. Cached per process like :func:`load_pipeline`.
+
+    Raises:
+        OSError: as :func:`load_pipeline`.
+    """
+    return _load_tokenizer(model, _stamp(model))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(model: str, stamp):
+    import spacy
+    import spacy.util
+
+    try:
+        path = model if os.path.isdir(model) else str(spacy.util.get_package_path(model))
+        meta = spacy.util.load_meta(os.path.join(path, "meta.json"))
+    except (OSError, ValueError, ModuleNotFoundError):
+        meta = {}
+    components = list(dict.fromkeys([*(meta.get("components") or []), *(meta.get("pipeline") or []), *_UNUSED]))
+    if not components:  # no meta to tell them: the whole pipeline (its tokenizer is the same)
+        return load_pipeline(model)
+    try:
+        return spacy.load(model, exclude=components)
+    except OSError as e:
+        raise OSError(f"cannot load spaCy pipeline {model!r} ({e}). Install it with `python -m spacy download "
+                      f"{model}` or pass the path of a pipeline directory.") from None
+
+
 def doc_to_sentence(doc) -> Sentence:
     """Convert a parsed spaCy ``Doc`` into a :class:`Sentence`, dropping space tokens.
 
@@ -162,6 +192,17 @@ class SpacyBackend(ParserBackend):
         return cls(model or settings.extra["spacy_model"], pretokenized=settings.pretokenized, batch_size=batch_size,
                    gpu_id=gpu_id, multi_root=settings.multi_root, source_name="<input>",
                    parser_unescape=settings.parser_unescape, pos_tagset=settings.pos_tagset)
+
+    @classmethod
+    def tokenizer_for_raw_text(cls, settings, model=None, batch_size=256):
+        """spaCy's tokenizer alone, loaded without the pipeline's components (:func:`load_tokenizer`): the words
+        :meth:`parse` gives a raw line (whitespace tokens dropped), without tagging or parsing it."""
+        nlp = load_tokenizer(model or settings.extra["spacy_model"])
+
+        def tokenize(texts):
+            return [[t.text for t in doc if not t.is_space] for doc in nlp.tokenizer.pipe(texts, batch_size=batch_size)]
+
+        return tokenize
 
     def __init__(self, model, pretokenized=False, batch_size=256, n_process=1, gpu_id=-1,
                  multi_root="forest", source_name="<source>", parser_unescape=False, pos_tagset="upos"):

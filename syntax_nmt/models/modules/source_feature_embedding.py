@@ -187,6 +187,11 @@ class SourceFeatureEmbedding(nn.Module):
         padding_idx (int): padding id of the feature dictionaries (fairseq: 1).
     """
 
+    #: its forward pass reads its features' streams at inference too (the parser's tags, cases, subword positions):
+    #: a model with features needs the annotation to translate
+    #: (:func:`~syntax_nmt.models.modules.inference_needs.inference_needs`)
+    reads_features_at_inference: bool = True
+
     def __init__(self, word_embed: nn.Embedding, feature_vocab: Dict[str, int], feature_dim: FeatureDims,
                  merge: str = "sum", combine: str = "concat", padding_idx: int = 1):
         super().__init__()

@@ -20,13 +20,15 @@ class SyntaxContext:
     """Syntax facts of one batch.
 
     Args:
-        heads (Tensor): ``(batch, src_len)`` relative head offsets (stream ``head``).
-        word_start (Tensor): bool ``(batch, src_len)``, first subwords (tags ``B``/``O``).
+        heads (Tensor): ``(batch, src_len)`` relative head offsets (stream ``head``), or None: a batch without the
+            parse (translation by a model that needs none at inference); then :attr:`tree` raises.
+        word_start (Tensor): bool ``(batch, src_len)``, first subwords (tags ``B``/``O``), or None with ``heads``.
         special (Tensor): bool ``(batch, src_len)``, pad/EOS/BOS positions.
         padding_mask (Tensor): bool ``(batch, src_len)``, True at pads.
     """
 
-    def __init__(self, heads: Tensor, word_start: Tensor, special: Tensor, padding_mask: Tensor):
+    def __init__(self, heads: Optional[Tensor], word_start: Optional[Tensor], special: Tensor,
+                 padding_mask: Tensor):
         self.heads = heads
         self.word_start = word_start
         self.special = special
@@ -48,8 +50,20 @@ class SyntaxContext:
         self.outputs.setdefault(key, value)
 
     @property
+    def has_parse(self) -> bool:
+        """Whether the batch carries the parse (heads and word boundaries)."""
+        return self.heads is not None and self.word_start is not None
+
+    @property
     def tree(self) -> WordTree:
-        """The word-level :class:`~syntax_nmt.syntax.tree.WordTree` of the batch."""
+        """The word-level :class:`~syntax_nmt.syntax.tree.WordTree` of the batch.
+
+        Raises:
+            ValueError: the batch carries no parse (:attr:`has_parse`).
+        """
+        if not self.has_parse:
+            raise ValueError("the batch carries no source parse (streams subword, head), which this computation "
+                             "reads: give the model the streams it was trained with")
         return self.cached("word_tree", lambda: word_tree(self.heads, self.word_start, self.special))
 
     @property

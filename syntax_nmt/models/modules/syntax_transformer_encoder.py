@@ -18,6 +18,7 @@ from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules import transformer_layer
 from torch import Tensor, nn
 
+from syntax_nmt.models.modules.inference_needs import describe_needs, inference_needs, inference_streams
 from syntax_nmt.models.modules.methods import build_methods
 from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
 from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
@@ -100,9 +101,14 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             module = m.build_encoder_module(self, self.syntax_state)
             if module is not None:
                 self.syntax_modules[m.name] = module
+        #: the streams a training batch must carry (what the features, the methods and their losses read) ...
         self.required_streams = list(self.feature_names)
         for m in self._methods:
             self.required_streams += [s for s in m.streams if s not in self.required_streams]
+        #: ... and, in eval mode, what the forward pass reads at inference, by reader, and their union
+        #: (:mod:`~syntax_nmt.models.modules.inference_needs`): LISA alone needs none, so translates plain tokens
+        self.inference_needs = inference_needs(self.feature_names, self._methods)
+        self.inference_streams = inference_streams(self.inference_needs)
         if self._methods:
             ids = [int(i) for i in (getattr(cfg, "word_start_ids", "") or "").split(",") if i]
             self.register_buffer("word_start_ids", torch.tensor(ids, dtype=torch.long), persistent=False)
@@ -153,15 +159,24 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
 
     # -- forward -----------------------------------------------------------------------------
     def _check_streams(self, src_streams: Optional[Dict[str, Tensor]], src_tokens: Tensor) -> Dict[str, Tensor]:
+        """The batch's streams, checked: in training every stream of :attr:`required_streams`, in eval mode those
+        the model reads at inference (:attr:`inference_streams`); each one given as wide as the tokens."""
         src_streams = src_streams or {}
-        missing = [s for s in self.required_streams if s not in src_streams]
-        if missing:
+        needed = self.required_streams if self.training else self.inference_streams
+        missing = [s for s in needed if s not in src_streams]
+        if missing and self.training:
             raise ValueError(
                 f"this model needs the source streams {self.required_streams} but the batch lacks {missing}; "
                 "use --task syntax_translation on data binarized with syntax-nmt-binarize"
             )
+        if missing:
+            raise ValueError(
+                f"the batch lacks the source streams {missing}, which this model reads at inference: "
+                f"{describe_needs(self.inference_needs)}; translate with --task syntax_translation (data binarized "
+                "with syntax-nmt-binarize, or raw text, which it parses)"
+            )
         for name in self.required_streams:
-            if src_streams[name].shape != src_tokens.shape:
+            if name in src_streams and src_streams[name].shape != src_tokens.shape:
                 raise ValueError(
                     f"stream {name!r} has shape {tuple(src_streams[name].shape)}, src_tokens {tuple(src_tokens.shape)}"
                 )
@@ -173,11 +188,13 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         return src_tokens.eq(d.pad()) | src_tokens.eq(d.eos()) | src_tokens.eq(d.bos())
 
     def syntax_context(self, src_tokens: Tensor, streams: Dict[str, Tensor]) -> SyntaxContext:
-        """The :class:`SyntaxContext` of a batch (word starts from the subword tags ``B``/``O``)."""
-        tags = streams["subword"]
-        word_start = (tags.unsqueeze(-1) == self.word_start_ids).any(-1)
-        return SyntaxContext(streams["head"], word_start, self.special_positions(src_tokens),
-                             src_tokens.eq(self.padding_idx))
+        """The :class:`SyntaxContext` of a batch (word starts from the subword tags ``B``/``O``); without the
+        streams ``head`` and ``subword`` (a model that reads no parse at inference), a context without the parse."""
+        heads = word_start = None
+        if "head" in streams and "subword" in streams:
+            heads = streams["head"]
+            word_start = (streams["subword"].unsqueeze(-1) == self.word_start_ids).any(-1)
+        return SyntaxContext(heads, word_start, self.special_positions(src_tokens), src_tokens.eq(self.padding_idx))
 
     def forward_non_torchscript(self, net_input: Dict[str, Tensor]):
         """fairseq's (how its sequence generator calls the encoder: every ``net_input`` entry but the decoder's

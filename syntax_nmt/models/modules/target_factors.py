@@ -50,6 +50,10 @@ class FactoredTransformerDecoder(TransformerDecoder):
         factor_input (bool): embed the previous token's factors into the decoder input.
     """
 
+    #: source streams its forward pass reads at inference: none (the factors are predicted, on the target side;
+    #: :func:`~syntax_nmt.models.modules.inference_needs.inference_needs`)
+    source_streams_at_inference = ()
+
     def __init__(self, args, dictionary, embed_tokens, factor_sizes: Dict[str, int], factor_input: bool = False,
                  no_encoder_attn: bool = False, factor_pad: int = 1, factor_eos: int = 2):
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)

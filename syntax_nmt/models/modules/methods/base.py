@@ -37,6 +37,9 @@ BUILTIN = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
 #: math (``*_masks``) registers nothing and needs no fairseq, which is why the package imports its modules on
 #: first read and not when it is itself imported.
 SYNTAX_METHODS: Registry = Registry("syntax method", __name__.rsplit(".", 1)[0], BUILTIN)
+#: the source parse as the batch carries it: the streams its word tree is made of (heads, word boundaries); what a
+#: method that reads the tree reads (:attr:`SyntaxMethod.streams`, :attr:`SyntaxMethod.inference_streams`)
+PARSE = ("subword", "head")
 
 
 def registered_methods() -> Registry:
@@ -106,8 +109,16 @@ class SyntaxMethod:
     title: str = ""
     #: the method's options (a ``FairseqDataclass``), or None
     config: Optional[type] = None
-    #: streams the method reads
-    streams: Sequence[str] = ("subword", "head")
+    #: streams the method reads in training (its forward pass and its auxiliary losses): the data must have them
+    streams: Sequence[str] = PARSE
+    #: streams its forward pass reads at inference (translation): :data:`PARSE`, or ``()`` for a method whose parse
+    #: supervises training only (LISA: its parse head predicts the parse it attends with). A method whose need
+    #: depends on its options sets its own in ``__init__`` (LISA with ``--lisa-inject-parse``). The model's need is
+    #: the union with its features' (:func:`~syntax_nmt.models.modules.inference_needs.inference_needs`): what
+    #: fairseq-generate reads, and whether raw text is parsed
+    inference_streams: Sequence[str] = PARSE
+    #: the option that gave an instance its own :attr:`inference_streams` (named in messages), or ""
+    inference_option: str = ""
     #: the option that lists the layers whose self-attention it replaces (for messages)
     layers_option: str = ""
     #: whether it replaces the self-attention of the layers of ``layers_option`` (two such methods need
@@ -169,6 +180,12 @@ class SyntaxMethod:
 
     def build_encoder_module(self, encoder, state) -> Optional[nn.Module]:
         """A module ``m(x, ctx) -> x`` applied to the final encoder states, or None."""
+        return None
+
+    def predicted_parents(self, ctx) -> Optional[Tensor]:
+        """The parse the method predicts for the batch whose encoder pass left ``ctx``: ``(B, T)`` long, each
+        token's parent position (the first subword of its head word; itself at roots and special tokens), or None
+        (this default: it predicts none)."""
         return None
 
 

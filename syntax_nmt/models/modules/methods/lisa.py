@@ -8,7 +8,7 @@ from fairseq.dataclass import FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.device_paths import cpu_paths
-from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
+from syntax_nmt.models.modules.methods.base import (PARSE, AuxLoss, SyntaxMethod, check_weight, parse_layers,
                                                     register_syntax_method)
 from syntax_nmt.models.modules.methods.lisa_masks import lisa_parents
 from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, key_padding_additive
@@ -163,18 +163,23 @@ class LisaAttention(MixedSelfAttention):
         else:
             p_head = torch.softmax(parse, dim=-1)
         if self.record:
-            parents = ctx.cached("lisa_parents", lambda: lisa_parents(ctx.tree))
-            self.recorded = {"parse_head": p_head.detach(), "parents": nn.functional.one_hot(parents, T).bool()}
+            self.recorded = {"parse_head": p_head.detach()}
+            if ctx.has_parse:  # raw text translated without a parser has none to compare with
+                parents = ctx.cached("lisa_parents", lambda: lisa_parents(ctx.tree))
+                self.recorded["parents"] = nn.functional.one_hot(parents, T).bool()
         return torch.cat([probs[:, :self.head], p_head.unsqueeze(1), probs[:, self.head + 1:]], dim=1)
 
     def analysis_maps(self, recorded):
         """For ``syntax-nmt-analyze attention`` (the schema of :mod:`syntax_nmt.analyze.models`): the parse head's
-        distribution against the parse's parent of each token (the target of its loss), first sentence."""
+        distribution against the parse's parent of each token (the target of its loss), first sentence (the head's
+        distribution alone for a batch without the parse)."""
+        head = {"title": f"parse head {self.head}", "values": recorded["parse_head"][0]}
+        if "parents" not in recorded:
+            return {"title": "LISA", "maps": {"parse_head": head}}
         return {"title": "LISA",
                 "masks": {"parents": {"title": "parse: each token's parent (the head's training target)",
                                       "values": recorded["parents"][0]}},
-                "maps": {"parse_head": {"title": f"parse head {self.head}", "values": recorded["parse_head"][0],
-                                        "within": "parents"}}}
+                "maps": {"parse_head": {**head, "within": "parents"}}}
 
 
 @register_syntax_method("lisa")
@@ -185,6 +190,9 @@ class Lisa(SyntaxMethod):
 
     title = "LISA's parse-trained attention head (Strubell et al., 2018)"
     config = LisaConfig
+    # the parse supervises training only: the head attends with the parse it predicts (Strubell et al., sec. 2.2);
+    # with --lisa-inject-parse it attends with the given parse, at inference too (__init__)
+    inference_streams = ()
     layers_option = "--lisa-layer"
     replaces_attention = True
     # as initialised (U = I / sqrt(d_head), u = 0) the parse head is the scaled dot-product head
@@ -202,9 +210,17 @@ class Lisa(SyntaxMethod):
         heads = cfg.encoder.attention_heads
         if not 0 <= cfg.lisa_head < heads:
             raise ValueError(f"--lisa-head {cfg.lisa_head} does not exist (the encoder has {heads} heads, 0-based)")
+        if cfg.lisa_inject_parse:
+            self.inference_streams, self.inference_option = PARSE, "--lisa-inject-parse"
 
     def attention_layers(self):
         return [self.layer]
+
+    def predicted_parents(self, ctx):
+        """The parse head's argmax over the keys (its scores left in ``ctx.outputs["lisa_scores"]``, padded keys
+        masked): each token's predicted parent position, ``(B, T)`` long."""
+        scores = ctx.outputs.get(LISA_SCORES)
+        return None if scores is None else scores.argmax(-1)
 
     def build_self_attention(self, layer, embed_dim, cfg, state):
         return LisaAttention(embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, state,

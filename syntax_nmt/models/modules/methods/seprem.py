@@ -7,7 +7,7 @@ import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
-from syntax_nmt.models.modules.methods.base import (AuxLoss, SyntaxMethod, check_weight, parse_layers,
+from syntax_nmt.models.modules.methods.base import (PARSE, AuxLoss, SyntaxMethod, check_weight, parse_layers,
                                                     register_syntax_method)
 from syntax_nmt.models.modules.methods.seprem_masks import (connected_word_pairs, distance_classes,
                                                             sample_pair_indices, seprem_strength)
@@ -184,6 +184,7 @@ class Seprem(SyntaxMethod):
 
     title = "SEPREM's syntax-aware layer inputs, distance and head prediction losses (Xu et al., 2021)"
     config = SepremConfig
+    inference_streams = PARSE  # its layer inputs weight the parse's distances: translating needs the parse
     layers_option = "--seprem-layers"
     identity_args = ("--seprem-alpha-init", "0")  # (1 - alpha) H + alpha H^ = H
     # the demo's budget (400 updates; transformer 21.9 BLEU): DP+HP at 1 (the paper's plain sum) gave 10.0,

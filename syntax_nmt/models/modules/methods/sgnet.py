@@ -8,7 +8,7 @@ import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor
 
-from syntax_nmt.models.modules.methods.base import SyntaxMethod, register_syntax_method
+from syntax_nmt.models.modules.methods.base import PARSE, SyntaxMethod, register_syntax_method
 from syntax_nmt.models.modules.methods.mixed_attention import MixedSelfAttention, masked_softmax
 from syntax_nmt.models.modules.methods.sgnet_layer import (LAYER_NORM_MODES, SPECIAL_MODES, SGNetLayer,
                                                            sgnet_layer_config)
@@ -106,6 +106,7 @@ class SGNet(SyntaxMethod):
 
     title = "SG-Net's SDOI-masked self-attention layer over the encoder output (Zhang et al., 2020)"
     config = SGNetConfig
+    inference_streams = PARSE  # its SDOI mask is the parse's: translating needs the parse
     legacy_args = {"sgnet_layer_norm": "encoder"}
     extra_systems = (("sgnet-ckpt", ("--sgnet-checkpoint-activations",),
                       "SG-Net with recomputed activations (the same model; for the bench)"),)

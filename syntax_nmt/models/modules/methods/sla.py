@@ -7,7 +7,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.device_paths import cpu_paths
-from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
+from syntax_nmt.models.modules.methods.base import PARSE, SyntaxMethod, parse_layers, register_syntax_method
 from syntax_nmt.models.modules.methods.mixed_attention import (MixedSelfAttention, key_padding_additive,
                                                                key_padding_allowed, masked_softmax, stacked_additive,
                                                                stacked_attention)
@@ -137,6 +137,7 @@ class SLA(SyntaxMethod):
 
     title = "syntax-aware local attention in the listed layers (Li et al., 2021)"
     config = SLAConfig
+    inference_streams = PARSE  # its local windows are the parse's: translating needs the parse
     layers_option = "--sla-layers"
     replaces_attention = True
     bench_targets = {"sla": {"train_wps": 0.85, "gen_sps": 0.9}}

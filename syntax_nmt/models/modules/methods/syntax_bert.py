@@ -9,7 +9,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.device_paths import cpu_paths
-from syntax_nmt.models.modules.methods.base import SyntaxMethod, parse_layers, register_syntax_method
+from syntax_nmt.models.modules.methods.base import PARSE, SyntaxMethod, parse_layers, register_syntax_method
 from syntax_nmt.models.modules.methods.mixed_attention import (MixedSelfAttention, key_padding_additive,
                                                                key_padding_allowed, stacked_additive,
                                                                stacked_attention)
@@ -405,6 +405,7 @@ class SyntaxBert(SyntaxMethod):
 
     title = "Syntax-BERT's masked sub-networks with topical attention (Bai et al., 2021)"
     config = SyntaxBertConfig
+    inference_streams = PARSE  # its masks are the parse's: translating needs the parse
     layers_option = "--syntax-bert-layers"
     replaces_attention = True
     system_args = ("--syntax-bert-max-distance", "3")

@@ -1,0 +1,106 @@
+"""A model's own parse of the source as an output (LISA's parse head), for ``syntax_translation``.
+
+LISA's parse head (Strubell et al., 2018, sec. 2.2) is trained to attend from each subword to its parent: the first
+subword of its head word, a root word's subwords and the special tokens to themselves
+(:func:`~syntax_nmt.models.modules.methods.lisa_masks.lisa_parents`, the convention of the head stream). Read back
+the same way, its argmax from each word's first subword names the word's head: the word holding the key it points
+to, or none (a root) when that key is in the word itself or is a special token. :func:`word_heads` does this for a
+batch; the words are the source's subword pieces joined as ``--remove-bpe`` joins them (:func:`token_word_starts`:
+from the tokens and the recorded subword scheme, so no stream is needed). The task prints the parses beside the
+translations (``--print-source-parse``, :mod:`syntax_nmt.syntax.parse_lines`), the hub returns them (``hub.parse``), and
+``syntax-nmt-evaluate parse`` scores them against a parser (UAS).
+"""
+
+from typing import List
+
+import torch
+from torch import Tensor
+
+from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
+from syntax_nmt.syntax.conllu import Sentence
+
+
+
+def token_word_starts(tokens: Tensor, special: Tensor, table: Tensor, scheme: str) -> Tensor:
+    """Bool ``(B, T)``: the tokens that start a word, as ``--remove-bpe`` joins subwords
+    (:func:`~syntax_nmt.annotate.subwords.word_starts`) and the annotator's ``subword`` stream marks them.
+
+    Args:
+        tokens: ``(B, T)`` token ids.
+        special: bool ``(B, T)``, pad/BOS/EOS positions (never a word).
+        table: bool ``(V,)`` of :func:`marker_table`: ``bpe``, whether a symbol ends with ``@@`` (the next token goes
+            on its word); ``spm``, whether it starts with ``▁`` (it starts a word).
+        scheme: ``bpe``, ``spm`` or ``none`` (every real token is a word).
+    """
+    real = ~special
+    if scheme == "bpe":
+        joined = torch.nn.functional.pad(table[tokens][:, :-1], (1, 0), value=False)  # the token before ends with @@
+        return real & ~joined
+    if scheme == "spm":
+        after_special = torch.nn.functional.pad(special[:, :-1], (1, 0), value=True)
+        return real & (table[tokens] | after_special)
+    return real
+
+
+def marker_table(symbols: List[str], scheme: str, device=None) -> Tensor:
+    """Bool ``(V,)`` over a dictionary's symbols for :func:`token_word_starts`."""
+    if scheme == "bpe":
+        flags = [s.endswith(BPE_SEPARATOR) for s in symbols]
+    elif scheme == "spm":
+        flags = [s.startswith(SPM_SPACE) for s in symbols]
+    else:
+        flags = [False] * len(symbols)
+    return torch.tensor(flags, dtype=torch.bool, device=device)
+
+
+def guess_scheme(symbols: List[str]) -> str:
+    """The subword scheme of a dictionary whose annotation settings are unknown (a checkpoint trained before they
+    were recorded, on data without them): ``bpe`` if a symbol ends with ``@@``, ``spm`` if one starts with ``▁``,
+    else ``none``."""
+    if any(s.endswith(BPE_SEPARATOR) for s in symbols):
+        return "bpe"
+    return "spm" if any(s.startswith(SPM_SPACE) for s in symbols) else "none"
+
+
+def word_heads(parents: Tensor, word_start: Tensor, special: Tensor) -> Tensor:
+    """Word-level heads of predicted parent positions, ``(B, T)`` long: at each word's first subword the 1-based
+    index (in its sentence) of the word holding its parent token, 0 when that token is in the word itself (the
+    root convention of the head stream) or is a special token; -1 at every other position.
+
+    Args:
+        parents: ``(B, T)`` long, each token's predicted parent position (e.g. LISA's argmax).
+        word_start: bool ``(B, T)``, the first subwords of words (:func:`token_word_starts`).
+        special: bool ``(B, T)``, pad/BOS/EOS positions.
+    """
+    word_of = torch.cumsum(word_start.long(), dim=1)  # the 1-based word of each token (0 before the first word)
+    head = word_of.gather(1, parents)
+    head = head.masked_fill(special.gather(1, parents) | head.eq(word_of), 0)
+    return head.masked_fill(~word_start, -1)
+
+
+def sentences(pieces: List[List[str]], starts: List[List[bool]], heads: List[List[int]], scheme: str,
+              ) -> List[Sentence]:
+    """One :class:`Sentence` per row: its words (pieces joined, subword markers removed), the heads of
+    :func:`word_heads` at their first subwords, no tags or labels (``_``).
+
+    Args:
+        pieces: each row's real tokens (no pad, BOS, EOS).
+        starts, heads: the same rows of :func:`token_word_starts` and :func:`word_heads`.
+    """
+    out = []
+    for row, row_starts, row_heads in zip(pieces, starts, heads):
+        words: List[str] = []
+        for piece, start in zip(row, row_starts):
+            text = piece
+            if scheme == "bpe" and text.endswith(BPE_SEPARATOR):
+                text = text[:-len(BPE_SEPARATOR)]
+            elif scheme == "spm":
+                text = text.replace(SPM_SPACE, "")
+            if start or not words:
+                words.append(text)
+            else:
+                words[-1] += text
+        h = [x for x, start in zip(row_heads, row_starts) if start]
+        n = len(words)
+        out.append(Sentence(words, ["_"] * n, ["_"] * n, h, ["_"] * n))
+    return out

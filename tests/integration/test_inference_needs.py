@@ -1,0 +1,136 @@
+"""What a model reads at inference decides what the task reads and annotates (issue 45): a model loaded to translate
+(``task.build_model(..., from_checkpoint=True)``, as fairseq-generate, fairseq-interactive and the hub load it)
+needs the streams its parts declare for inference alone; training needs every stream; ``--source-parse`` says how
+translation gets them. No model is trained here."""
+
+import os
+import shutil
+
+import pytest
+import torch
+
+from conftest import build_task_and_model
+from syntax_nmt.models.modules.inference_needs import describe_needs, inference_needs, inference_streams
+from syntax_nmt.models.modules.methods import registered_methods
+from syntax_nmt.tasks.syntax_translation import StreamConfigError
+
+LISA = ["--syntax-attention", "lisa", "--source-features="]
+SGNET = ["--syntax-attention", "sgnet", "--source-features="]
+
+
+@pytest.fixture(scope="module")
+def plain(stream_bin, tmp_path_factory):
+    """The binarized corpus without a stream file: words and their dictionaries only."""
+    out = tmp_path_factory.mktemp("plain")
+    for f in os.listdir(stream_bin):
+        if f.endswith((".en.bin", ".en.idx", ".de.bin", ".de.idx")) or f in ("dict.en.txt", "dict.de.txt"):
+            shutil.copy(os.path.join(stream_bin, f), out / f)
+    return str(out)
+
+
+def loaded(data, *extra):
+    """``(task, model)``: the model built as a checkpoint is loaded to translate (its task on ``data``)."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from conftest import USER_DIR
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", "syntax_transformer_tiny", *extra])
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    return task, task.build_model(cfg.model, from_checkpoint=True)
+
+
+def test_each_part_declares_what_it_reads_and_the_model_takes_the_union():
+    from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
+    from syntax_nmt.models.modules.target_factors import FactoredTransformerDecoder
+
+    methods = registered_methods()
+    assert methods["lisa"].inference_streams == ()
+    for name in ("sgnet", "sla", "syntax_bert", "seprem"):
+        assert tuple(methods[name].inference_streams) == ("subword", "head"), name
+    assert SourceFeatureEmbedding.reads_features_at_inference
+    assert FactoredTransformerDecoder.source_streams_at_inference == ()
+    needs = inference_needs(["pos", "case"], [methods["lisa"], methods["sla"], methods["sgnet"]], factors=True)
+    assert needs == {"--source-features pos,case": ["pos", "case"], "--syntax-attention sla": ["subword", "head"],
+                     "--syntax-attention sgnet": ["subword", "head"]}
+    assert inference_streams(needs) == ["pos", "case", "subword", "head"]
+    assert inference_needs([], [methods["lisa"]], factors=True) == {}
+    assert describe_needs({"--syntax-attention sla": ["subword", "head"]}) == (
+        "--syntax-attention sla reads the source parse (streams subword, head)")
+
+
+def test_lisa_translates_from_a_directory_without_stream_files(plain, stream_bin):
+    """LISA's model is built on data without stream files to translate (not to train: its loss reads the parse), reads
+    none, and annotates raw text with none; with --lisa-inject-parse it reads the parse; --source-parse always
+    reads and annotates every stream it was trained with."""
+    task, model = loaded(plain, *LISA)
+    assert (task.streams, task.annotated_streams, task.inference_needs) == ([], [], {})
+    assert model.encoder.inference_streams == [] and model.encoder.required_streams == ["subword", "head"]
+    task, _ = loaded(stream_bin, *LISA)  # the data has them: read (for validation, analysis), not needed
+    assert (task.streams, task.annotated_streams) == (["subword", "head"], [])
+    task, _ = loaded(stream_bin, *LISA, "--lisa-inject-parse")
+    assert (task.streams, task.annotated_streams) == (["subword", "head"], ["subword", "head"])
+    assert task.inference_needs == {"--syntax-attention lisa --lisa-inject-parse": ["subword", "head"]}
+    task, _ = loaded(stream_bin, *LISA, "--source-parse", "always")
+    assert task.annotated_streams == ["subword", "head"]
+    task, _ = loaded(stream_bin, *LISA, "--source-parse", "never")
+    assert (task.streams, task.annotated_streams) == ([], [])
+    with pytest.raises(StreamConfigError, match=r"missing streams \['subword', 'head'\]"):
+        build_task_and_model(plain, *LISA)  # training
+    with pytest.raises(StreamConfigError, match=r"missing streams \['subword', 'head'\]"):
+        loaded(plain, *LISA, "--source-parse", "always")
+
+
+@pytest.mark.parametrize("extra, reader", [
+    (SGNET, "--syntax-attention sgnet reads the source parse (streams subword, head)"),
+    (LISA + ["--lisa-inject-parse"], "--syntax-attention lisa --lisa-inject-parse reads the source parse (streams "
+                                     "subword, head)"),
+    (["--syntax-attention", "none"], "--source-features pos,case,subword reads the parser's annotation (streams pos, "
+                                     "case, subword)"),
+], ids=["sgnet", "lisa-inject-parse", "features"])
+def test_a_model_that_reads_the_annotation_names_what_reads_it(plain, stream_bin, extra, reader):
+    with pytest.raises(StreamConfigError) as e:
+        loaded(plain, *extra)
+    assert str(e.value).startswith(f"the data directory {plain} lacks the streams [")
+    assert f"the model reads at inference what only the annotation gives: {reader}; binarize the data with " \
+           f"syntax-nmt-binarize" in str(e.value)
+    with pytest.raises(StreamConfigError, match=r"^--source-parse never: .*" + reader.replace("(", r"\(")
+                       .replace(")", r"\)")):
+        loaded(stream_bin, *extra, "--source-parse", "never")
+    task, _ = loaded(stream_bin, *extra)
+    with pytest.raises(StreamConfigError, match=r"^source_parse='never': .*leave --source-parse at auto"):
+        task.set_source_parse("never")
+    plain_tokens = [task.src_dict.encode_line("a b c", add_if_not_exist=False).long()]
+    with pytest.raises(StreamConfigError, match=r"^plain token tensors lack the source streams .*" +
+                       reader.split(" reads")[0]):
+        task.build_dataset_for_inference(plain_tokens, [4])
+
+
+def test_the_parse_is_printed_only_for_a_model_that_predicts_one(stream_bin):
+    """--print-source-parse needs a parse head (LISA); the model computes its parents in one encoder pass."""
+    with pytest.raises(StreamConfigError, match=r"^--print-source-parse heads: the model predicts no parse of the "
+                                                r"source \(only --syntax-attention lisa has a parse head; its "
+                                                r"--syntax-attention: sgnet\)"):
+        loaded(stream_bin, *SGNET, "--print-source-parse", "heads")
+    task, model = loaded(stream_bin, *LISA, "--print-source-parse", "conllu")
+    assert model.predicts_source_parse
+    task.load_dataset("test")
+    ds = task.dataset("test")
+    sample = ds.collater([ds[i] for i in range(4)])
+    model.eval()
+    with torch.no_grad():
+        parents = model.predict_source_parents(sample["net_input"])
+        parses = task.source_parses(model, sample["net_input"])
+    tokens = sample["net_input"]["src_tokens"]
+    assert parents.shape == tokens.shape and parents.dtype == torch.long
+    assert not tokens.gather(1, parents).eq(task.src_dict.pad()).any()  # padded keys are masked
+    for row, parse in zip(tokens, parses):
+        words = task.src_dict.string(row[row.ne(task.src_dict.pad())], "subword_nmt").split()  # left-padded
+        assert parse.words == words and len(parse.heads) == len(words)
+        assert all(0 <= h <= len(words) for h in parse.heads)
+    _, sgnet = loaded(stream_bin, *SGNET)
+    assert not sgnet.predicts_source_parse
+    with pytest.raises(ValueError, match="predicts no parse"):
+        sgnet.predict_source_parents(sample["net_input"])

@@ -1,0 +1,116 @@
+"""A model's own parse as an output (:mod:`syntax_nmt.tasks.source_parse`), against naive loops: word starts from
+the tokens, word heads from predicted parent positions, the printed lines and their reading back."""
+
+import random
+
+import pytest
+import torch
+
+from syntax_nmt.annotate.subwords import word_starts
+from syntax_nmt.syntax.conllu import Sentence
+from syntax_nmt.syntax.parse_lines import parse_lines, read_parse_lines
+from syntax_nmt.tasks.source_parse import marker_table, sentences, token_word_starts, word_heads
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq's Dictionary: bos 0, pad 1, eos 2, unk 3
+PIECES = {"bpe": ["the", "ca@@", "t", "s@@", "a@@", "t", "a@", "@@", "x"],
+          "spm": ["\u2581the", "\u2581ca", "t", "\u2581s", "a", "t", "\u2581", "x", "\u2581a@@"],
+          "none": ["the", "cat", "sat", "a@@", "\u2581b"]}
+
+
+def _batch(scheme, rng, left_pad, bos):
+    """Random rows of pieces as a padded batch: ``(tokens, special, symbols, rows)``."""
+    symbols = SPECIALS + PIECES[scheme]
+    rows = [[rng.randrange(4, len(symbols)) for _ in range(rng.randint(1, 9))] for _ in range(6)]
+    full = [([0] if bos else []) + r + [2] for r in rows]
+    width = max(len(r) for r in full)
+    tokens = torch.tensor([[1] * (width - len(r)) + r if left_pad else r + [1] * (width - len(r)) for r in full])
+    special = tokens.eq(0) | tokens.eq(1) | tokens.eq(2)
+    return tokens, special, symbols, rows
+
+
+@pytest.mark.parametrize("scheme", ["bpe", "spm", "none"])
+@pytest.mark.parametrize("left_pad,bos", [(False, False), (True, False), (True, True), (False, True)])
+def test_word_starts_from_tokens_equal_the_joining_of_remove_bpe(scheme, left_pad, bos):
+    rng = random.Random(f"{scheme}{left_pad}{bos}")
+    for _ in range(20):
+        tokens, special, symbols, rows = _batch(scheme, rng, left_pad, bos)
+        starts = token_word_starts(tokens, special, marker_table(symbols, scheme), scheme)
+        assert not starts[special].any()
+        for i, row in enumerate(rows):
+            got = starts[i][~special[i]].tolist()
+            assert got == word_starts([symbols[k] for k in row], scheme), (scheme, [symbols[k] for k in row])
+
+
+def _naive_heads(parents, starts, special):
+    """Word heads, sentence by sentence, straight from the convention: the word of the parent token of each
+    word's first subword, 0 when it is the word itself or a special token."""
+    out = []
+    for p, s, sp in zip(parents.tolist(), starts.tolist(), special.tolist()):
+        word_of, n = [], 0
+        for start in s:
+            n += int(start)
+            word_of.append(n)
+        heads = []
+        for i, start in enumerate(s):
+            if start:
+                j = p[i]
+                heads.append(0 if sp[j] or word_of[j] == word_of[i] else word_of[j])
+        out.append(heads)
+    return out
+
+
+@pytest.mark.parametrize("left_pad,bos", [(False, False), (True, True)])
+def test_word_heads_equal_a_naive_loop(left_pad, bos):
+    rng = random.Random(7)
+    gen = torch.Generator().manual_seed(7)
+    for _ in range(30):
+        tokens, special, symbols, rows = _batch("bpe", rng, left_pad, bos)
+        starts = token_word_starts(tokens, special, marker_table(symbols, "bpe"), "bpe")
+        parents = torch.randint(0, tokens.shape[1], tokens.shape, generator=gen)
+        heads = word_heads(parents, starts, special)
+        assert heads[~starts].eq(-1).all()
+        assert [h[s].tolist() for h, s in zip(heads, starts)] == _naive_heads(parents, starts, special)
+
+
+def test_the_streams_convention_reads_back_as_the_tree():
+    """Parents as LISA is trained to predict them (the first subword of the head word; a root word's pieces on
+    themselves) give the word-level tree they came from."""
+    symbols = SPECIALS + ["The", "ca@@", "t", "sa@@", "t", "."]
+    tokens = torch.tensor([[4, 5, 6, 7, 8, 9, 2]])  # The ca@@ t sa@@ t . </s>: words The cat sat .
+    special = tokens.eq(2)
+    starts = token_word_starts(tokens, special, marker_table(symbols, "bpe"), "bpe")
+    assert starts.tolist() == [[True, True, False, True, False, True, False]]
+    parents = torch.tensor([[1, 3, 3, 3, 4, 3, 6]])  # The->cat, cat->sat (both pieces), sat root, .->sat
+    heads = word_heads(parents, starts, special)
+    assert heads[starts].tolist() == [2, 3, 0, 3]
+    (sentence,) = sentences([[symbols[k] for k in tokens[0, :-1].tolist()]], [starts[0, :-1].tolist()],
+                            [heads[0, :-1].tolist()], "bpe")
+    assert (sentence.words, sentence.heads) == (["The", "cat", "sat", "."], [2, 3, 0, 3])
+    eos = torch.tensor([[6, 6, 6, 6, 6, 6, 6]])  # every token on the EOS: every word a root
+    assert word_heads(eos, starts, special)[starts].tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("scheme,pieces,words", [
+    ("bpe", ["a@@", "b", "c", "＠＠@@", "d"], ["ab", "c", "＠＠d"]),
+    ("spm", ["\u2581a", "b", "\u2581c", "\u2581", "d"], ["ab", "c", "d"]),
+    ("none", ["a", "b"], ["a", "b"]),
+])
+def test_words_are_the_pieces_joined(scheme, pieces, words):
+    starts = word_starts(pieces, scheme)
+    (sentence,) = sentences([pieces], [starts], [[0] * len(pieces)], scheme)
+    assert sentence.words == words and sentence.heads == [0] * len(words)
+
+
+def test_printed_lines_read_back():
+    s = Sentence(["The", "cat", "sat"], ["_"] * 3, ["_"] * 3, [2, 3, 0], ["_"] * 3)
+    empty = Sentence([], [], [], [], [])
+    heads = parse_lines(4, s, "heads") + parse_lines(5, empty, "heads")
+    assert heads == ["G-4\t2 3 0", "G-5\t"]
+    conllu = parse_lines(4, s, "conllu") + parse_lines(5, empty, "conllu")
+    assert conllu[0] == "G-4\t# sent_id = 4" and conllu[1] == "G-4\t1\tThe\t_\t_\t_\t_\t2\t_\t_\t_"
+    assert conllu[-1] == "G-4\t" and len(conllu) == 5  # no block for a sentence without words
+    mixed = ["S-4\tThe cat sat", "H-4\t-1.0\tDie Katze", "P-4\t-0.5 -0.5", "F-4\tpos\tDET NOUN"]
+    assert read_parse_lines(mixed + heads) == {4: (None, [2, 3, 0]), 5: (None, [])}
+    assert read_parse_lines(mixed + conllu) == {4: (["The", "cat", "sat"], [2, 3, 0])}
+    with pytest.raises(ValueError, match=r"^line 2: not a parse line of --print-source-parse"):
+        read_parse_lines(["G-4\t2 3 0", "G-5\tx y"])
