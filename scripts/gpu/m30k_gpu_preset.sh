@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The Multi30k EN->DE recipe's PRESET=gpu trainings on a lent GPU machine (issue 44: the converged point of the
+# budget curve), side by side: Transformer-Tiny is launch-bound on a GPU, so SYSTEMS x SEEDS trainings share one.
+# Run from the project root on the GPU machine, after `bash ../shared/gpu/prepare.sh` here and after copying the
+# recipe's binarized data into .gpu/m30k/data-bin/bpe14000 (the data-bin of `run_all.sh`, with its .done):
+#
+#   run(command="SEEDS='2 3' bash scripts/gpu/m30k_gpu_preset.sh 2>&1 | tee $OUT/gpu-run.log", carry=[".gpu"])
+#
+# The trainings run in their own process session, so that if the call ends first, a second call on the warm machine
+# (`bash scripts/gpu/m30k_collect.sh SECONDS`, no other argument) waits for them and collects. What comes back in
+# $OUT: each finished training's averaged checkpoint without its optimizer state, cut in pieces of 15 MiB
+# (SYSTEM.sSEED.avg.pt.part-aa, -ab: `cat` them), and one archive of the logs and training records.
+# Back here: cat the pieces into WORK/checkpoints/gpu-bpe14000/SYSTEM/seedN/checkpoint_avg.pt, unpack the records
+# beside them, then `PRESET=gpu CPU=1 STAGES=evaluate SYSTEMS=... SEEDS=... bash examples/multi30k_en_de/run_all.sh`.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PYTHONUNBUFFERED=1 OUT=${OUT:-$PWD/.gpu/out} T0=${T0:-$(date +%s)}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl \
+    || exit 1
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name())" || exit 1
+SYSTEMS=${SYSTEMS:-transformer lisa}
+SEEDS=${SEEDS:-1}
+N=$(( $(wc -w <<< "$SYSTEMS") * $(wc -w <<< "$SEEDS") ))
+mkdir -p /tmp/m30k && cp -r .gpu/m30k/data-bin /tmp/m30k/
+# MAX_TOKENS=8192: the preset's 8,192 tokens per update in one batch (not 2 x 4,096 with --update-freq 2): half the
+# launches; the same tokens per update
+setsid nohup env PYTHON=python3 WORK=/tmp/m30k PRESET=gpu MAX_TOKENS=8192 SYSTEMS="$SYSTEMS" SEEDS="$SEEDS" \
+    STAGES=train JOBS="$N" THREADS=2 PROGRESS_SECONDS=60 \
+    bash examples/multi30k_en_de/run_all.sh > /tmp/m30k-train.log 2>&1 < /dev/null &
+echo "$N trainings started: $SYSTEMS x seeds $SEEDS"
+SYSTEMS="$SYSTEMS" SEEDS="$SEEDS" bash scripts/gpu/m30k_collect.sh "${DEADLINE:-560}"
