@@ -86,6 +86,19 @@ def interleave(tokens: Sequence[str], tags: Sequence[str], positions: Sequence[s
     return out
 
 
+def find_tag(text: str) -> Optional[str]:
+    """The first tag in ``text`` (a token, or one glued to a word), or None."""
+    m = _TAG.search(text)
+    return m.group() if m else None
+
+
+def separate_tags(text: str) -> str:
+    """``text`` with every tag a token of its own: a tag glued to a word by subword removal (``la⟨NOUN⟩ femme``
+    after ``--remove-bpe sentencepiece``, where the tag is a piece without ``▁``; ``fem⟨NOUN⟩ me`` after BPE
+    removal) is split from it, as :func:`strip` removes it."""
+    return " ".join(_TAG.sub(lambda m: f" {m.group()} ", text).split())
+
+
 def strip(text: str) -> str:
     """``text`` without its tags (also ones glued to a word), spaces collapsed."""
     return " ".join(_TAG.sub(" ", text).split())

@@ -326,7 +326,7 @@ def test_summary_table_exact(scored, monkeypatch):
         "tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, compound-split BLEU "
         "(as most WMT14 papers)",
         "p: two-sided paired bootstrap against the baseline (1,000 resamples, unit: the test sentence; sacreBLEU's "
-        "test); * p < 0.05",
+        "test; p = 1 where the scores are equal); * p < 0.05",
         f"sacreBLEU signature: {b['signature']}",
     ]
     # a baseline alone: nothing to test
