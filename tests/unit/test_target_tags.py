@@ -103,3 +103,14 @@ def test_a_tag_shaped_word_split_by_bpe_is_refused(prefix, tmp_path, capsys):
     with pytest.raises(ValueError, match="has the form of a tag"):
         interleave(["\u2581\u27e8a", "b\u27e9"], ["X", "X"], ["B", "E"])  # sentencepiece pieces
     assert strip("\u27e8ab\u27e9") == ""  # what the word would have become
+
+
+def test_the_subword_scheme_of_a_dictionary():
+    """What the F- lines group pieces by when the data has no annotation.json (issue 46)."""
+    from syntax_nmt.annotate.subwords import scheme_of_pieces
+
+    assert scheme_of_pieces(["la", "fem@@", "me"]) == "bpe"
+    assert scheme_of_pieces(["\u2581la", "\u2581fem", "me"]) == "spm"
+    assert scheme_of_pieces(["la", "femme", "@@"]) == "none"  # "@@" alone is a word
+    with pytest.raises(ValueError, match="holds BPE pieces \\('fem@@'\\) and sentencepiece pieces"):
+        scheme_of_pieces(["fem@@", "\u2581la"])
