@@ -33,7 +33,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from syntax_nmt.utils import atomic_write_json
+from syntax_nmt.utils import atomic_write_json, refuse_overwriting
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
 #: what a hypothesis still holds when fairseq-generate ran without --remove-bpe: a subword-nmt continuation
@@ -43,9 +43,19 @@ _BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 METRICS = ("sacrebleu", "tokenized")
 
 
+def _decoded_lines(path: str):
+    """``(line number, line without its newline)`` of a UTF-8 file; invalid UTF-8 names the file and line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+            yield lineno, line[:-1] if line.endswith("\n") else line
+
+
 def read_lines(path: str) -> List[str]:
-    with open(path, encoding="utf-8", newline="\n") as f:
-        return [line.rstrip("\n") for line in f]
+    return [line for _, line in _decoded_lines(path)]
 
 
 def write_lines(path: str, lines: Sequence[str]) -> None:
@@ -87,14 +97,15 @@ def read_hypotheses(generate_log: str, target_tags: bool = False) -> List[str]:
             the line.
     """
     hyps: Dict[int, str] = {}
-    with open(generate_log, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if line.startswith("H-"):
-                fields = line.rstrip("\n").split("\t")
-                sid = int(fields[0][2:])
-                if sid not in hyps:  # first hypothesis is the best one (--nbest > 1)
-                    hyps[sid] = fields[2] if len(fields) > 2 else ""
-                    check_hypothesis(hyps[sid], f"{generate_log}:{lineno}", target_tags)
+    for lineno, line in _decoded_lines(generate_log):
+        if line.startswith("H-"):
+            fields = line.split("\t")
+            sid = int(fields[0][2:])
+            if sid not in hyps:  # first hypothesis is the best one (--nbest > 1)
+                hyps[sid] = fields[2] if len(fields) > 2 else ""
+                check_hypothesis(hyps[sid], f"{generate_log}:{lineno}", target_tags)
+    if not hyps:
+        raise ValueError(f"{generate_log}: no hypothesis (no H- line): give the output of fairseq-generate")
     if sorted(hyps) != list(range(len(hyps))):
         raise ValueError(f"{generate_log}: hypothesis ids are not 0..{len(hyps) - 1}")
     return [hyps[i] for i in range(len(hyps))]
@@ -104,12 +115,11 @@ def read_factors(generate_log: str) -> Dict[str, Dict[int, List[str]]]:
     """The target factors of a fairseq-generate log (``F-ID<TAB>NAME<TAB>tags`` lines, printed by the task
     ``syntax_translation`` for models with ``--target-factors``): name -> sentence id -> one tag per word."""
     out: Dict[str, Dict[int, List[str]]] = {}
-    with open(generate_log, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("F-"):
-                fields = line.rstrip("\n").split("\t")
-                tags = fields[2].split() if len(fields) > 2 else []
-                out.setdefault(fields[1], {}).setdefault(int(fields[0][2:]), tags)
+    for _, line in _decoded_lines(generate_log):
+        if line.startswith("F-"):
+            fields = line.split("\t")
+            tags = fields[2].split() if len(fields) > 2 else []
+            out.setdefault(fields[1], {}).setdefault(int(fields[0][2:]), tags)
     return out
 
 
@@ -472,6 +482,15 @@ def _named(spec: str, option: str = "") -> Tuple[str, object]:
 
 
 def main(args: argparse.Namespace):
+    if args.command == "factors" and args.output:
+        refuse_overwriting([(f"--output {args.output}", args.output)], [args.gen])
+    elif args.command == "score":
+        refuse_overwriting([(f"--out-prefix {args.out_prefix}", args.out_prefix + ext)
+                            for ext in (".tok", ".detok", ".json")], [args.gen, args.ref_raw, args.ref_tok])
+    elif args.command == "significance" and args.output:
+        inputs = [args.ref_raw] + [f for spec in [args.baseline, *args.systems]
+                                   for f in spec.partition("=")[2 if "=" in spec else 0].split(",") if f]
+        refuse_overwriting([(f"--output {args.output}", args.output)], inputs)
     if args.command == "factors":
         result = factor_accuracy(args.gen, args.parser, args.pos_tagset, args.strip_target_tags)
         for name, r in result.items():

@@ -68,6 +68,34 @@ def atomic_write_lines(path: str, lines) -> None:
     os.replace(tmp, path)
 
 
+def same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: the same path once links and ``..`` are resolved, or (hard
+    links) the same inode."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def refuse_overwriting(outputs: Sequence[Tuple[str, str]], inputs: Sequence[str]) -> None:
+    """Refuse, before anything is written, an output that is one of the inputs (under any spelling or link).
+
+    Args:
+        outputs: ``(option as the user gave it, path written)`` pairs.
+        inputs: the paths read.
+
+    Raises:
+        ValueError: ``OPTION is the input PATH``.
+    """
+    for option, out in outputs:
+        for path in inputs:
+            if same_file(out, path):
+                raise ValueError(f"{option} writes {out}, which is the input {path}" if option.split()[-1] != out
+                                 else f"{option} is the input {path}")
+
+
 def atomic_write(path: str, write: Callable[[TextIO], None]) -> None:
     """Write ``path`` through ``write(file)``, atomically: a reader (a rerun looking for a step's marker) sees the
     old file or the whole new one, never a part of it (a full disk, a kill); a failed write leaves no temporary

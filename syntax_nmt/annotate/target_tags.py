@@ -24,6 +24,7 @@ from typing import Iterable, List, Optional, Sequence, TextIO
 from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.data.streams import TAG_STREAMS, target_stream
+from syntax_nmt.utils import same_file
 
 logger = logging.getLogger("syntax_nmt.target_tags")
 
@@ -180,17 +181,6 @@ def get_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("strip", help="remove the tags from fairseq-generate output or plain text")
     s.add_argument("input", nargs="?", default="-", help="file (default: standard input)")
     return p
-
-
-def same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name one file: the same path once links and ``..`` are resolved, or (hard
-    links) the same inode."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist
-        return False
 
 
 def interleave_inputs(prefix: str, tgt_lang: str, tag: str) -> List[str]:

@@ -360,8 +360,8 @@ def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
                                        f"  compound-split tokenized {res['compound_split_bleu_str']}\n")
     evaluate.main(parse(["score", "--gen", gen_log(tmp_path / "fr.gen", ["l' homme ."]), "--ref-raw",
                          write(tmp_path / "fr.raw", ["l'homme."]), "--ref-tok", write(tmp_path / "fr.tok", ["l' homme ."]),
-                         "--out-prefix", str(tmp_path / "fr"), "--lang", "fr"]))
-    assert read(tmp_path / "fr.detok") == ["l'homme."]
+                         "--out-prefix", str(tmp_path / "fr-out"), "--lang", "fr"]))  # not "fr": fr.tok is the input
+    assert read(tmp_path / "fr-out.detok") == ["l'homme."]
     capsys.readouterr()
     rows = evaluate.main(parse(["significance", "--ref-raw", ref_raw, "--baseline", f"base={prefixes['baseline']}.detok",
                                 prefixes["syntax"] + ".detok", "--n-samples", "100", "--seed", "1",
