@@ -75,7 +75,7 @@ def interleave(tokens: Sequence[str], tags: Sequence[str], positions: Sequence[s
         raise ValueError(f"{len(tokens)} tokens, {len(tags)} tags, {len(positions)} subword positions")
     out, word = [], []
     for token, tag, position in zip(tokens, tags, positions):
-        if position in ("B", "O") or not word:
+        if position in ("B", "O"):
             if word:
                 _check_word(word)
             word = []
