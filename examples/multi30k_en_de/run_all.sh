@@ -339,7 +339,7 @@ if has_stage evaluate; then
     read -r -a systems <<< "$names"
     declare -A DATA_OF=()
     for system in "${systems[@]}"; do DATA_OF[$system]=$(data_of "$system"); done
-    # the threads change the floating-point sums, hence the exact translations and scores (README.md, "Presets")
+    # the threads change the floating-point sums, hence the exact translations and scores (README.md, "Stages")
     echo "systems: ${systems[*]}; seeds: $SEEDS; $JOBS at a time with $THREADS thread(s) each"
     for seed in $SEEDS; do for system in "${systems[@]}"; do
         echo "${DATA_OF[$system]} $CKPT/$system/seed$seed $EVAL $system $seed"
