@@ -39,6 +39,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from sacrebleu.metrics import BLEU, CHRF
 
+from syntax_nmt.utils import atomic_write_json, refuse_overwriting
+
 _COMPOUND = re.compile(r"(\S)-(\S)")
 #: what a hypothesis still holds when fairseq-generate ran without --remove-bpe: a subword-nmt continuation
 #: ("Ver@@ ein") or a sentencepiece word boundary ("▁Ver ein")
@@ -47,9 +49,19 @@ _BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 METRICS = ("sacrebleu", "tokenized")
 
 
+def _decoded_lines(path: str):
+    """``(line number, line without its newline)`` of a UTF-8 file; invalid UTF-8 names the file and line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+            yield lineno, line[:-1] if line.endswith("\n") else line
+
+
 def read_lines(path: str) -> List[str]:
-    with open(path, encoding="utf-8", newline="\n") as f:
-        return [line.rstrip("\n") for line in f]
+    return [line for _, line in _decoded_lines(path)]
 
 
 def write_lines(path: str, lines: Sequence[str]) -> None:
@@ -57,29 +69,49 @@ def write_lines(path: str, lines: Sequence[str]) -> None:
         f.writelines(line + "\n" for line in lines)
 
 
-def read_hypotheses(generate_log: str) -> List[str]:
+def check_hypothesis(text: str, where: str, target_tags: bool = False) -> None:
+    """Refuse a hypothesis that cannot be scored as it is: one that still holds subword pieces (fairseq-generate
+    ran without ``--remove-bpe``) or, unless ``target_tags``, interleaved target tags (``⟨DET⟩``: score it with
+    ``--strip-target-tags``). Shared by :func:`read_hypotheses` (``score``, ``factors``) and :func:`significance`.
+
+    Raises:
+        ValueError: naming ``where`` (``FILE:LINE``) and the piece or tag.
+    """
+    piece = _BPE_PIECE.search(text)
+    if piece:
+        raise ValueError(f"{where}: the hypothesis holds subword pieces ({piece.group().strip()!r}): score the output "
+                         f"of fairseq-generate --remove-bpe (BPE) or --remove-bpe sentencepiece")
+    if not target_tags:
+        from syntax_nmt.annotate.target_tags import find_tag
+
+        tag = find_tag(text)
+        if tag:
+            raise ValueError(f"{where}: the hypothesis holds target tags ({tag!r}): score it with "
+                             f"--strip-target-tags")
+
+
+def read_hypotheses(generate_log: str, target_tags: bool = False) -> List[str]:
     """Best hypothesis per sentence from a fairseq-generate log, in corpus order.
 
     Args:
         generate_log: stdout of ``fairseq-generate`` (``H-<id>\\t<score>\\t<text>`` lines).
+        target_tags: the hypotheses hold interleaved target tags (else one is refused).
 
     Raises:
         ValueError: when the sentence ids are not exactly ``0 .. n-1``, or a hypothesis still holds subword
-            pieces (the log was made without ``--remove-bpe``), naming the line.
+            pieces (the log was made without ``--remove-bpe``) or target tags (:func:`check_hypothesis`), naming
+            the line.
     """
     hyps: Dict[int, str] = {}
-    with open(generate_log, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if line.startswith("H-"):
-                fields = line.rstrip("\n").split("\t")
-                sid = int(fields[0][2:])
-                if sid not in hyps:  # first hypothesis is the best one (--nbest > 1)
-                    hyps[sid] = fields[2] if len(fields) > 2 else ""
-                    piece = _BPE_PIECE.search(hyps[sid])
-                    if piece:
-                        raise ValueError(f"{generate_log}:{lineno}: the hypothesis holds subword pieces "
-                                         f"({piece.group().strip()!r}): score the output of "
-                                         f"fairseq-generate --remove-bpe (BPE) or --remove-bpe sentencepiece")
+    for lineno, line in _decoded_lines(generate_log):
+        if line.startswith("H-"):
+            fields = line.split("\t")
+            sid = int(fields[0][2:])
+            if sid not in hyps:  # first hypothesis is the best one (--nbest > 1)
+                hyps[sid] = fields[2] if len(fields) > 2 else ""
+                check_hypothesis(hyps[sid], f"{generate_log}:{lineno}", target_tags)
+    if not hyps:
+        raise ValueError(f"{generate_log}: no hypothesis (no H- line): give the output of fairseq-generate")
     if sorted(hyps) != list(range(len(hyps))):
         raise ValueError(f"{generate_log}: hypothesis ids are not 0..{len(hyps) - 1}")
     return [hyps[i] for i in range(len(hyps))]
@@ -89,12 +121,11 @@ def read_factors(generate_log: str) -> Dict[str, Dict[int, List[str]]]:
     """The target factors of a fairseq-generate log (``F-ID<TAB>NAME<TAB>tags`` lines, printed by the task
     ``syntax_translation`` for models with ``--target-factors``): name -> sentence id -> one tag per word."""
     out: Dict[str, Dict[int, List[str]]] = {}
-    with open(generate_log, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("F-"):
-                fields = line.rstrip("\n").split("\t")
-                tags = fields[2].split() if len(fields) > 2 else []
-                out.setdefault(fields[1], {}).setdefault(int(fields[0][2:]), tags)
+    for _, line in _decoded_lines(generate_log):
+        if line.startswith("F-"):
+            fields = line.split("\t")
+            tags = fields[2].split() if len(fields) > 2 else []
+            out.setdefault(fields[1], {}).setdefault(int(fields[0][2:]), tags)
     return out
 
 
@@ -118,13 +149,16 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
         ValueError: no factor to score, or a sentence whose tags are not one per word.
     """
     from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend
-    from syntax_nmt.annotate.target_tags import is_tag, strip
+    from syntax_nmt.annotate.target_tags import is_tag, separate_tags, strip
+    from syntax_nmt.annotate.textio import InputError
 
-    hyps = read_hypotheses(generate_log)
+    hyps = read_hypotheses(generate_log, target_tags=strip_target_tags)
     if strip_target_tags:
         predicted = {"pos": {}}
         for i, h in enumerate(hyps):
-            tokens, tags = h.split(), []
+            # a tag glued to the word before it (--remove-bpe sentencepiece: the tag is a piece without "▁") is
+            # split from it, as strip() removes it
+            tokens, tags = separate_tags(h).split(), []
             for k, t in enumerate(tokens):
                 if not is_tag(t):
                     tags.append(tokens[k - 1][1:-1] if k > 0 and is_tag(tokens[k - 1]) else "_")
@@ -133,22 +167,33 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
     else:
         predicted = {k: v for k, v in read_factors(generate_log).items() if k in PARSER_FACTORS}
     if not predicted:
-        raise ValueError(f"{generate_log}: no target factor the parser gives ({', '.join(PARSER_FACTORS)}): "
-                         f"generate with a model trained with --target-factors")
+        raise ValueError(f"{generate_log}: no target factor the parser gives ({', '.join(PARSER_FACTORS)}): no F- "
+                         f"line. fairseq-generate prints the F- lines on its standard output, also with --results-path "
+                         f"(whose file holds fairseq's own lines only): score the standard output; or generate with "
+                         f"a model trained with --target-factors")
     for name, rows in predicted.items():
         for i, h in enumerate(hyps):
             if len(rows.get(i, [])) != len(h.split()):
                 raise ValueError(f"{generate_log}: sentence {i}: {len(rows.get(i, []))} {name} tags for "
                                  f"{len(h.split())} words")
+    source = f"{generate_log}, sentence"
     backend = SpacyBackend(parser, pretokenized=True, parser_unescape=True, pos_tagset=pos_tagset,
-                           source_name=generate_log)
+                           source_name=source)
     counts = {name: [0, 0] for name in predicted}
-    for i, sentence, _ in backend.parse((i + 1, h, None) for i, h in enumerate(hyps)):
-        gold = {"pos": sentence.upos if pos_tagset == "upos" else sentence.xpos, "dep": sentence.deprels}
-        for name in predicted:
-            tags = predicted[name][i - 1]
-            counts[name][0] += sum(a == b for a, b in zip(tags, gold[name]))
-            counts[name][1] += len(tags)
+    try:
+        # every sentence's words are the hypothesis's (the backend refuses a pipeline that merges or splits them)
+        for i, sentence, _ in backend.parse((i, h, None) for i, h in enumerate(hyps)):
+            gold = {"pos": sentence.upos if pos_tagset == "upos" else sentence.xpos, "dep": sentence.deprels}
+            for name in predicted:
+                tags = predicted[name].get(i, [])  # an empty hypothesis has no F- line
+                counts[name][0] += sum(a == b for a, b in zip(tags, gold[name]))
+                counts[name][1] += len(tags)
+    except InputError as e:  # "SOURCE:ID: message" -> "FILE: sentence ID: message"
+        text = str(e)
+        if text.startswith(source + ":"):
+            sid, _, message = text[len(source) + 1:].partition(": ")
+            raise InputError(f"{generate_log}: sentence {sid}: {message}") from None
+        raise
     return {name: {"accuracy": 100.0 * c / max(n, 1), "words": n, "correct": c} for name, (c, n) in counts.items()}
 
 
@@ -314,7 +359,7 @@ def score(generate_log: str, ref_raw: str, ref_tok: str, out_prefix: str, lang: 
           strip_target_tags: bool = False) -> Dict:
     """Extract, detokenize and score one system; writes ``out_prefix.{tok,detok,json}``. ``strip_target_tags``: the
     hypotheses hold interleaved target tags (``syntax-nmt-target-tags``), removed before anything is scored."""
-    hyps_tok = read_hypotheses(generate_log)
+    hyps_tok = read_hypotheses(generate_log, target_tags=strip_target_tags)
     if strip_target_tags:
         from syntax_nmt.annotate.target_tags import strip
 
@@ -345,9 +390,18 @@ def score_lines(hyps_tok: Sequence[str], hyps: Sequence[str], ref_raw: str, ref_
         "lc_tokenized_bleu": lc_bleu, "lc_tokenized_bleu_str": lc_str,
         "compound_split_bleu": split_bleu, "compound_split_bleu_str": split_str,
     }
-    with open(out_prefix + ".json", "w") as f:
-        json.dump(result, f, indent=2)
+    # written last and atomically: the recipes take PREFIX.json for the mark of a scored translation
+    atomic_write_json(out_prefix + ".json", result, indent=2)
     return result
+
+
+def _checked_lines(path: str) -> List[str]:
+    """The lines of a hypothesis file for a paired test, refused as :func:`score` refuses them (subword pieces,
+    target tags: :func:`check_hypothesis`)."""
+    lines = read_lines(path)
+    for lineno, line in enumerate(lines, 1):
+        check_hypothesis(line, f"{path}:{lineno}")
+    return lines
 
 
 def _files(spec) -> List[str]:
@@ -393,8 +447,10 @@ def significance(ref_raw: str, baseline: Tuple[str, object], systems: Sequence[T
             raise ValueError(f"{name} has {len(files)} hypothesis files, the baseline {named[0][0]} "
                              f"{len(named[0][1])}: give each system one file per seed, in the same order")
     refs = read_lines(ref_raw)
+    if not refs:
+        raise ValueError(f"{ref_raw} is empty: no test sentence to resample")
     bleu = BLEU() if metric == "sacrebleu" else multi_bleu()
-    stats = [tests.sentence_statistics(bleu, [read_lines(f) for f in files], refs) for _, files in named]
+    stats = [tests.sentence_statistics(bleu, [_checked_lines(f) for f in files], refs) for _, files in named]
     rng_seed = tests.resampling_seed(seed)
     results = [tests.paired_test(bleu, stats[0], s, test_type, n_samples, rng_seed) for s in stats[1:]]
     first = results[0]  # the baseline's resamples are the same draws in every comparison
@@ -425,31 +481,68 @@ def format_significance(rows: List[Dict], test_type: str) -> str:
     return "\n".join(lines)
 
 
-def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = None, test_type: str = "bs",
+def _prefix_list(spec) -> List[str]:
+    """A system of :func:`summary`: ``PREFIX[,PREFIX...]`` (one per training seed) or a list of prefixes."""
+    if isinstance(spec, str):
+        items = spec.split(",")
+        if not all(items):
+            raise ValueError(f"{spec}: an empty prefix (a comma too many?)")
+        return items
+    return list(spec)
+
+
+def summary(ref_raw: str, prefixes: Sequence, baseline=None, test_type: str = "bs",
             n_samples: int = 0, title: str = "", ref_tok: Optional[str] = None, seed: Optional[int] = None) -> str:
     """A table of the scores of ``score`` (``PREFIX.json``) for several systems, with the
     p-value of a paired test against ``baseline`` (a prefix, also listed first): on sacreBLEU
     (``PREFIX.detok`` against ``ref_raw``) and, when ``ref_tok`` is given, on tokenized BLEU
-    (``PREFIX.tok`` against ``ref_tok``)."""
-    prefixes = ([baseline] if baseline else []) + [p for p in prefixes if p != baseline]
+    (``PREFIX.tok`` against ``ref_tok``).
+
+    A system may be the translations of several training seeds: ``PREFIX,PREFIX,...`` (or a list), one per seed, as
+    many as the baseline's, seed s paired with the baseline's seed s. Its scores are then the means over its seeds,
+    and its p-values :func:`significance`'s with the seeds' files (the test sentence the unit, all seeds' lines of a
+    sentence together). The p-values are kept by system, not by name: two systems of one name (``seed1/s``,
+    ``seed2/s``) are shown by their prefixes."""
+    systems = [_prefix_list(p) for p in prefixes]
+    base = _prefix_list(baseline) if baseline else None
+    systems = ([base] if base else []) + [p for p in systems if p != base]
+    seeds = len(systems[0]) if systems else 1
+    if base:
+        for p in systems[1:]:
+            if len(p) != len(base):
+                raise ValueError(f"{','.join(p)} has {len(p)} seed(s), the baseline {','.join(base)} {len(base)}: "
+                                 f"give every system one prefix per seed, in the same order")
     results = []
-    for prefix in prefixes:
-        with open(prefix + ".json") as f:
-            results.append(json.load(f))
-    p_values: Dict[str, Dict[str, float]] = {"sacrebleu": {}, "tokenized": {}}
-    if baseline and len(prefixes) > 1:
+    for spec in systems:
+        runs = []
+        for prefix in spec:
+            with open(prefix + ".json") as f:
+                try:
+                    runs.append(json.load(f))
+                except ValueError as e:
+                    raise ValueError(f"{prefix}.json is not valid JSON ({e}): score {prefix} again") from None
+        row = dict(runs[0])
+        for key in ("sacrebleu", "tokenized_bleu", "compound_split_bleu"):
+            values = [r.get(key) for r in runs]
+            row[key] = None if any(v is None for v in values) else sum(values) / len(values)
+        results.append(row)
+    names = [r["name"] for r in results]
+    shown = [r["name"] if names.count(r["name"]) == 1 else ",".join(spec) for r, spec in zip(results, systems)]
+    p_values: Dict[str, Dict[int, float]] = {"sacrebleu": {}, "tokenized": {}}
+    if base and len(systems) > 1:
         for metric, ref, ext in (("sacrebleu", ref_raw, ".detok"), ("tokenized", ref_tok, ".tok")):
             if ref is None:
                 continue
-            rows = significance(ref, (results[0]["name"], baseline + ext),
-                                [(r["name"], p + ext) for r, p in zip(results[1:], prefixes[1:])],
+            files = [[p + ext for p in spec] for spec in systems]
+            rows = significance(ref, (shown[0], files[0] if seeds > 1 else files[0][0]),
+                                [(n, f if seeds > 1 else f[0]) for n, f in zip(shown[1:], files[1:])],
                                 test_type, n_samples, seed, metric=metric)
-            p_values[metric] = {r["name"]: r["p_value"] for r in rows[1:]}
+            p_values[metric] = {i: r["p_value"] for i, r in enumerate(rows[1:], 1)}
 
-    def p_str(metric, r):
-        if baseline and r is results[0]:
+    def p_str(metric, i):
+        if base and i == 0:
             return "baseline"
-        p = p_values[metric].get(r["name"])
+        p = p_values[metric].get(i)
         return "-" if p is None else f"{p:.4f}{'*' if significant(p) else ''}"
 
     def num(value):
@@ -458,39 +551,56 @@ def summary(ref_raw: str, prefixes: Sequence[str], baseline: Optional[str] = Non
     label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
     lines = [title] if title else []
     lines.append(f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} {'split BLEU':>11}")
-    for r in results:
-        lines.append(f"{r['name']:<16} {r['sacrebleu']:>9.2f} {p_str('sacrebleu', r):>9} "
-                     f"{num(r.get('tokenized_bleu')):>9} {p_str('tokenized', r):>9} "
+    for i, (r, name) in enumerate(zip(results, shown)):
+        lines.append(f"{name:<16} {r['sacrebleu']:>9.2f} {p_str('sacrebleu', i):>9} "
+                     f"{num(r.get('tokenized_bleu')):>9} {p_str('tokenized', i):>9} "
                      f"{r['compound_split_bleu']:>11.2f}")
     lines.append("tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, "
                  "compound-split BLEU (as most WMT14 papers)")
-    if baseline and len(prefixes) > 1:
+    if seeds > 1:
+        lines.append(f"scores: mean over {seeds} seeds (one prefix per training seed)")
+    if base and len(systems) > 1:
         from syntax_nmt.significance import DEFAULT_SAMPLES
 
         samples = f"{n_samples or DEFAULT_SAMPLES[test_type]:,} {'resamples' if test_type == 'bs' else 'trials'}"
-        lines.append(f"p: two-sided {label} against the baseline ({samples}, unit: the test sentence; sacreBLEU's "
-                     f"test); * p < 0.05")
+        unit = "the test sentence" if seeds == 1 else f"the test sentence, with the lines of all {seeds} seeds"
+        lines.append(f"p: two-sided {label} against the baseline ({samples}, unit: {unit}; sacreBLEU's "
+                     f"test; p = 1 where the scores are equal); * p < 0.05")
     lines.append(f"sacreBLEU signature: {results[0]['signature']}")
     return "\n".join(lines)
 
 
-def _named(spec: str) -> Tuple[str, object]:
-    """``[NAME=]FILE[,FILE...]``: a name (default: the first file's stem) and one file, or one per seed."""
+def _named(spec: str, option: str = "") -> Tuple[str, object]:
+    """``[NAME=]FILE[,FILE...]``: a name (default: the first file's stem) and one file, or one per seed.
+
+    Raises:
+        ValueError: an empty file name (a trailing or doubled comma), naming ``option`` and ``spec``.
+    """
     name, sep, path = spec.partition("=")
     if not sep:
         name, path = os.path.splitext(os.path.basename(spec.split(",")[0]))[0], spec
     files = path.split(",")
+    if not all(files):
+        raise ValueError(f"{option + ' ' if option else ''}{spec}: an empty file name (a comma too many?)")
     return name, files[0] if len(files) == 1 else files
 
 
 def main(args: argparse.Namespace):
+    if args.command == "factors" and args.output:
+        refuse_overwriting([(f"--output {args.output}", args.output)], [args.gen])
+    elif args.command == "score":
+        refuse_overwriting([(f"--out-prefix {args.out_prefix}", args.out_prefix + ext)
+                            for ext in (".tok", ".detok", ".json")], [args.gen, args.ref_raw, args.ref_tok])
+    elif args.command == "significance" and args.output:
+        inputs = [args.ref_raw] + [f for spec in [args.baseline, *args.systems]
+                                   for f in spec.partition("=")[2 if "=" in spec else 0].split(",") if f]
+        refuse_overwriting([(f"--output {args.output}", args.output)], inputs)
     if args.command == "factors":
         result = factor_accuracy(args.gen, args.parser, args.pos_tagset, args.strip_target_tags)
         for name, r in result.items():
             print(f"{name}: {r['accuracy']:.2f}% of {r['words']} words agree with {args.parser}")
         if args.output:
-            with open(args.output, "w") as f:
-                json.dump(result, f, indent=2)
+            atomic_write_json(args.output, result, indent=2)
         return result
     if args.command == "parse":
         result = parse_accuracy(args.gen, args.conllu, args.parser, args.multi_root)
@@ -513,12 +623,11 @@ def main(args: argparse.Namespace):
                        args.ref_tok, args.seed)
         print(text)
         return text
-    rows = significance(args.ref_raw, _named(args.baseline), [_named(s) for s in args.systems],
+    rows = significance(args.ref_raw, _named(args.baseline, "--baseline"), [_named(s) for s in args.systems],
                         args.test, args.n_samples, args.seed, metric=args.metric)
     print(format_significance(rows, args.test))
     if args.output:
-        with open(args.output, "w") as f:
-            json.dump(rows, f, indent=2)
+        atomic_write_json(args.output, rows, indent=2)
     return rows
 
 
@@ -589,8 +698,10 @@ def get_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("summary", help="table of several scored systems, with significance against a baseline")
     p.add_argument("--ref-raw", required=True, help="untokenized reference")
     p.add_argument("--ref-tok", help="tokenized reference: also test tokenized BLEU (PREFIX.tok)")
-    p.add_argument("--baseline", help="out-prefix of the baseline (of the score command)")
-    p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command")
+    p.add_argument("--baseline", help="out-prefix of the baseline (of the score command); PREFIX,PREFIX,...: one per "
+                   "training seed")
+    p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command, one system each; "
+                   "PREFIX,PREFIX,...: one per training seed, as many as the baseline's")
     p.add_argument("--test", choices=["bs", "ar"], default="bs")
     p.add_argument("--n-samples", type=int, default=0)
     p.add_argument("--title", default="")

@@ -13,8 +13,13 @@ than that seed alone. Here the unit is the sentence, as in MultEval (Clark et al
 Both work on sacreBLEU's own per-sentence sufficient statistics (BLEU's n-gram matches and lengths, chrF's
 character and word n-gram counts), summed over a sentence's seeds, and compute every score with sacreBLEU's own
 functions, so the pooled corpus score (all k·N lines) is sacreBLEU's, and for one seed both tests are sacreBLEU's
-``--paired-bs`` / ``--paired-ar`` exactly (same statistic, same random draws, same p-value). The p-values are
-two-sided, as sacreBLEU's: the statistic is ``|score_system - score_baseline|``.
+``--paired-bs`` / ``--paired-ar`` exactly (same statistic, same random draws, same p-value), but for one case: where
+the two corpus scores are equal (a system against itself) the p-value is 1, where sacreBLEU's ``_compute_p_value``
+counts the resamples whose statistic is ``> 0`` and so gives ``1/(n+1)``, "significant" (0.0010 bootstrap, 0.0001
+AR). The p-values are two-sided, as sacreBLEU's: the statistic is ``|score_system - score_baseline|``.
+
+Every system must have the translations of as many seeds as the baseline (the statistics of k seeds are sums of k
+lines per sentence: a comparison of 3 seeds with 1 is meaningless): refused here, not only by the command line.
 """
 
 import os
@@ -77,6 +82,46 @@ def sentence_statistics(metric_name, hypotheses: Sequence[Sequence[str]], refere
     return total
 
 
+def _reference_columns(metric) -> Optional[slice]:
+    """The columns of a metric's sentence statistics that depend on the reference alone (BLEU: its length;
+    chrF: its n-gram counts), hence equal for two systems of as many seeds on the same references."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if isinstance(metric, BLEU):
+        return slice(1, 2)
+    if isinstance(metric, CHRF):
+        return slice(1, None, 3)
+    return None
+
+
+def check_same_seeds(metric_name, baseline: np.ndarray, system: np.ndarray) -> None:
+    """Refuse statistics that are not of as many seeds' translations of the same references.
+
+    Raises:
+        ValueError: the reference columns (:func:`_reference_columns`) differ, e.g. 3 seeds' sums against 1's.
+    """
+    cols = _reference_columns(_metric(metric_name))
+    if cols is None:
+        return
+    b, s = baseline[:, cols].sum(), system[:, cols].sum()
+    if not np.array_equal(baseline[:, cols], system[:, cols]):
+        ratio = f" (the system's reference counts are {s / b:g} times the baseline's)" if b else ""
+        raise ValueError(f"the system's statistics are not of as many seeds' translations of the same references as "
+                         f"the baseline's{ratio}: give every system as many seeds as the baseline")
+
+
+def p_value(sample: np.ndarray, difference: float) -> float:
+    """The p-value of an observed ``difference`` given the resampled statistics ``sample``: sacreBLEU's
+    ``_compute_p_value``, ``(c + 1) / (n + 1)`` with ``c`` the resamples whose statistic exceeds the difference,
+    but 1 where the observed difference is 0 (equal scores: no evidence of a difference, where sacreBLEU's count of
+    ``> 0`` gives ``1/(n+1)``)."""
+    from sacrebleu.significance import _compute_p_value
+
+    if difference == 0:
+        return 1.0
+    return float(_compute_p_value(sample, difference))
+
+
 def corpus_score(metric_name, stats: np.ndarray) -> float:
     """The corpus score of statistics ``(N, K)`` (sacreBLEU's: the sum over sentences, then the metric)."""
     return _metric(metric_name)._compute_score_from_stats(stats.sum(0)).score
@@ -89,19 +134,24 @@ def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str
 
     ``bs``: sacreBLEU's paired bootstrap (``_paired_bs_test``) on the sentences; ``ar``: its approximate
     randomization (``_paired_ar_test``), swapping whole sentences. Scores, the p-value (``(c + 1) / (n + 1)``,
-    MultEval's) and the random draws (numpy's ``default_rng(seed)``) are sacreBLEU's, so one seed gives sacreBLEU's
-    p-value.
+    MultEval's; 1 where the scores are equal: :func:`p_value`) and the random draws (numpy's ``default_rng(seed)``)
+    are sacreBLEU's, so one seed gives sacreBLEU's p-value.
 
     Args:
         n_samples: resamples (``bs``) or trials (``ar``); 0: sacreBLEU's defaults, 1,000 and 10,000.
         seed: the resampling seed (None: fresh entropy).
+
+    Raises:
+        ValueError: an unknown test, statistics of other shapes, or of another number of seeds
+            (:func:`check_same_seeds`).
     """
-    from sacrebleu.significance import _compute_p_value, estimate_ci
+    from sacrebleu.significance import estimate_ci
 
     if test not in DEFAULT_SAMPLES:
         raise ValueError(f"unknown paired test {test!r}; choose from {', '.join(DEFAULT_SAMPLES)}")
     if baseline.shape != system.shape:
         raise ValueError(f"the baseline has statistics {baseline.shape}, the system {system.shape}")
+    check_same_seeds(metric_name, baseline, system)
     metric = _metric(metric_name)
     n = n_samples or DEFAULT_SAMPLES[test]
     rng = np.random.default_rng(seed)
@@ -115,7 +165,7 @@ def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str
         scores_b = np.array([metric._compute_score_from_stats(x).score for x in b[idxs].sum(1)])
         scores_s = np.array([metric._compute_score_from_stats(x).score for x in s[idxs].sum(1)])
         sample = np.abs(scores_s - scores_b)
-        p = _compute_p_value(sample - sample.mean(), diff)
+        p = p_value(sample - sample.mean(), diff)
         # sacreBLEU resamples the baseline alone with the same seed, hence the same draws
         return PairedResult(base_score, sys_score, float(p), *estimate_ci(scores_b), *estimate_ci(scores_s))
     else:
@@ -124,7 +174,7 @@ def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str
         shuf_a, shuf_b = pos @ baseline + neg @ system, neg @ baseline + pos @ system
         scores_a = np.array([metric._compute_score_from_stats(x).score for x in shuf_a])
         scores_b = np.array([metric._compute_score_from_stats(x).score for x in shuf_b])
-        p = _compute_p_value(np.abs(scores_a - scores_b), diff)
+        p = p_value(np.abs(scores_a - scores_b), diff)
     return PairedResult(base_score, sys_score, float(p))
 
 
@@ -137,7 +187,14 @@ def compare_systems(hypotheses: Dict[str, Sequence[Sequence[str]]], references: 
         hypotheses: system -> its translations, one list of lines per seed (seed ``s`` of a system is paired
             with seed ``s`` of the baseline only through the sentence: all seeds of a sentence move together).
         references: the N reference lines.
+
+    Raises:
+        ValueError: a system with another number of seeds than the baseline.
     """
+    for name, hyps in hypotheses.items():
+        if len(hyps) != len(hypotheses[baseline]):
+            raise ValueError(f"{name} has {len(hyps)} seeds' translations, the baseline {baseline} "
+                             f"{len(hypotheses[baseline])}: give every system as many seeds as the baseline")
     stats = {m: {name: sentence_statistics(m, hyps, references) for name, hyps in hypotheses.items()}
              for m in metrics}
     out: Dict[str, Dict[str, Dict[str, float]]] = {}
@@ -156,4 +213,4 @@ def caption(tests: Sequence[str], seeds: int, n_samples: int = 0, baseline: str 
     unit = ("the test sentence, each resample carrying (or each trial swapping) the lines of all "
             f"{seeds} seeds of a sentence together" if seeds > 1 else "the test sentence")
     return (f"p: two-sided paired tests against {baseline}, " + " and ".join(parts)
-            + f", on sacreBLEU's sentence statistics; unit: {unit}; * p < 0.05.")
+            + f", on sacreBLEU's sentence statistics; unit: {unit}; p = 1 where the scores are equal; * p < 0.05.")

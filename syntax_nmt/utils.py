@@ -1,12 +1,12 @@
 """Small helpers shared by the console scripts, the demo, the benches and the analyses (no fairseq, no torch):
 the plugin directory and console scripts of this environment, the console scripts' one logging setup,
-matplotlib without a display, mean and sd."""
+matplotlib without a display, mean and sd, atomic writes of results and markers."""
 
 import logging
 import math
 import os
 import sys
-from typing import Sequence, Tuple
+from typing import Callable, Optional, Sequence, TextIO, Tuple
 
 
 def user_dir() -> str:
@@ -66,3 +66,77 @@ def atomic_write_lines(path: str, lines) -> None:
             f.write(line)
             f.write("\n")
     os.replace(tmp, path)
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: the same path once links and ``..`` are resolved, or (hard
+    links) the same inode."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def refuse_overwriting(outputs: Sequence[Tuple[str, str]], inputs: Sequence[str]) -> None:
+    """Refuse, before anything is written, an output that is one of the inputs (under any spelling or link).
+
+    Args:
+        outputs: ``(option as the user gave it, path written)`` pairs.
+        inputs: the paths read.
+
+    Raises:
+        ValueError: ``OPTION is the input PATH``.
+    """
+    for option, out in outputs:
+        for path in inputs:
+            if same_file(out, path):
+                raise ValueError(f"{option} writes {out}, which is the input {path}" if option.split()[-1] != out
+                                 else f"{option} is the input {path}")
+
+
+def atomic_write(path: str, write: Callable[[TextIO], None]) -> None:
+    """Write ``path`` through ``write(file)``, atomically: a reader (a rerun looking for a step's marker) sees the
+    old file or the whole new one, never a part of it (a full disk, a kill); a failed write leaves no temporary
+    file."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """``text`` into ``path``, atomically (:func:`atomic_write`)."""
+    atomic_write(path, lambda f: f.write(text))
+
+
+def atomic_write_json(path: str, obj, **kwargs) -> None:
+    """``obj`` as JSON (``json.dump(obj, f, **kwargs)``) into ``path``, atomically (:func:`atomic_write`)."""
+    import json
+
+    atomic_write(path, lambda f: json.dump(obj, f, **kwargs))
+
+
+def read_json_marker(path: str, warn: Optional[Callable[[str], None]] = None) -> Optional[object]:
+    """The JSON a finished step left in ``path`` (its marker), or None when there is none or it is not valid JSON
+    (a write cut short by an older version, a full disk or a kill): then ``warn`` is called with a line saying that
+    the step is done again."""
+    import json
+
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        if warn is not None:
+            warn(f"{path} is not valid JSON ({e}): a write cut short? doing its step again")
+        return None

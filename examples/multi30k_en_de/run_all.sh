@@ -155,6 +155,21 @@ if has_stage annotate; then
     stage_end annotate
 fi
 
+# check_parses: stop, naming the change, when the annotations were made with another parser than SPACY_MODEL (or
+# TGT_SPACY_MODEL): a run that skips the annotate stage would train and report the old parses under the new name
+check_parses() {
+    local prefix
+    for prefix in "$ANN/train" "$BIN"; do
+        "$PYTHON" -m syntax_nmt.recipes.markers annotated "$prefix" --setting SPACY_MODEL --model "$SPACY_MODEL" \
+            || exit 2
+    done
+    if [[ -n "$TGT_SPACY_MODEL" ]]; then
+        "$PYTHON" -m syntax_nmt.recipes.markers annotated "$ANN/train.tgt" --setting TGT_SPACY_MODEL \
+            --model "$TGT_SPACY_MODEL" || exit 2
+    fi
+}
+if has_stage binarize || has_stage train || has_stage evaluate || has_stage noise; then check_parses; fi
+
 if has_stage binarize; then
     stage_start binarize
     if [[ -f "$BIN/.done" && -n "$(find "$ANN" -type f -newer "$BIN/.done" -print -quit)" ]]; then
@@ -273,22 +288,41 @@ run_jobs() {
     return $status
 }
 
-# evaluate_one DATA SAVE EVALDIR SYSTEM SEED: translate every split, score it (skipped when scored).
+# evaluate_one DATA SAVE EVALDIR SYSTEM SEED: translate every split, score it and, for a system that predicts target
+# tags, measure them; a split is skipped when its score and tags are there, valid and newer than the training's end
+# (done together or not at all: a split whose tags failed, or whose marker is cut short, is done again;
+# syntax_nmt/recipes/markers.py).
 evaluate_one() {
-    local data=$1 save=$2 out=$3 system=$4 seed=$5 split
+    local data=$1 save=$2 out=$3 system=$4 seed=$5 split todo factors=() settings=()
     if [[ ! -f "$save/.done" ]]; then  # never score a checkpoint of a training that did not end
         echo "run_all.sh: error: $system seed $seed has not finished training ($save/.done is missing): run the" \
              "train stage first" >&2
         return 1
     fi
     stale_training "$data" "$save" || return 1
-    for split in $SPLITS; do
-        # scored already, after the training ended (a translation of an earlier training is made again)
-        if [[ "$out/$split/$system.seed$seed.json" -nt "$save/.done" ]]; then continue; fi
+    load_system "$system" || return 1
+    if [[ -n "$SYSTEM_TARGET" && -n "$TGT_SPACY_MODEL" ]]; then factors=(--factors); fi
+    mapfile -t settings < <(generate_settings)
+    todo=$("$PYTHON" -m syntax_nmt.recipes.markers todo --after "$save/.done" --eval "$out" --name "$system.seed$seed" \
+        --splits "$SPLITS" "${factors[@]}" "${settings[@]/#/--setting=}") || return 1
+    for split in $todo; do
         DATA="$data" SAVE="$save" PREP="$PREP" EVAL="$out/$split" GEN_SUBSET="${SUBSET[$split]}" REF="$PREP/$split" \
             NAME="$system.seed$seed" OMP_NUM_THREADS=$THREADS bash "$HERE/generate.sh" "$system" > /dev/null \
             || { echo "translating $split with $system seed $seed failed: see $out/$split/$system.seed$seed.gen" >&2
                  return 1; }
+        "$PYTHON" -m syntax_nmt.recipes.markers record --eval "$out" --split "$split" --name "$system.seed$seed" \
+            "${settings[@]/#/--setting=}" || return 1
+    done
+}
+
+# generate_settings: NAME=VALUE lines of what the translations are made with (the environment's value, else the
+# preset's), recorded beside each split's score: a split translated with other settings is made again.
+generate_settings() {
+    local name value
+    for name in CHECKPOINT BEAM LENPEN MAX_LEN_A MAX_LEN_B SUBWORD GEN_ARGS TGT_SPACY_MODEL TINY; do
+        local default="${name}_DEFAULT"
+        value=${!name:-${!default:-}}
+        echo "$name=$value"
     done
 }
 
@@ -330,10 +364,18 @@ if has_stage evaluate; then
     read -r -a systems <<< "$names"
     declare -A DATA_OF=()
     for system in "${systems[@]}"; do DATA_OF[$system]=$(data_of "$system"); done
+    # the threads change the floating-point sums, hence the exact translations and scores (README.md, "Stages")
+    echo "systems: ${systems[*]}; seeds: $SEEDS; $JOBS at a time with $THREADS thread(s) each"
     for seed in $SEEDS; do for system in "${systems[@]}"; do
         echo "${DATA_OF[$system]} $CKPT/$system/seed$seed $EVAL $system $seed"
     done; done | run_jobs evaluate_one
-    report "$EVAL" "${systems[*]}" "$CKPT" "Multi30k en-$TGT_LANG, preset $PRESET, BPE $BPE_MERGES, parser $SPACY_MODEL${TGT_SPACY_MODEL:+, target parser $TGT_SPACY_MODEL}"
+    # the parsers as recorded with the parses (name and version; not the path a pipeline was loaded from)
+    parsers="parser $("$PYTHON" -m syntax_nmt.recipes.markers parser "$BIN" --default "$SPACY_MODEL")"
+    if [[ -n "$TGT_SPACY_MODEL" ]]; then
+        parsers+=", target parser $("$PYTHON" -m syntax_nmt.recipes.markers parser "$ANN/train.tgt" \
+            --default "$TGT_SPACY_MODEL")"
+    fi
+    report "$EVAL" "${systems[*]}" "$CKPT" "Multi30k en-$TGT_LANG, preset $PRESET, BPE $BPE_MERGES, $parsers"
     # BLEU by source length on the first test set, first seed (SG-Net paper, Fig. 5)
     first=${SEEDS%% *}
     read -r -a splits <<< "$SPLITS"
@@ -355,7 +397,8 @@ fi
 if has_stage noise; then
     stage_start noise
     system=${NOISE_SYSTEM:-$("$PYTHON" -m syntax_nmt.recipes.report --eval "$EVAL" --best-on-valid)}
-    echo "noise: $system with $NOISE_RATES of its training, validation and test heads corrupted"
+    echo "noise: $system with $NOISE_RATES of its training, validation and test heads corrupted; seeds: $SEEDS;" \
+         "$JOBS at a time with $THREADS thread(s) each"
     for rate in $NOISE_RATES; do
         data="$NOISE/data-bin/r$rate"
         if [[ ! -f "$data/noise-head.json" ]]; then  # the copy and its record appear together

@@ -93,6 +93,8 @@ def conllu_to_docbin(conllu_path: PathLike, out_path: PathLike) -> int:
     from syntax_nmt.syntax.conllu import read_conllu_text
 
     text = read_conllu_text(str(conllu_path))
+    if not text.strip():  # spaCy's converter fails on it with "not enough values to unpack", naming no file
+        raise ValueError(f"{conllu_path}: no sentences (the file is empty)")
     db = DocBin(attrs=["ORTH", "TAG", "POS", "MORPH", "HEAD", "DEP", "SENT_START", "SPACY"])
     n = 0
     # conllu_to_docs builds its own vocab; ``no_print`` silences its progress message.

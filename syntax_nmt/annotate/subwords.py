@@ -81,6 +81,21 @@ def word_starts(pieces: Sequence[str], scheme: str) -> List[bool]:
     return [True] * len(pieces)
 
 
+def scheme_of_pieces(pieces: Sequence[str]) -> str:
+    """The subword scheme of a vocabulary of pieces (a dictionary's symbols): ``bpe`` if some end with
+    :data:`BPE_SEPARATOR`, ``spm`` if some start with :data:`SPM_SPACE`, ``none`` if neither.
+
+    Raises:
+        ValueError: pieces of both kinds (the scheme cannot be told).
+    """
+    bpe = next((p for p in pieces if p.endswith(BPE_SEPARATOR) and len(p) > len(BPE_SEPARATOR)), None)
+    spm = next((p for p in pieces if p.startswith(SPM_SPACE)), None)
+    if bpe is not None and spm is not None:
+        raise ValueError(f"the dictionary holds BPE pieces ({bpe!r}) and sentencepiece pieces ({spm!r}): its subword "
+                         f"scheme cannot be told")
+    return "bpe" if bpe is not None else "spm" if spm is not None else "none"
+
+
 def file_sha256(path: str) -> str:
     """Hex SHA-256 of a file (identifies the subword model a chunk was segmented with)."""
     h = hashlib.sha256()

@@ -7,18 +7,24 @@ Aharoni & Goldberg, 2017, linearised trees in the target).
 tags and the subword positions, B/M/E/O); the stock translation model then learns to write both. ``strip``
 removes the tags from generated text (fairseq-generate's H-/D- lines, or plain lines) before scoring, as
 ``syntax-nmt-evaluate score --strip-target-tags`` does. A tag is ``⟨TAG⟩`` (U+27E8, U+27E9): a target word of that
-form is refused, so stripping removes tags only.
+form is refused (checked on the whole word, its pieces joined, so that ``⟨a@@ b⟩`` is refused too), so stripping
+removes tags only. The output is never one of the inputs (under any spelling or link), and a failed ``interleave``
+leaves nothing behind.
 """
 
 import argparse
 import logging
 import os
 import re
+import shutil
 import sys
+import tempfile
 from typing import Iterable, List, Optional, Sequence, TextIO
 
+from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.data.streams import TAG_STREAMS, target_stream
+from syntax_nmt.utils import same_file
 
 logger = logging.getLogger("syntax_nmt.target_tags")
 
@@ -37,6 +43,22 @@ def is_tag(token: str) -> bool:
     return _TAG.fullmatch(token) is not None
 
 
+def _joined(pieces: Sequence[str]) -> str:
+    """The word the subword ``pieces`` make once BPE (``@@``) or sentencepiece (``▁``) markers are removed."""
+    return "".join(p[: -len(BPE_SEPARATOR)] if p.endswith(BPE_SEPARATOR) else p.lstrip(SPM_SPACE) for p in pieces)
+
+
+def _check_word(pieces: Sequence[str]) -> None:
+    """Refuse a word (its subword pieces) that has, or once joined has, the form of a tag."""
+    for piece in pieces:
+        if _TAG.search(piece):
+            raise ValueError(f"the target token {piece!r} has the form of a tag ({OPEN}...{CLOSE})")
+    word = _joined(pieces)
+    if _TAG.search(word):
+        raise ValueError(f"the target word {word!r} (pieces {' '.join(pieces)!r}) has the form of a tag "
+                         f"({OPEN}...{CLOSE})")
+
+
 def interleave(tokens: Sequence[str], tags: Sequence[str], positions: Sequence[str]) -> List[str]:
     """The target ``tokens`` (subwords) with each word's tag before its first piece.
 
@@ -46,18 +68,36 @@ def interleave(tokens: Sequence[str], tags: Sequence[str], positions: Sequence[s
         positions: each token's subword position tag (``B``/``M``/``E``/``O``; a word starts at ``B`` or ``O``).
 
     Raises:
-        ValueError: the three differ in length, or a token already has the form of a tag.
+        ValueError: the three differ in length, or a word (a piece, or its pieces joined) already has the form
+            of a tag.
     """
     if not len(tokens) == len(tags) == len(positions):
         raise ValueError(f"{len(tokens)} tokens, {len(tags)} tags, {len(positions)} subword positions")
-    out = []
+    out, word = [], []
     for token, tag, position in zip(tokens, tags, positions):
-        if _TAG.search(token):
-            raise ValueError(f"the target token {token!r} has the form of a tag ({OPEN}...{CLOSE})")
         if position in ("B", "O"):
+            if word:
+                _check_word(word)
+            word = []
             out.append(tag_token(tag))
+        word.append(token)
         out.append(token)
+    if word:
+        _check_word(word)
     return out
+
+
+def find_tag(text: str) -> Optional[str]:
+    """The first tag in ``text`` (a token, or one glued to a word), or None."""
+    m = _TAG.search(text)
+    return m.group() if m else None
+
+
+def separate_tags(text: str) -> str:
+    """``text`` with every tag a token of its own: a tag glued to a word by subword removal (``la⟨NOUN⟩ femme``
+    after ``--remove-bpe sentencepiece``, where the tag is a piece without ``▁``; ``fem⟨NOUN⟩ me`` after BPE
+    removal) is split from it, as :func:`strip` removes it."""
+    return " ".join(_TAG.sub(lambda m: f" {m.group()} ", text).split())
 
 
 def strip(text: str) -> str:
@@ -75,10 +115,19 @@ def strip_generate_line(line: str) -> str:
     return strip(line)
 
 
+def _decoded(lines: Iterable[bytes], name: str) -> Iterable[str]:
+    """``lines`` (bytes) decoded as UTF-8, without their newline; invalid UTF-8 names ``name`` and the line."""
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{name}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+        yield line[:-1] if line.endswith("\n") else line
+
+
 def _open_lines(path: str) -> Iterable[str]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            yield line.rstrip("\n")
+    with open(path, "rb") as f:
+        yield from _decoded(f, path)
 
 
 def interleave_files(prefix: str, tgt_lang: str, tag: str, out: TextIO) -> int:
@@ -134,25 +183,58 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
+def interleave_inputs(prefix: str, tgt_lang: str, tag: str) -> List[str]:
+    """The files ``interleave`` reads: ``P.TGT``, ``P.tgt.TGT``, ``P.tgt.TAG``, ``P.tgt.subword``."""
+    return [f"{prefix}.{tgt_lang}"] + [f"{prefix}.{target_stream(x)}" for x in (tgt_lang, tag, "subword")]
+
+
+def _missing_dirs(path: str) -> List[str]:
+    """The directories above ``path`` that do not exist yet, the topmost first."""
+    missing, d = [], os.path.dirname(os.path.abspath(path))
+    while d and not os.path.isdir(d):
+        missing.insert(0, d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return missing
+
+
 def main(args) -> None:
     if args.command == "interleave":
-        if os.path.abspath(args.output) in {os.path.abspath(f"{args.prefix}.{x}") for x in
-                                             (args.tgt_lang, target_stream(args.tgt_lang), target_stream(args.tag))}:
-            raise InputError(f"--output {args.output} is one of the inputs")
-        tmp = args.output + ".tmp"
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as out:
-            n = interleave_files(args.prefix, args.tgt_lang, args.tag, out)
-        os.replace(tmp, args.output)
+        for path in interleave_inputs(args.prefix, args.tgt_lang, args.tag):
+            if same_file(args.output, path):
+                raise InputError(f"--output {args.output} is the input {path}")
+        created = _missing_dirs(args.output)
+        if created:
+            os.makedirs(created[-1])
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.output)),
+                                   prefix=os.path.basename(args.output) + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                n = interleave_files(args.prefix, args.tgt_lang, args.tag, out)
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, args.output)
+        except BaseException:  # nothing is left behind: neither the temporary file nor the folders made for it
+            os.unlink(tmp)
+            if created:
+                shutil.rmtree(created[0], ignore_errors=True)
+            raise
         logger.info("%d lines with %s tags -> %s", n, args.tag, args.output)
         return
-    lines = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
-    try:
+    if args.input == "-":
+        lines = _decoded(sys.stdin.buffer, "<stdin>")
         for line in lines:
-            sys.stdout.write(strip_generate_line(line.rstrip("\n")) + "\n")
-    finally:
-        if lines is not sys.stdin:
-            lines.close()
+            sys.stdout.write(strip_generate_line(line) + "\n")
+        return
+    for line in _open_lines(args.input):
+        sys.stdout.write(strip_generate_line(line) + "\n")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def cli_main(argv: Optional[List[str]] = None) -> None:

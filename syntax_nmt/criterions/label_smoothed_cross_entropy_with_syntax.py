@@ -15,9 +15,13 @@ and, on the target side, the cross-entropy of each target factor the decoder pre
 ``--target-factor-loss-weight`` (default 1, Sockeye's), logged as ``factor_NAME_loss`` / ``factor_NAME_acc``.
 
 Each auxiliary loss is the mean negative log-likelihood over the items it covers (real tokens,
-sampled pairs, real words); it enters the loss as ``weight * mean * sample_size``, so that after
-fairseq divides by the sample size it weighs ``weight`` times the per-target-token translation
-loss. Each is logged (base 2, like fairseq's losses) as ``NAME_loss`` with its accuracy ``NAME_acc``.
+sampled pairs, real words); it enters the loss as ``weight * mean * ntokens`` (``ntokens``: the batch's target
+tokens), so that it weighs ``weight`` times the per-target-token translation loss whatever fairseq then divides
+both by: the target tokens, or with ``--sentence-avg`` the sentences (the translation loss is then a sum per
+sentence, and so is every auxiliary loss: a target factor's is ``weight`` times its cross-entropy summed over the
+sentence's tokens, as the translation loss; before, it stayed a mean per token under ``--sentence-avg``, so the
+same weight meant another balance). Each is logged (base 2, like fairseq's losses) as ``NAME_loss`` with its
+accuracy ``NAME_acc``.
 The losses' parameters (e.g. the DP and HP classifiers) are parameters of this criterion (fairseq
 optimizes and checkpoints them under ``"criterion"``; the translation model does not change).
 """
@@ -55,7 +59,8 @@ def syntax_criterion_config() -> type:
         [("encoder_embed_dim", int, dataclasses.field(default=II("model.encoder_embed_dim"))),
          ("target_factor_loss_weight", float, dataclasses.field(
              default=1.0, metadata={"help": "weight of each target factor's cross-entropy (the task's "
-                                    "--target-factors), per target token like the translation loss"}))],
+                                    "--target-factors), per target token like the translation loss (also with --sentence-avg: then "
+                                    "both are sums per sentence)"}))],
     )
 
 
@@ -143,9 +148,11 @@ class LabelSmoothedCrossEntropyWithSyntaxCriterion(LabelSmoothedCrossEntropyCrit
         terms = self.syntax_terms(net_output)
         terms.update(self.factor_terms(net_output, sample))
         if terms:
-            sample_size = sample["target"].size(0) if self.sentence_avg else sample["ntokens"]
+            # the target tokens, not the sample size: with --sentence-avg fairseq divides the summed translation loss
+            # by the sentences, and each term must keep its ratio to it (weight x the per-token translation loss)
+            scale = sample["ntokens"]
             for name, (weight, nll_sum, count, correct) in terms.items():
-                loss = loss + (weight * sample_size) * nll_sum / count.clamp(min=1)
+                loss = loss + (weight * scale) * nll_sum / count.clamp(min=1)
                 self._syntax_logging[f"{name}_loss"] = nll_sum.data
                 self._syntax_logging[f"{name}_count"] = count.data
                 self._syntax_logging[f"{name}_correct"] = correct.data

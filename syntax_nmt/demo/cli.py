@@ -22,11 +22,26 @@ On a GPU fairseq-train/-generate use it automatically; raise --train, --max-upda
 
 
 def parse_seeds(value: str) -> List[int]:
-    """``--seeds``: ``N`` -> seeds 1..N; a comma-separated list -> those seeds."""
+    """``--seeds``: ``N`` -> seeds 1..N; a comma-separated list -> those seeds (distinct non-negative integers: a
+    repeated seed would train once and count twice, as the recipe's SEEDS refuses too).
+
+    Raises:
+        ValueError: a repeated or negative seed, or one that is not an integer.
+    """
     items = [int(v) for v in value.split(",") if v.strip()]
     if len(items) == 1 and "," not in value:
         return list(range(1, items[0] + 1))
+    if any(s < 0 for s in items):
+        raise ValueError(f"--seeds {value}: seeds are non-negative integers")
+    repeated = next((s for k, s in enumerate(items) if s in items[:k]), None)
+    if repeated is not None:
+        raise ValueError(f"--seeds {value}: seed {repeated} is given twice (one training would count as two seeds)")
     return items
+
+
+#: options that must be at least 1 (fairseq-train reads --max-update 0 as no limit)
+POSITIVE = {"train": "--train", "valid": "--valid", "test": "--test", "bpe": "--bpe", "max_update": "--max-update",
+            "max_tokens": "--max-tokens", "jobs": "--jobs", "threads": "--threads"}
 
 
 def default_jobs() -> int:
@@ -79,7 +94,15 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def main(args) -> None:
-    from syntax_nmt.cli_errors import fail
+    from syntax_nmt.cli_errors import fail, run
+
+    for attr, option in POSITIVE.items():
+        value = getattr(args, attr)
+        if value is not None and value < 1:
+            why = " (fairseq-train reads 0 as no limit)" if attr == "max_update" else ""
+            fail(PROG, f"{option} must be at least 1{why}, got {value}")
+    if args.time_budget <= 0:
+        fail(PROG, f"--time-budget must be more than 0 minutes, got {args.time_budget:g}")
 
     def systems(value, option):
         try:
@@ -103,7 +126,7 @@ def main(args) -> None:
         fail(PROG, f"--analyses: unknown {sorted(set(args.analyses) - known)}; choose from {sorted(known)}")
     args.jobs = args.jobs or default_jobs()
     args.threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
-    Demo(args).main()
+    run(PROG, Demo(args).main)  # a user error met on the way (other settings in --out...): one line, exit 2
 
 
 def cli_main(argv=None) -> None:

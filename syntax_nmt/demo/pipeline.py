@@ -1,7 +1,6 @@
 """The demo's steps in order: data, the comparison of the systems over seeds (within the time budget), the
 report, the analyses, the data fractions and raw-text translation (:class:`Demo`)."""
 
-import json
 import os
 import shutil
 import subprocess
@@ -9,7 +8,7 @@ import time
 from typing import Dict, List
 
 from syntax_nmt import compare
-from syntax_nmt.utils import exe, user_dir
+from syntax_nmt.utils import atomic_write_json, atomic_write_text, exe, user_dir
 from syntax_nmt.demo import budget
 from syntax_nmt.demo.jobs import JobRunner
 from syntax_nmt.demo.report import count_params, format_table, plot_bleu, quality_check, summarize
@@ -101,10 +100,9 @@ class Demo(JobRunner):
         verdict = quality_check(rows)
         if verdict:
             print("\n" + "\n".join(f"[{'ok' if ok else 'no'}] {claim}: {detail}" for claim, ok, detail in verdict))
-        with open(self.path("results.json"), "w") as f:
-            json.dump(rows, f, indent=1)
-        with open(self.path("results.md"), "w") as f:
-            f.write((f"{self.decision}\n\n" if self.decision else "") + "```\n" + text + "\n```\n")
+        atomic_write_json(self.path("results.json"), rows, indent=1)
+        atomic_write_text(self.path("results.md"),
+                          (f"{self.decision}\n\n" if self.decision else "") + "```\n" + text + "\n```\n")
         plot_bleu(rows, self.path("bleu.png"), f"synthetic EN->DE test set, {len(self.seeds())} seeds, "
                                                  f"{self.job_updates()} updates")
         print(f"\n(results.json, results.md, bleu.png, hypotheses and logs in {self.out})")
@@ -185,8 +183,8 @@ class Demo(JobRunner):
             results = self.path("fractions", "eval", group)
             os.makedirs(results, exist_ok=True)
             for (name, seed), r in runs.items():
-                with open(os.path.join(results, f"{name}.seed{seed}.json"), "w") as f:
-                    json.dump({**r, "train_sentences": int(np.sum(mask))}, f, indent=1)
+                atomic_write_json(os.path.join(results, f"{name}.seed{seed}.json"),
+                                  {**r, "train_sentences": int(np.sum(mask))}, indent=1)
         self.run([exe("syntax-nmt-analyze"), "fractions", "--results", self.path("fractions", "eval"),
                   "--out", self.path("fractions")])
         with open(self.path("fractions", "fractions.md"), encoding="utf-8") as f:
@@ -232,6 +230,7 @@ class Demo(JobRunner):
     def main(self):
         self.start = start = self.clock()
         a = self.args
+        self.check_recorded_settings()  # a folder made with other settings stops the run here, before any step
         a.seeds_auto = a.seeds == "auto"
         if a.seeds_auto:
             print(budget.policy(a.systems, a.jobs, a.time_budget, not self.systems_given(), max_update=a.max_update),

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt import compare
 from syntax_nmt.cli_errors import fail
-from syntax_nmt.utils import mean_sd
+from syntax_nmt.utils import atomic_write_json, atomic_write_text, mean_sd
 
 PROG = "python -m syntax_nmt.recipes.report"
 #: the metrics of the tables, the first the main one
@@ -39,12 +39,20 @@ METRICS = ("sacrebleu", "chrf", "lc_tokenized_bleu", "tokenized_bleu")
 TESTED = ("sacrebleu", "chrf")
 
 
+def _read_json(path: str, what: str):
+    """A JSON file the report reads; one that is not valid JSON (a write cut short) is named, with ``what`` to do."""
+    with open(path) as f:
+        try:
+            return json.load(f)
+        except ValueError as e:
+            raise ValueError(f"{path} is not valid JSON ({e}): {what}") from None
+
+
 def _load(eval_dir: str, split: str, system: str, seed: int) -> dict:
     path = os.path.join(eval_dir, split, f"{system}.seed{seed}.json")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} is missing: translate and score {system} seed {seed} on {split} first")
-    with open(path) as f:
-        return json.load(f)
+    return _read_json(path, f"run the evaluate stage again (it scores {system} seed {seed} on {split} again)")
 
 
 def _done_file(checkpoints: Optional[str], system: str, seed: int) -> Optional[str]:
@@ -116,8 +124,10 @@ def pack(eval_dir: str, out_dir: str, systems: Sequence[str], seeds: Sequence[in
             done = _done_file(checkpoints, n, s)
             if done is not None:
                 os.makedirs(os.path.join(out_dir, "training"), exist_ok=True)
-                with open(done) as f, open(os.path.join(out_dir, "training", f"{n}{suffix}.seed{s}.json"), "w") as g:
-                    json.dump(json.load(f), g, indent=1, sort_keys=True)
+                with open(done) as f:
+                    record = json.load(f)
+                atomic_write_json(os.path.join(out_dir, "training", f"{n}{suffix}.seed{s}.json"), record, indent=1,
+                                  sort_keys=True)
     for sp in splits:
         os.makedirs(os.path.join(out_dir, sp), exist_ok=True)
         for n in systems:
@@ -234,10 +244,9 @@ def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: 
     chrf_sig = _load(eval_dir, splits[0], systems[0], seeds[0]).get("chrf_signature")
     lines += ["", f"sacreBLEU signature: `{sig}`", f"chrF signature: `{chrf_sig}`", ""]
     text = "\n".join(lines)
-    with open(os.path.join(eval_dir, "results.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    with open(os.path.join(eval_dir, "results.json"), "w") as f:
-        json.dump({"title": title, "systems": list(systems), "seeds": list(seeds), "splits": by_split}, f, indent=1)
+    atomic_write_text(os.path.join(eval_dir, "results.md"), text)
+    atomic_write_json(os.path.join(eval_dir, "results.json"),
+                      {"title": title, "systems": list(systems), "seeds": list(seeds), "splits": by_split}, indent=1)
     return text
 
 
@@ -251,9 +260,11 @@ def factor_accuracies(eval_dir: str, systems: Sequence[str], seeds: Sequence[int
             paths = [os.path.join(eval_dir, sp, f"{n}.seed{s}.factors.json") for s in seeds]
             if any(os.path.exists(p) for p in paths):
                 values = []
-                for p in paths:
-                    with open(p) as f:
-                        values.append(json.load(f)["pos"]["accuracy"])
+                for s, p in zip(seeds, paths):
+                    again = f"run the evaluate stage again (it measures the tags of {n} seed {s} on {sp} again)"
+                    if not os.path.exists(p):  # the tags of some seeds only: a failed step, not a table to print
+                        raise FileNotFoundError(f"{p} is missing: {again}")
+                    values.append(_read_json(p, again)["pos"]["accuracy"])
                 out.setdefault(sp, {})[n] = values
     return out
 
@@ -318,10 +329,9 @@ def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str
         lines += [f"## {sp}", "", compare.markdown_table(rows, METRICS, tests, TESTED), ""]
     text = "\n".join(lines)
     os.makedirs(noise_dir, exist_ok=True)
-    with open(os.path.join(noise_dir, "results.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    with open(os.path.join(noise_dir, "results.json"), "w") as f:
-        json.dump({"system": system, "rates": list(rates), "seeds": list(seeds), "splits": out}, f, indent=1)
+    atomic_write_text(os.path.join(noise_dir, "results.md"), text)
+    atomic_write_json(os.path.join(noise_dir, "results.json"),
+                      {"system": system, "rates": list(rates), "seeds": list(seeds), "splits": out}, indent=1)
     return text
 
 

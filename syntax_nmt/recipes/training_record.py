@@ -25,6 +25,7 @@ from importlib import metadata
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
+from syntax_nmt.utils import atomic_write_json
 
 PROG = "python -m syntax_nmt.recipes.training_record"
 #: the libraries whose versions are recorded (distribution names; fairseq is either of the first two)
@@ -39,13 +40,7 @@ ENVIRONMENT = ("device", "threads", "torch", "fairseq", "sacremoses", "subword-n
 
 def write_json(path: str, obj) -> None:
     """``obj`` as JSON in ``path``, atomically: a reader sees the old file or the whole new one, never a part."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write_json(path, obj, indent=1, sort_keys=True)
 
 
 def versions() -> Dict[str, Optional[str]]:

@@ -287,7 +287,8 @@ class SyntaxTranslationTask(TranslationTask):
             _set(cfg, "target_factor_dicts", self.factor_signature())
             return
         names = list(parse_signatures(recorded))
-        if self.cfg.target_factors and names != self.target_factors:
+        # the same factors in another order are the checkpoint's (its order is kept: the F- lines follow it)
+        if self.cfg.target_factors and sorted(names) != sorted(self.target_factors):
             raise StreamConfigError(f"--target-factors {','.join(self.target_factors)}: the checkpoint was trained "
                                     f"with {','.join(names) or 'none'} (leave the option out when generating)")
         self._load_factor_dicts(utils.split_paths(self.cfg.data)[0], [n for n in names if n not in
@@ -604,6 +605,9 @@ class SyntaxTranslationTask(TranslationTask):
         self._record_source_prepend_bos(cfg, from_checkpoint)
         self._record_word_dictionaries(cfg, from_checkpoint)
         self._adopt_target_factors(cfg, from_checkpoint)
+        if not from_checkpoint and _get(cfg, "target_factor_input") and not self.target_factors:
+            raise StreamConfigError("--target-factor-input embeds the previous token's target factors: give the "
+                                    "task's --target-factors too (or leave it out)")
         data_file = os.path.join(utils.split_paths(self.cfg.data)[0], DATA_SETTINGS_FILE)
         recorded = raw_inference.recorded_settings(cfg)
         if recorded is None and not from_checkpoint:
@@ -677,7 +681,8 @@ class SyntaxTranslationTask(TranslationTask):
         """The settings raw input is annotated with: ``--annotation-settings-file``, else the checkpoint's.
 
         Raises:
-            ValueError: neither exists (a checkpoint from before settings were recorded).
+            StreamConfigError: neither exists (a checkpoint from before settings were recorded); a ValueError that
+                fairseq-interactive reports in one line.
         """
         path = self._option("settings_file", "annotation_settings_file")
         if path:
@@ -686,7 +691,7 @@ class SyntaxTranslationTask(TranslationTask):
                 raw_inference.check_agree(settings, self.model_annotation, path, "the checkpoint")
             return settings
         if self.model_annotation is None:
-            raise ValueError(
+            raise StreamConfigError(
                 "the checkpoint records no annotation settings (it was trained before syntax-nmt recorded them, or "
                 f"on data without {DATA_SETTINGS_FILE}), so raw text cannot be annotated as its training "
                 f"data was: pass --annotation-settings-file PATH (hub: annotation_settings_file=PATH) naming the "
@@ -835,8 +840,7 @@ class SyntaxTranslationTask(TranslationTask):
         tokens = data_utils.collate_tokens(best, self.tgt_dict.pad(), self.tgt_dict.eos())
         encoder_out = model.encoder.forward_torchscript(sample["net_input"])
         predicted = model.decoder.predict_factors(encoder_out, tokens.to(sample["net_input"]["src_tokens"].device))
-        settings = self.model_annotation or self.data_annotation
-        scheme = settings.subword if settings is not None else "none"
+        scheme = self.factor_word_scheme()
         out = []
         for i, toks in enumerate(best):
             pieces = [self.tgt_dict[int(k)] for k in toks[:-1]]  # the final EOS has no tag
@@ -887,6 +891,28 @@ class SyntaxTranslationTask(TranslationTask):
             return sample["id"].tolist()
         # fairseq-interactive's sample has no ids: those of the batch it was made of, numbered on as it does
         return [self._inference_base + int(i) for i in self._last_inference_batch["id"].tolist()]
+
+    def factor_word_scheme(self) -> str:
+        """How the target's subwords join into the words of the F- lines: the annotation settings' scheme (the
+        checkpoint's, else the data's ``annotation.json``), else the target dictionary's pieces (``@@`` ends:
+        ``bpe``; ``▁`` starts: ``spm``; neither: ``none``, one word per piece).
+
+        Raises:
+            StreamConfigError: no settings, and a dictionary with pieces of both kinds.
+        """
+        settings = self.model_annotation or self.data_annotation
+        if settings is not None:
+            return settings.subword
+        if getattr(self, "_factor_word_scheme", None) is None:
+            from syntax_nmt.annotate.subwords import scheme_of_pieces
+
+            try:
+                self._factor_word_scheme = scheme_of_pieces(self.tgt_dict.symbols[self.tgt_dict.nspecial:])
+            except ValueError as e:
+                raise StreamConfigError(f"target factors: {e}; the F- lines need the words of each hypothesis: "
+                                        f"binarize with syntax-nmt-binarize (its annotation.json records the "
+                                        f"subword scheme)") from None
+        return self._factor_word_scheme
 
     def print_factors(self, sample, hypos) -> None:
         """``F-ID<TAB>NAME<TAB>tags`` on standard output for each sentence's best hypothesis and factor, one tag per

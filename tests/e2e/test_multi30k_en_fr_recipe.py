@@ -90,3 +90,29 @@ def test_the_interleaved_system_alone_is_evaluated(run, tmp_path):
     assert "| interleaved " in table and "| transformer " not in table
     assert (json.loads((other / "eval" / "cpu-bpe200" / "valid" / "interleaved.seed1.json").read_text())
             == json.loads((work / "eval" / "cpu-bpe200" / "valid" / "interleaved.seed1.json").read_text()))
+
+
+def test_a_split_whose_factor_step_failed_is_done_again(run, tmp_path):
+    """Issue 46.3: a factors step that failed at evaluate (after the score was written) was skipped as done on the
+    rerun: with one seed the target-tag table disappeared, with two the report always failed. (Last test of the
+    module: it evaluates one system alone.)"""
+    import sys
+
+    work, _, env = run
+    ev = work / "eval" / "cpu-bpe200" / "valid"
+    factors = ev / "factors.seed1.factors.json"
+    factors.unlink()  # the split is translated again: its score is written, then its tags fail
+    python = tmp_path / "python"
+    python.write_text(f'#!/usr/bin/env bash\nif [[ "$2" == factors ]]; then echo "factors failed" >&2; exit 1; fi\n'
+                      f'exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    env = dict(env, STAGES="evaluate", SYSTEMS="factors", SPLITS="valid")
+    import subprocess
+
+    proc = subprocess.run(["bash", str(RECIPE / "run_all.sh")], env=dict(env, PYTHON=str(python)),
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "factors failed" in proc.stderr, proc.stderr[-3000:]
+    assert not factors.exists()
+    log = run_recipe(RECIPE / "run_all.sh", env, tmp_path)
+    assert json.loads(factors.read_text())["pos"]["words"] > 0
+    assert "## Target tags" in (work / "eval" / "cpu-bpe200" / "results.md").read_text(), log[-3000:]

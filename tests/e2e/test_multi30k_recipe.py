@@ -334,6 +334,51 @@ def test_averaging_more_checkpoints_than_saved_is_an_error(recipe_run):
     assert proc.returncode != 0 and "transformer seed 6 has not finished training" in proc.stderr, log[-3000:]
 
 
+def test_the_title_names_the_parser_by_name_and_version_and_evaluate_says_its_threads(recipe_run):
+    """Issue 46.6: a parser given as a path put the full path into the results' title; the evaluate stage did not
+    say its threads (which change the floating-point sums)."""
+    work, env, log, _ = recipe_run
+    meta = json.loads((Path(env["SPACY_MODEL"]) / "meta.json").read_text())
+    title = (work / "eval" / "cpu-bpe200" / "results.md").read_text().splitlines()[0]
+    assert title == f"# Multi30k en-de, preset cpu, BPE 200, parser {meta['lang']}_{meta['name']} {meta['version']}"
+    evaluate = log.split("] evaluate\n")[1]
+    assert evaluate.splitlines()[0] == "systems: transformer sgnet; seeds: 1 2; 2 at a time with 1 thread(s) each"
+
+
+def test_a_score_cut_short_is_scored_again_with_a_warning(recipe_run):
+    """Issue 46.2: a disk full while scoring left an empty .json, the stage's mark of done: every later run skipped
+    the split, then the report failed with "Expecting value: line 1 column 1", naming no file."""
+    work, env, _, _ = recipe_run
+    score = work / "eval" / "cpu-bpe200" / "valid" / "transformer.seed1.json"
+    good = json.loads(score.read_text())
+    score.write_text("")
+    proc, log = _run(env, STAGES="evaluate", SYSTEMS="transformer", SEEDS="1", SPLITS="valid")
+    assert proc.returncode == 0, log[-3000:]
+    assert f"warning: {score} is not valid JSON (Expecting value: line 1 column 1 (char 0)): a write cut short? " \
+           f"doing its step again" in proc.stderr
+    assert json.loads(score.read_text()) == good
+
+
+def test_another_parser_without_the_annotate_stage_stops_the_run(recipe_run, tmp_path):
+    """Issue 46.3: another SPACY_MODEL with STAGES without annotate reused the old parses, and the title named the
+    new parser."""
+    work, env, _, _ = recipe_run
+    import shutil
+
+    other = tmp_path / "other-parser"
+    shutil.copytree(env["SPACY_MODEL"], other)
+    results = work / "eval" / "cpu-bpe200" / "results.md"
+    before = results.stat().st_mtime_ns
+    proc, log = _run(env, STAGES="train evaluate", SPACY_MODEL=str(other))
+    assert proc.returncode == 2, log[-3000:]
+    ann = work / "annotated" / "bpe200"
+    assert proc.stderr.splitlines()[-1] == (
+        f"python -m syntax_nmt.recipes.markers: error: {ann} was annotated with SPACY_MODEL={env['SPACY_MODEL']}, now "
+        f"SPACY_MODEL={other}: set SPACY_MODEL={env['SPACY_MODEL']} to go on with these parses, or choose another "
+        f"WORK (or remove {ann} and what was made from it) and run the annotate stage for the new parser")
+    assert "=== [" not in proc.stdout  # stopped before its first stage
+    assert results.stat().st_mtime_ns == before
+
 
 def test_stale_translations_and_trainings_are_redone_or_refused(recipe_run):
     """Issue 34: a translation older than its training's end is made again; a data directory made again after a

@@ -581,3 +581,41 @@ def test_analyze_attention_of_raw_text_equals_the_test_sentence(pipeline, tmp_pa
                            line, "--reference", "--out", str(tmp_path / "bad")], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         "syntax-nmt-analyze: error: --reference with --text needs the reference translation: --text-target"]
+
+
+def test_interactive_without_a_parse_for_a_conllu_model_is_one_line(pipeline, tmp_path):
+    """A model trained on CoNLL-U parses, given raw text with neither --annotate-parser-model nor --input-conllu:
+    the message was right, but it ended a ValueError traceback (conllu_backend.for_raw_text; issue 46.5)."""
+    import shutil
+
+    import torch
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401
+
+    data = tmp_path / "data"
+    shutil.copytree(pipeline["data"], data)
+    with open(data / "annotation.json", encoding="utf-8") as f:
+        settings = json.load(f)
+    _write_json(data / "annotation.json", dict(settings, backend="conllu", spacy_model=None))
+    state = torch.load(pipeline["ckpt"]["sgnet"], map_location="cpu", weights_only=True)
+    del state["cfg"]["model"].annotation_settings  # the data's settings are the model's
+    torch.save(state, tmp_path / "conllu.pt")
+    command = ["fairseq-interactive", data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+               "--path", tmp_path / "conllu.pt", *DECODE, "--buffer-size", "8",
+               "--input", raw_test_lines_file(pipeline, tmp_path)]
+    # the checkpoint records no settings: the settings file is needed first (that error was a traceback too)
+    proc = run_cli(*command, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "fairseq-interactive: error: the checkpoint records no annotation settings"), proc.stderr
+    proc = run_cli(*command, "--annotation-settings-file", data / "annotation.json", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "fairseq-interactive: error: annotation setting backend='conllu': the training data was parsed by an "
+        "external parser, so raw text needs its parse too: pass --input-conllu FILE"), proc.stderr
+
+
+def raw_test_lines_file(p, tmp_path):
+    path = tmp_path / "raw.en"
+    path.write_text("".join(line + "\n" for line in raw_test_lines(p)[:2]), encoding="utf-8")
+    return path

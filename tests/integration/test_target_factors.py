@@ -16,6 +16,7 @@ import torch
 
 from conftest import USER_DIR, build_task_and_model, run_cli
 from support.streamdata import write_corpus
+from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.data import binarize
 from syntax_nmt.data.heads import StreamMismatchError
 from syntax_nmt.models.modules.target_factors import FACTOR_LOGITS, FactoredTransformerDecoder
@@ -321,7 +322,10 @@ def test_inference_step_leaves_the_factors_in_the_hypotheses_and_the_hub_prints_
     assert len(lines) == 5 and all(line.startswith("F-") for line in lines)
     for sid, h, line in zip(sample["id"].tolist(), hypos, lines):
         tags = h[0]["factors"]["pos"]
-        assert len(tags) == len(h[0]["tokens"]) - 1  # one per word (the stand-in's words are single pieces)
+        # one per word, as --remove-bpe joins the pieces (the data has no annotation.json: the joined dictionary's
+        # "@@" pieces say BPE)
+        pieces = [task.target_dictionary[int(k)] for k in h[0]["tokens"][:-1]]
+        assert len(tags) == sum(word_starts(pieces, "bpe"))
         assert line == f"F-{sid}\tpos\t{' '.join(tags)}"
     SyntaxHubInterface(cfg, task, [model])  # the hub keeps the factors in the hypotheses, prints nothing
     with torch.no_grad():
@@ -370,3 +374,66 @@ def test_low_precision_is_finite(factored, dtype):
         loss, _, log = crit(model, sample)
     assert torch.isfinite(extra[FACTOR_LOGITS]["pos"].float()).all() and torch.isfinite(logits.float()).all()
     assert torch.isfinite(loss.float()) and torch.isfinite(torch.as_tensor(log["factor_pos_loss"]).float())
+
+
+# -- issue 46 ------------------------------------------------------------------------------------------------------
+def test_with_sentence_avg_the_factor_loss_is_per_sentence_like_the_translation_loss(factored):
+    """With --sentence-avg the translation loss is summed per sentence, and the factor loss was still a mean per
+    target token: the same weight meant another balance. Both now scale alike (weight * the summed cross-entropy,
+    whatever fairseq then divides by)."""
+    task, model, _ = build(factored.data, "--sentence-avg")
+    _, _, crit = build(factored.data, "--target-factor-loss-weight", "0.25", "--sentence-avg")
+    _, _, off = build(factored.data, "--target-factor-loss-weight", "0", "--sentence-avg")
+    model.eval(), crit.eval(), off.eval()
+    sample = load(task)
+    with torch.no_grad():
+        out = model(**sample["net_input"])
+        loss, _ = crit.compute_loss(model, out, sample)
+        base, _ = off.compute_loss(model, out, sample)
+    logp = torch.log_softmax(out[1][FACTOR_LOGITS]["pos"].float(), -1)
+    real = sample["target"].ne(task.target_dictionary.pad())
+    gold = sample["target_factors"]["pos"]
+    nll = sum(-float(logp[b, t, gold[b, t]]) for b in range(gold.size(0)) for t in range(gold.size(1)) if real[b, t])
+    assert sample["target"].size(0) != sample["ntokens"]  # sentences and tokens differ: the test tells them apart
+    torch.testing.assert_close(float(loss - base), 0.25 * nll, atol=1e-3, rtol=1e-5)
+
+
+def test_target_factor_input_without_target_factors_is_refused(factored):
+    """--target-factor-input without the task's --target-factors trained a plain decoder, silently."""
+    from syntax_nmt.tasks.syntax_translation import StreamConfigError
+
+    with pytest.raises(StreamConfigError, match=r"^--target-factor-input embeds the previous token's target factors: "
+                                                r"give the task's --target-factors too \(or leave it out\)$"):
+        build_task_and_model(factored.data, *CRITERION, "--source-features", "", "--target-factor-input")
+
+
+def test_the_factors_of_a_checkpoint_in_another_order_are_accepted(factored):
+    """``--target-factors subword,pos`` for a checkpoint trained with ``pos,subword`` was refused."""
+    from syntax_nmt.tasks.syntax_translation import StreamConfigError
+
+    task, model, cfg = build_task_and_model(factored.data, *CRITERION, "--target-factors", "pos,subword",
+                                            "--source-features", "")
+    other, _, _ = build_task_and_model(factored.data, *CRITERION, "--target-factors", "subword,pos",
+                                       "--source-features", "")
+    loaded = other.build_model(cfg.model, from_checkpoint=True)
+    assert other.target_factors == ["pos", "subword"] == loaded.target_factors  # the checkpoint's order
+    with pytest.raises(StreamConfigError, match="trained with pos,subword"):
+        third, _, _ = build_task_and_model(factored.data, *CRITERION, "--target-factors", "pos",
+                                           "--source-features", "")
+        third.build_model(cfg.model, from_checkpoint=True)
+
+
+def test_factor_lines_group_pieces_by_the_dictionarys_subwords_without_annotation_json(factored):
+    """Data binarized without annotation.json gave one tag per BPE piece: ``evaluate factors`` then failed with
+    "7 pos tags for 5 words". The words are read from the dictionary's pieces (``@@``: BPE)."""
+    assert not os.path.exists(os.path.join(factored.data, "annotation.json"))
+    task, model, _ = build(factored.data)
+    model.eval()
+    sample = load(task, ids=[0])
+    d = task.target_dictionary
+    pieces = [s for s in d.symbols if s.endswith("@@")][:2] + [d.symbols[d.nspecial]]
+    assert len(pieces) == 3 and not pieces[-1].endswith("@@")
+    tokens = torch.tensor([d.index(p) for p in pieces] + [d.eos()])
+    with torch.no_grad():
+        factors = task.predict_factors(model, sample, [[{"tokens": tokens}]])
+    assert len(factors[0]["pos"]) == 1  # one word: "x@@ y@@ z"

@@ -326,7 +326,7 @@ def test_summary_table_exact(scored, monkeypatch):
         "tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, compound-split BLEU "
         "(as most WMT14 papers)",
         "p: two-sided paired bootstrap against the baseline (1,000 resamples, unit: the test sentence; sacreBLEU's "
-        "test); * p < 0.05",
+        "test; p = 1 where the scores are equal); * p < 0.05",
         f"sacreBLEU signature: {b['signature']}",
     ]
     # a baseline alone: nothing to test
@@ -360,8 +360,8 @@ def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
                                        f"  compound-split tokenized {res['compound_split_bleu_str']}\n")
     evaluate.main(parse(["score", "--gen", gen_log(tmp_path / "fr.gen", ["l' homme ."]), "--ref-raw",
                          write(tmp_path / "fr.raw", ["l'homme."]), "--ref-tok", write(tmp_path / "fr.tok", ["l' homme ."]),
-                         "--out-prefix", str(tmp_path / "fr"), "--lang", "fr"]))
-    assert read(tmp_path / "fr.detok") == ["l'homme."]
+                         "--out-prefix", str(tmp_path / "fr-out"), "--lang", "fr"]))  # not "fr": fr.tok is the input
+    assert read(tmp_path / "fr-out.detok") == ["l'homme."]
     capsys.readouterr()
     rows = evaluate.main(parse(["significance", "--ref-raw", ref_raw, "--baseline", f"base={prefixes['baseline']}.detok",
                                 prefixes["syntax"] + ".detok", "--n-samples", "100", "--seed", "1",

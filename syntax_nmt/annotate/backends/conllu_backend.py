@@ -98,7 +98,8 @@ class ConlluBackend(ParserBackend):
 
     @classmethod
     def for_raw_text(cls, settings, model=None, batch_size=256, gpu_id=-1):
-        raise ValueError(
+        # an InputError: fairseq-interactive reports it in one line (syntax_nmt.cli_errors.fairseq_errors_one_line)
+        raise InputError(
             "annotation setting backend='conllu': the training data was parsed by an external parser, so "
             "raw text needs its parse too: pass --input-conllu FILE to fairseq-interactive (hub: "
             "translate_conllu), or --annotate-parser-model NAME_OR_PATH to parse with spaCy instead"

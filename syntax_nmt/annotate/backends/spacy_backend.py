@@ -261,7 +261,9 @@ class SpacyBackend(ParserBackend):
                 if self.pretokenized:
                     words = text.split(" ") if text else []
                     forms = parser_forms(words) if self.parser_unescape else words
-                    pending.append((lineno, ctx, words if forms != words else None))
+                    # the words are checked against the parse always, not only when the parser saw other forms: a
+                    # pipeline that merges or splits words would misalign every tag after them
+                    pending.append((lineno, ctx, words))
                     yield Doc(self.nlp.vocab, words=forms, spaces=[True] * (len(words) - 1) + [False] * bool(words))
                 else:
                     pending.append((lineno, ctx, None))
@@ -272,7 +274,7 @@ class SpacyBackend(ParserBackend):
         for doc in self.nlp.pipe(texts(), batch_size=self.batch_size, n_process=self.n_process):
             lineno, ctx, tokens = pending.popleft()
             sentence = doc_to_sentence(doc)
-            if tokens is not None:  # the parser saw plain forms; the words are the input tokens
+            if tokens is not None:  # pre-tokenized: the words are the input tokens (the parser may see plain forms)
                 if len(tokens) != len(sentence.words):
                     raise InputError(f"{self.source_name}:{lineno}: the spaCy pipeline changed the number of "
                                      f"pre-tokenized words ({len(tokens)} -> {len(sentence.words)})")

@@ -1,0 +1,116 @@
+"""``syntax-nmt-target-tags`` on hand-written files (issue 46): an output that is one of the inputs, under any
+spelling or link, is refused; invalid UTF-8 names the file and line; a failed run leaves nothing behind; a
+tag-shaped word is refused whole, also when BPE splits it."""
+
+import os
+
+import pytest
+
+from syntax_nmt.annotate.target_tags import cli_main, interleave, strip
+
+TARGET = ["la fem@@ me", "un chat"]
+FILES = {"fr": TARGET, "tgt.fr": TARGET, "tgt.pos": ["DET NOUN NOUN", "DET NOUN"],
+         "tgt.subword": ["O B E", "O O"]}
+
+
+@pytest.fixture
+def prefix(tmp_path):
+    for ext, lines in FILES.items():
+        (tmp_path / f"P.{ext}").write_bytes("".join(line + "\n" for line in lines).encode("utf-8"))
+    return tmp_path / "P"
+
+
+def snapshot(folder):
+    """Every file under ``folder`` (links as links) and its bytes."""
+    out = {}
+    for d, _, files in os.walk(folder):
+        for f in files:
+            path = os.path.join(d, f)
+            out[path] = os.readlink(path) if os.path.islink(path) else open(path, "rb").read()
+    return out
+
+
+def run(capsys, argv):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli_main([str(a) for a in argv])
+    err = [line for line in capsys.readouterr().err.splitlines() if " | INFO | " not in line]
+    return e.value.code, err
+
+
+def test_interleave_writes_the_tags(prefix, tmp_path, capsys):
+    cli_main(["interleave", "--prefix", str(prefix), "--tgt-lang", "fr", "-o", str(tmp_path / "out.fr")])
+    assert (tmp_path / "out.fr").read_text(encoding="utf-8").splitlines() == [
+        "\u27e8DET\u27e9 la \u27e8NOUN\u27e9 fem@@ me", "\u27e8DET\u27e9 un \u27e8NOUN\u27e9 chat"]
+    assert sorted(os.listdir(tmp_path)) == sorted([f"P.{e}" for e in FILES] + ["out.fr"])
+
+
+@pytest.mark.parametrize("spelling", ["subword", "dotdot", "symlink", "hardlink", "tag", "text", "annotated"])
+def test_an_output_that_is_an_input_is_refused(prefix, tmp_path, capsys, spelling):
+    """The subword stream (B/M/E/O) was not guarded: ``-o P.tgt.subword`` overwrote it."""
+    (tmp_path / "sub").mkdir()
+    out = {"subword": f"{prefix}.tgt.subword", "dotdot": tmp_path / "sub" / ".." / "P.tgt.subword",
+           "tag": f"{prefix}.tgt.pos", "text": f"{prefix}.fr", "annotated": f"{prefix}.tgt.fr",
+           "symlink": tmp_path / "link", "hardlink": tmp_path / "hard"}[spelling]
+    if spelling == "symlink":
+        os.symlink(f"{prefix}.tgt.subword", out)
+    elif spelling == "hardlink":
+        os.link(f"{prefix}.tgt.subword", out)
+    before = snapshot(tmp_path)
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", out])
+    assert code == 2 and len(err) == 1, err
+    same = {"tag": "tgt.pos", "text": "fr", "annotated": "tgt.fr"}.get(spelling, "tgt.subword")
+    assert err[0] == f"syntax-nmt-target-tags: error: --output {out} is the input {prefix}.{same}", err
+    assert snapshot(tmp_path) == before
+
+
+def test_invalid_utf8_names_the_file_and_line(prefix, tmp_path, capsys):
+    with open(f"{prefix}.tgt.pos", "wb") as f:
+        f.write(b"DET NOUN NOUN\nDET NO\xe9UN\n")
+    before = snapshot(tmp_path)
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", tmp_path / "out.fr"])
+    assert (code, len(err)) == (2, 1), err
+    assert err[0].startswith(f"syntax-nmt-target-tags: error: {prefix}.tgt.pos:2: invalid UTF-8"), err
+    assert snapshot(tmp_path) == before  # no out.fr, no out.fr.tmp
+    bad = tmp_path / "gen.txt"
+    bad.write_bytes(b"H-0\t-1\t\xe2\x9f\xa8DET\xe2\x9f\xa9 la\nH-1\t-1\tun \xff chat\n")
+    code, err = run(capsys, ["strip", bad])
+    assert (code, len(err)) == (2, 1), err
+    assert err[0].startswith(f"syntax-nmt-target-tags: error: {bad}:2: invalid UTF-8"), err
+
+
+def test_a_failed_interleave_leaves_no_temporary_file(prefix, tmp_path, capsys):
+    (tmp_path / "P.tgt.fr").write_text("la fem@@ me\nun chien\n", encoding="utf-8")  # line 2 differs
+    before = snapshot(tmp_path)
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", tmp_path / "out.fr"])
+    assert (code, len(err)) == (2, 1) and f"{prefix}.tgt.fr:2" in err[0], err
+    assert snapshot(tmp_path) == before
+
+
+def test_a_tag_shaped_word_split_by_bpe_is_refused(prefix, tmp_path, capsys):
+    """``⟨a@@ b⟩`` passed the check, which ran per piece, and ``strip`` then deleted the word ``⟨ab⟩``."""
+    line = "la \u27e8a@@ b\u27e9"
+    for ext in ("fr", "tgt.fr"):
+        (tmp_path / f"P.{ext}").write_text(f"{TARGET[0]}\n{line}\n", encoding="utf-8")
+    (tmp_path / "P.tgt.pos").write_text("DET NOUN NOUN\nDET X X\n", encoding="utf-8")
+    (tmp_path / "P.tgt.subword").write_text("O B E\nO B E\n", encoding="utf-8")
+    before = snapshot(tmp_path)
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", tmp_path / "out.fr"])
+    assert (code, len(err)) == (2, 1), err
+    assert err[0] == (f"syntax-nmt-target-tags: error: {prefix}.fr:2: the target word '\u27e8ab\u27e9' (pieces "
+                      f"'\u27e8a@@ b\u27e9') has the form of a tag (\u27e8...\u27e9)"), err
+    assert snapshot(tmp_path) == before
+    with pytest.raises(ValueError, match="has the form of a tag"):
+        interleave(["\u2581\u27e8a", "b\u27e9"], ["X", "X"], ["B", "E"])  # sentencepiece pieces
+    assert strip("\u27e8ab\u27e9") == ""  # what the word would have become
+
+
+def test_the_subword_scheme_of_a_dictionary():
+    """What the F- lines group pieces by when the data has no annotation.json (issue 46)."""
+    from syntax_nmt.annotate.subwords import scheme_of_pieces
+
+    assert scheme_of_pieces(["la", "fem@@", "me"]) == "bpe"
+    assert scheme_of_pieces(["\u2581la", "\u2581fem", "me"]) == "spm"
+    assert scheme_of_pieces(["la", "femme", "@@"]) == "none"  # "@@" alone is a word
+    with pytest.raises(ValueError, match="holds BPE pieces \\('fem@@'\\) and sentencepiece pieces"):
+        scheme_of_pieces(["fem@@", "\u2581la"])
