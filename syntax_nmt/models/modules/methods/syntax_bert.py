@@ -181,9 +181,14 @@ class SyntaxBertAttention(MixedSelfAttention):
 
     def stacked_subnetworks(self, q, k, v, ctx, key_padding_mask) -> Tensor:
         """:meth:`fused_attention` off the CPU: every sub-network of the layer (the syntax masks, then the global
-        one) in one fused attention call (:func:`stacked_attention`, the masks stacked once per batch), eq. 2's
-        logits as one product with ``r`` (:meth:`topic_direction`) and the mixture as one weighted sum, with no
-        host-device synchronisation and a number of kernels that does not grow with the number of masks."""
+        one) in one fused attention call (:func:`stacked_attention`, the masks stacked once per batch, query by
+        query), then eq. 2 as one autograd node (:func:`topical_mixture`: the logits as one product with ``r``,
+        :meth:`topic_direction`, the softmax over the sub-networks and the mixture as one batched product), with
+        no host-device synchronisation and a number of kernels that does not grow with the number of masks.
+
+        What the layer writes beyond the stock attention is then four tensors ``M`` times the queries' size: the
+        repeated queries and the ``M`` outputs in the forward pass, their gradients in the backward pass (the
+        mixture's backward writes its ``M`` gradients once, for both of eq. 2's uses of each output)."""
         B, H, T, hd = q.shape
 
         def masks():
@@ -192,15 +197,12 @@ class SyntaxBertAttention(MixedSelfAttention):
             if self.global_subnet or self.num_masks == 0:
                 allowed.append(key_padding_allowed(key_padding_mask, B, T, q.device).unsqueeze(1))
                 valid.append(torch.ones(B, 1, T, dtype=torch.bool, device=q.device))
-            return stacked_additive(torch.cat(allowed, dim=1), q.dtype), torch.cat(valid, dim=1)
+            return (stacked_additive(torch.cat(allowed, dim=1), q.dtype, True),
+                    torch.cat(valid, dim=1).transpose(1, 2).contiguous())  # B T M
 
-        mask, valid = ctx.cached(("stacked", self._key(), self.global_subnet, q.dtype), masks)
-        out = stacked_attention(q, k, v, mask)  # B H M T hd
-        M = out.shape[2]
-        r = self.topic_direction().to(out.dtype)  # H hd
-        logits = torch.matmul(out.view(B, H, M * T, hd), r.view(1, H, hd, 1)).view(B, H, M, T).sum(1)  # B M T
-        weights = self.topical_softmax(logits.float(), valid).to(out.dtype)
-        return (out * weights.view(B, 1, M, T, 1)).sum(2)
+        mask, valid = ctx.cached(("interleaved", self._key(), self.global_subnet, q.dtype), masks)
+        out = stacked_attention(q, k, v, mask, True)  # B H T M hd
+        return topical_mixture(out, self.topic_direction(), valid)
 
     def subnet_keys(self, ctx) -> List[Optional[Tuple[Tensor, ...]]]:
         """How :meth:`fused_attention` computes each syntax mask's sub-network in this batch (once per batch,
@@ -299,6 +301,62 @@ class SyntaxBertAttention(MixedSelfAttention):
             return out
         has = self.has_subnetwork(self.syntax_state.current())  # B T
         return out * has.t().unsqueeze(-1).to(out.dtype)
+
+
+def topical_mixture(out: Tensor, r: Tensor, valid: Tensor) -> Tensor:
+    """Eq. 2 from the sub-networks' outputs ``A_j`` (before ``W^O``): ``sum_j w_j A_j`` ``(B, H, T, hd)`` with
+    ``w = softmax_j(A_j . r)`` over the sub-networks in which the token has a key (:meth:`SyntaxBertAttention.
+    topical_softmax`: a token with none gets weight 0), as one autograd node.
+
+    The logits (``A_j . r`` summed over heads) and the mixture are batched products over ``(B, H, T)`` that write
+    only their results; the backward pass writes ``dA_j = w_j dY + dlogit_j r`` once, as one batched product, where
+    autograd would write one product for each use of ``A_j``, their sum and copies (each ``M`` times the queries'
+    size). Products in ``out``'s dtype, the softmax in float32 (as the explicit path); autocast is off inside.
+
+    Args:
+        out: ``(B, H, T, M, hd)`` (:func:`stacked_attention` interleaved), the ``M`` outputs of each query adjacent.
+        r: ``(H, hd)`` float32 (:meth:`SyntaxBertAttention.topic_direction`).
+        valid: bool ``(B, T, M)``, the token has an allowed key in sub-network ``j``.
+    """
+    return _TopicalMixture.apply(out, r, valid)
+
+
+class _TopicalMixture(torch.autograd.Function):
+    """See :func:`topical_mixture`. With ``s = softmax(logits)`` over the valid sub-networks, ``w = s * any(valid)``
+    and ``y = sum_j w_j A_j``: ``dw_j = sum_h dY . A_j``, ``dlogit_j = s_j (a dw_j - sum_i s_i a dw_i)`` at valid
+    ``j`` (0 elsewhere; ``a = any(valid)``), ``dA_j = w_j dY + dlogit_j r``, ``dr = sum dlogit_j A_j``."""
+
+    @staticmethod
+    def forward(ctx, out: Tensor, r: Tensor, valid: Tensor) -> Tensor:
+        with torch.autocast(out.device.type, enabled=False):
+            B, H, T, M, hd = out.shape
+            rr = r.to(out.dtype)
+            acc = torch.promote_types(out.dtype, torch.float32)  # float32, or float64 for float64 outputs
+            logits = torch.matmul(out.view(B, H, T * M, hd), rr.view(1, H, hd, 1)).view(B, H, T, M).sum(1)
+            s = torch.softmax(logits.to(acc).masked_fill(~valid, torch.finfo(torch.float32).min / 2), dim=-1)
+            w = s * valid.any(-1, keepdim=True)  # B T M
+            y = torch.matmul(w.to(out.dtype).view(B, 1, T, 1, M), out).view(B, H, T, hd)
+        ctx.r_dtype = r.dtype
+        ctx.save_for_backward(out, rr, valid, s, w)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor):
+        out, rr, valid, s, w = ctx.saved_tensors
+        B, H, T, M, hd = out.shape
+        with torch.autocast(out.device.type, enabled=False):
+            dy = grad.to(out.dtype).contiguous().view(B, H, T, 1, hd)
+            dw = torch.matmul(dy, out.transpose(-1, -2)).view(B, H, T, M).sum(1).to(s.dtype)  # B T M
+            dw = dw * valid.any(-1, keepdim=True)
+            # 0 at invalid sub-networks: s is 0 there, or uniform where none is valid, and then dw is 0
+            dlogit = s * (dw - (s * dw).sum(-1, keepdim=True))
+            # dA_j = w_j dY + dlogit_j r: one product (B H T, M, 2) x (B H T, 2, hd)
+            coef = torch.stack([w, dlogit], dim=-1).to(out.dtype).view(B, 1, T, M, 2)
+            rows = torch.cat([dy, rr.view(1, H, 1, 1, hd).expand(B, H, T, 1, hd)], dim=3)  # B H T 2 hd
+            dout = torch.matmul(coef, rows)  # B H T M hd
+            dr = torch.matmul(dlogit.to(out.dtype).view(B, 1, T, 1, M), out).sum((0, 2)).view(H, hd)
+        return dout, dr.to(ctx.r_dtype), None
 
 
 def sparse_edges_limit(T: int) -> float:
