@@ -544,10 +544,10 @@ def test_every_mask_empty_gives_zero_gradients_not_none(paths, monkeypatch):
 
 
 def _mixture_by_autograd(out, r, valid):
-    """Eq. 2 from the interleaved sub-network outputs ``(B, H, T, M, hd)``, written out for autograd."""
-    logits = torch.einsum("bhtmd,hd->btm", out, r.to(out.dtype))
+    """Eq. 2 from the interleaved sub-network outputs ``(B, T, M, H, hd)``, written out for autograd."""
+    logits = torch.einsum("btmhd,hd->btm", out, r.to(out.dtype))
     s = torch.softmax(logits.masked_fill(~valid, torch.finfo(torch.float32).min / 2), dim=-1)
-    return torch.einsum("bhtmd,btm->bhtd", out, s * valid.any(-1, keepdim=True))
+    return torch.einsum("btmhd,btm->bhtd", out, s * valid.any(-1, keepdim=True))
 
 
 def test_topical_mixture_is_eq_2_with_its_gradients():
@@ -555,7 +555,7 @@ def test_topical_mixture_is_eq_2_with_its_gradients():
     or several."""
     torch.manual_seed(0)
     B, Hh, T, M, hd = 2, 3, 5, 4, 6
-    out = torch.randn(B, Hh, T, M, hd, dtype=torch.float64, requires_grad=True)
+    out = torch.randn(B, T, M, Hh, hd, dtype=torch.float64, requires_grad=True)
     r = torch.randn(Hh, hd, dtype=torch.float64, requires_grad=True)
     valid = torch.rand(B, T, M) < 0.6
     valid[0, 0] = False  # no sub-network: weight 0, output 0
@@ -589,7 +589,7 @@ def test_topical_mixture_writes_the_sub_networks_gradient_once():
     valid = torch.rand(B, T, M) < 0.5
 
     def traffic(mixture):
-        out = torch.randn(B, Hh, T, M, hd, requires_grad=True)
+        out = torch.randn(B, T, M, Hh, hd, requires_grad=True)
         r = torch.randn(Hh, hd, requires_grad=True)
         grad = torch.randn(B, Hh, T, hd)
         with Written() as fwd:

@@ -189,29 +189,36 @@ def stacked_additive(allowed: Tensor, dtype: torch.dtype, interleaved: bool = Fa
 
 
 def stacked_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, interleaved: bool = False) -> Tensor:
-    """``softmax(Q K^T + M_j) V`` for ``m`` masks ``M_j`` at once, ``(B, H, m, T, hd)`` (``interleaved``:
-    ``(B, H, T, m, hd)``): one call of torch's fused attention whose queries are ``Q`` repeated ``m`` times, against
-    the keys and values as they are (so their gradients are summed inside the kernel), with the stacked mask of
-    :func:`stacked_additive` (made with the same ``interleaved``).
+    """``softmax(Q K^T + M_j) V`` for ``m`` masks ``M_j`` at once, ``(B, H, m, T, hd)``: one call of torch's fused
+    attention whose queries are ``Q`` repeated ``m`` times, against the keys and values as they are (so their
+    gradients are summed inside the kernel), with the stacked mask of :func:`stacked_additive` (made with the same
+    ``interleaved``).
 
     On a GPU a layer's masked softmaxes then cost one kernel (and one in the backward pass) instead of one per mask;
     no ``(B, H, T, T)`` scores are kept for the backward pass. The price is the repeated queries, ``m`` times
-    ``Q``'s memory. Interleaved, the ``m`` outputs of a query are adjacent, so a per-query mixture of them is one
-    batched product over ``(B, H, T)`` with no copy (Syntax-BERT's topical attention).
+    ``Q``'s memory.
+
+    With ``interleaved`` the repeated queries are laid out ``(B, T, m, H, hd)`` (the sequence before the heads, the
+    layout torch's fused kernels work in: on a GPU they write their output that way whatever the queries' layout, on
+    a CPU the output follows the queries'), and so is the result, ``(B, T, m, H, hd)``, contiguous: the ``m`` outputs
+    of a query, every head, are one ``(m, H hd)`` matrix, so a per-query mixture of them is one batched product with
+    no copy (Syntax-BERT's topical attention, :func:`~syntax_nmt.models.modules.methods.syntax_bert.topical_mixture`).
+    (An output in another layout is copied into this one: the same values, more memory traffic.)
 
     Args:
         q, k, v: ``(B, H, T, hd)``, ``q`` already scaled.
         mask: ``(B, 1, m * T, T)`` additive, in ``q``'s dtype (:func:`stacked_additive`).
-        interleaved: the mask's rows (and so the output's) are query by query.
+        interleaved: the mask's rows are query by query, and so is the result.
     """
     B, H, T, hd = q.shape
     m = mask.shape[2] // T
-    if interleaved:
-        queries = q.unsqueeze(3).expand(B, H, T, m, hd).reshape(B, H, T * m, hd)
-    else:
+    if not interleaved:
         queries = q.unsqueeze(2).expand(B, H, m, T, hd).reshape(B, H, m * T, hd)
+        out = torch.nn.functional.scaled_dot_product_attention(queries, k, v, attn_mask=mask, scale=1.0)
+        return out.view(B, H, m, T, hd)
+    queries = q.transpose(1, 2).unsqueeze(2).expand(B, T, m, H, hd).reshape(B, T * m, H, hd).transpose(1, 2)
     out = torch.nn.functional.scaled_dot_product_attention(queries, k, v, attn_mask=mask, scale=1.0)
-    return out.view(B, H, T, m, hd) if interleaved else out.view(B, H, m, T, hd)
+    return out.transpose(1, 2).reshape(B, T, m, H, hd).contiguous()
 
 
 def masked_softmax(scores: Tensor, additive: Tensor) -> Tensor:

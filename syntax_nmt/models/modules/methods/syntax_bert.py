@@ -197,11 +197,11 @@ class SyntaxBertAttention(MixedSelfAttention):
             if self.global_subnet or self.num_masks == 0:
                 allowed.append(key_padding_allowed(key_padding_mask, B, T, q.device).unsqueeze(1))
                 valid.append(torch.ones(B, 1, T, dtype=torch.bool, device=q.device))
-            return (stacked_additive(torch.cat(allowed, dim=1), q.dtype, True),
-                    torch.cat(valid, dim=1).transpose(1, 2).contiguous())  # B T M
+            valid = torch.cat(valid, dim=1).transpose(1, 2)  # B T M
+            return stacked_additive(torch.cat(allowed, dim=1), q.dtype, True), topical_valid(valid)
 
         mask, valid = ctx.cached(("interleaved", self._key(), self.global_subnet, q.dtype), masks)
-        out = stacked_attention(q, k, v, mask, True)  # B H T M hd
+        out = stacked_attention(q, k, v, mask, True)  # B T M H hd
         return topical_mixture(out, self.topic_direction(), valid)
 
     def subnet_keys(self, ctx) -> List[Optional[Tuple[Tensor, ...]]]:
@@ -303,60 +303,72 @@ class SyntaxBertAttention(MixedSelfAttention):
         return out * has.t().unsqueeze(-1).to(out.dtype)
 
 
-def topical_mixture(out: Tensor, r: Tensor, valid: Tensor) -> Tensor:
+def topical_mixture(out: Tensor, r: Tensor, valid) -> Tensor:
     """Eq. 2 from the sub-networks' outputs ``A_j`` (before ``W^O``): ``sum_j w_j A_j`` ``(B, H, T, hd)`` with
     ``w = softmax_j(A_j . r)`` over the sub-networks in which the token has a key (:meth:`SyntaxBertAttention.
     topical_softmax`: a token with none gets weight 0), as one autograd node.
 
-    The logits (``A_j . r`` summed over heads) and the mixture are batched products over ``(B, H, T)`` that write
-    only their results; the backward pass writes ``dA_j = w_j dY + dlogit_j r`` once, as one batched product, where
-    autograd would write one product for each use of ``A_j``, their sum and copies (each ``M`` times the queries'
-    size). Products in ``out``'s dtype, the softmax in float32 (as the explicit path); autocast is off inside.
+    With the ``M`` outputs of a query adjacent (``(M, H hd)`` matrices, :func:`stacked_attention` interleaved), the
+    logits are one matrix-vector product, the mixture one batched product, each writing only its result; the
+    backward pass writes ``dA_j = w_j dY + dlogit_j r`` once, as one batched product, where autograd writes one
+    product for each use of ``A_j``, their sum and copies, each ``M`` times the queries' size. Products in ``out``'s
+    dtype, the softmax in float32 (as the explicit path); autocast is off inside.
 
     Args:
-        out: ``(B, H, T, M, hd)`` (:func:`stacked_attention` interleaved), the ``M`` outputs of each query adjacent.
+        out: ``(B, T, M, H, hd)`` contiguous (:func:`stacked_attention` interleaved).
         r: ``(H, hd)`` float32 (:meth:`SyntaxBertAttention.topic_direction`).
-        valid: bool ``(B, T, M)``, the token has an allowed key in sub-network ``j``.
+        valid: bool ``(B, T, M)``, the token has an allowed key in sub-network ``j``; or :func:`topical_valid` of it,
+            made once per batch.
+
+    Returns:
+        ``(B, H, T, hd)``, a view of a ``(B, T, H, hd)`` tensor.
     """
-    return _TopicalMixture.apply(out, r, valid)
+    blocked, has = valid if isinstance(valid, tuple) else topical_valid(valid)
+    return _TopicalMixture.apply(out, r, blocked, has)
+
+
+def topical_valid(valid: Tensor) -> Tuple[Tensor, Tensor]:
+    """What :func:`topical_mixture` reads of ``valid`` ``(B, T, M)``: ``~valid`` and ``valid.any(-1)`` as float32
+    ``(B, T, 1)``."""
+    return ~valid, valid.any(-1, keepdim=True).float()
 
 
 class _TopicalMixture(torch.autograd.Function):
-    """See :func:`topical_mixture`. With ``s = softmax(logits)`` over the valid sub-networks, ``w = s * any(valid)``
-    and ``y = sum_j w_j A_j``: ``dw_j = sum_h dY . A_j``, ``dlogit_j = s_j (a dw_j - sum_i s_i a dw_i)`` at valid
-    ``j`` (0 elsewhere; ``a = any(valid)``), ``dA_j = w_j dY + dlogit_j r``, ``dr = sum dlogit_j A_j``."""
+    """See :func:`topical_mixture`. With ``s = softmax(logits)`` over the valid sub-networks, ``w = s * has`` and
+    ``y = sum_j w_j A_j``: ``dw_j = dY . A_j``, ``dlogit = softmax_backward(has * dw, s)`` (0 where ``s`` is: at
+    invalid ``j``, or everywhere for a token with none, whose ``has`` is 0), ``dA_j = w_j dY + dlogit_j r``,
+    ``dr = sum dlogit_j A_j``: five products on views, few operations (a GPU at this width is bound by launches)."""
 
     @staticmethod
-    def forward(ctx, out: Tensor, r: Tensor, valid: Tensor) -> Tensor:
+    def forward(ctx, out: Tensor, r: Tensor, blocked: Tensor, has: Tensor) -> Tensor:
         with torch.autocast(out.device.type, enabled=False):
-            B, H, T, M, hd = out.shape
-            rr = r.to(out.dtype)
-            acc = torch.promote_types(out.dtype, torch.float32)  # float32, or float64 for float64 outputs
-            logits = torch.matmul(out.view(B, H, T * M, hd), rr.view(1, H, hd, 1)).view(B, H, T, M).sum(1)
-            s = torch.softmax(logits.to(acc).masked_fill(~valid, torch.finfo(torch.float32).min / 2), dim=-1)
-            w = s * valid.any(-1, keepdim=True)  # B T M
-            y = torch.matmul(w.to(out.dtype).view(B, 1, T, 1, M), out).view(B, H, T, hd)
+            B, T, M, H, hd = out.shape
+            acc = torch.float64 if out.dtype == torch.float64 else torch.float32
+            rows = out.view(B * T, M, H * hd)
+            logits = torch.mm(out.view(B * T * M, H * hd), r.to(out.dtype).view(H * hd, 1)).view(B, T, M)
+            s = torch.softmax(logits.to(acc).masked_fill(blocked, torch.finfo(torch.float32).min / 2), dim=-1)
+            w = s * has  # B T M
+            y = torch.bmm(w.to(out.dtype).view(B * T, 1, M), rows)  # B*T 1 H*hd
         ctx.r_dtype = r.dtype
-        ctx.save_for_backward(out, rr, valid, s, w)
-        return y
+        ctx.save_for_backward(out, r, has, s, w)
+        return y.view(B, T, H, hd).transpose(1, 2)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad: Tensor):
-        out, rr, valid, s, w = ctx.saved_tensors
-        B, H, T, M, hd = out.shape
+        out, r, has, s, w = ctx.saved_tensors
+        B, T, M, H, hd = out.shape
         with torch.autocast(out.device.type, enabled=False):
-            dy = grad.to(out.dtype).contiguous().view(B, H, T, 1, hd)
-            dw = torch.matmul(dy, out.transpose(-1, -2)).view(B, H, T, M).sum(1).to(s.dtype)  # B T M
-            dw = dw * valid.any(-1, keepdim=True)
-            # 0 at invalid sub-networks: s is 0 there, or uniform where none is valid, and then dw is 0
-            dlogit = s * (dw - (s * dw).sum(-1, keepdim=True))
-            # dA_j = w_j dY + dlogit_j r: one product (B H T, M, 2) x (B H T, 2, hd)
-            coef = torch.stack([w, dlogit], dim=-1).to(out.dtype).view(B, 1, T, M, 2)
-            rows = torch.cat([dy, rr.view(1, H, 1, 1, hd).expand(B, H, T, 1, hd)], dim=3)  # B H T 2 hd
-            dout = torch.matmul(coef, rows)  # B H T M hd
-            dr = torch.matmul(dlogit.to(out.dtype).view(B, 1, T, 1, M), out).sum((0, 2)).view(H, hd)
-        return dout, dr.to(ctx.r_dtype), None
+            dy = grad.to(out.dtype).transpose(1, 2).reshape(B * T, 1, H * hd)
+            rows = out.view(B * T, M, H * hd)
+            dw = torch.bmm(rows, dy.transpose(1, 2)).view(B, T, M).to(s.dtype)
+            dlogit = torch._softmax_backward_data(dw * has, s, -1, s.dtype)
+            # dA_j = w_j dY + dlogit_j r: one product (B T, M, 2) x (B T, 2, H hd)
+            coef = torch.stack([w, dlogit], dim=-1).to(out.dtype).view(B * T, M, 2)
+            rr = r.to(out.dtype).view(1, 1, H * hd)
+            dout = torch.bmm(coef, torch.cat([dy, rr.expand(B * T, 1, H * hd)], dim=1))
+            dr = torch.mm(dlogit.to(out.dtype).view(1, B * T * M), out.view(B * T * M, H * hd))
+        return dout.view(B, T, M, H, hd), dr.view(H, hd).to(ctx.r_dtype), None, None
 
 
 def sparse_edges_limit(T: int) -> float:
