@@ -43,6 +43,7 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from syntax_nmt.constants import DICT_FILE
+from syntax_nmt.models.modules.compiled import COMPILE_MODES
 from syntax_nmt.data.streams import stream_dict_path
 
 #: subword tags of the ``subword`` stream (annotate/align.py): single-piece word, begin, middle, end
@@ -140,7 +141,8 @@ def _model_args(a) -> List[str]:
 
 
 def build(data: str, a, system: str):
-    """Task, encoder and criterion of ``system`` (``stock``: the same encoder without features or methods)."""
+    """Task, encoder and criterion of ``system`` (``stock``: the same encoder without features or methods); with
+    ``a.compile``, its layers compiled (``--syntax-compile``, the stock encoder's too)."""
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -150,6 +152,7 @@ def build(data: str, a, system: str):
 
     register_with_fairseq()
     extra: List[str] = ["--source-features", ""]
+    compiled = ["--syntax-compile", "--syntax-compile-mode", a.compile_mode] if getattr(a, "compile", False) else []
     criterion = ["--criterion", "label_smoothed_cross_entropy_with_syntax"]
     if system != "stock":
         s = get_system(system)
@@ -161,7 +164,7 @@ def build(data: str, a, system: str):
     argv = [data, "--user-dir", os.path.dirname(os.path.abspath(__import__("syntax_nmt").__file__)),
             "--task", "syntax_translation", "-s", "en", "-t", "de", "--arch", "syntax_transformer",
             *map(str, _model_args(a)),
-            *map(str, extra), *map(str, criterion), "--seed", str(a.seed)]
+            *map(str, extra), *compiled, *map(str, criterion), "--seed", str(a.seed)]
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
@@ -520,6 +523,10 @@ def get_parser() -> argparse.ArgumentParser:
                    help="instead of timing: count the operations dispatched in one forward + backward of each "
                    "system's accelerator (GPU) code path, forced on the CPU, against the stock encoder (what a "
                    "GPU's step time follows at Transformer-base width; writes bench-length-ops.json)")
+    p.add_argument("--compile", action="store_true",
+                   help="time every encoder (the stock one too) with its layers compiled: --syntax-compile, torch.compile "
+                   "with dynamic shapes (each system compiles in its warm-up pass at the first length)")
+    p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, help="torch.compile's mode with --compile")
     p.add_argument("--count-bytes", action="store_true",
                    help="instead of timing: count the bytes written by the operations of one forward + backward of "
                    "each system's accelerator path, forced on the CPU, against the stock encoder (the memory traffic a "
@@ -625,6 +632,8 @@ def cli_main(argv=None) -> int:
     bad = [s for s in a.systems if get_system(s).features or get_system(s).stock]
     if bad:
         fail(prog, f"--systems: {', '.join(bad)} are not encoders with a syntax method and no source features")
+    if a.compile and (a.count_ops or a.count_bytes):
+        fail(prog, "--compile times compiled layers; --count-ops and --count-bytes count the operations of eager ones")
     if min(a.lengths) < 2 or a.tokens < max(a.lengths) or a.pieces_per_word < 1 or a.repeats < 1:
         fail(prog, "need lengths >= 2, --tokens >= the longest length, --pieces-per-word >= 1, --repeats >= 1")
     os.makedirs(a.out, exist_ok=True)
@@ -670,7 +679,7 @@ def cli_main(argv=None) -> int:
                    f"({str(e).strip().splitlines()[0][:200]}): lower --tokens, --dim or --lengths")
     setup = (f"{a.layers} layers, width {a.dim}, FFN {4 * a.dim}, {a.heads} heads, {a.tokens} tokens per batch, "
              f"{a.precision} on {device}{'' if device == 'cuda' else f' ({torch.get_num_threads()} threads)'}, "
-             f"median of {a.repeats}")
+             f"median of {a.repeats}{f', layers compiled (torch.compile, mode {a.compile_mode})' if a.compile else ''}")
     print(f"\n=== encoder forward + backward against the stock encoder ({setup})\n{table(rows)}")
     with open(os.path.join(a.out, "bench-length.json"), "w") as f:
         json.dump({"setup": setup, "args": {k: v for k, v in vars(a).items()}, "rows": rows}, f, indent=2)

@@ -203,3 +203,81 @@ def test_count_ops_takes_the_accelerator_paths(tmp_path, monkeypatch):
     calls.clear()
     bl.step(enc, crit, batch, torch.float32)  # outside the count the CPU takes its own path
     assert calls == [] and n > 100
+
+
+def test_written_bytes_counts_what_an_operation_writes():
+    """New tensors and tensors written in place count; views of an input (even ``_unsafe_view``, which its schema
+    does not mark as one) write nothing."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.calls.append((func.overloadpacket.__name__, bl.written_bytes(func, (args, kwargs), out)))
+            return out
+
+    a = torch.randn(4, 6)
+    b = torch.randn(4, 6)
+    big = torch.randn(3, 4, 6)
+    with Log() as log:
+        a + b  # new (4, 6): 96 bytes
+        a.add_(b)  # in place: 96
+        a.t()  # a view
+        a.view(24)
+        a.unsqueeze(0).expand(5, 4, 6).reshape(120)  # a copy of the expanded tensor: 480 bytes
+        torch.sort(a, dim=1)  # two returns: values 96 + indices 192
+        torch.add(a, b, out=b)  # out=: 96
+        big.reshape(12, 6)  # contiguous: a view
+        torch.ops.aten._unsafe_view(big, [12, 6])  # no alias annotation, but shares the storage
+    got = [c for c in log.calls if c[1]]
+    assert got == [("add", 96), ("add_", 96), ("clone", 480), ("sort", 96 + 192), ("add", 96)], log.calls
+    assert {name for name, n in log.calls if n == 0} >= {"t", "view", "expand", "_unsafe_view"}
+
+
+def test_count_bytes_counts_the_accelerator_paths(tmp_path):
+    """``--count-bytes`` (with ``--count-ops``: one pass, both tables and files): bytes written in one forward +
+    backward of the accelerator paths against the stock encoder, and the operations that write most beyond it."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+         "--layers", "2", "--dim", "16", "--heads", "2", "--count-ops", "--count-bytes", "--systems",
+         "sla,syntax_bert"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((out / "bench-length-bytes.json").read_text())["rows"]
+    ops_rows = json.loads((out / "bench-length-ops.json").read_text())["rows"]
+    assert [(r["system"], r["T"], r["ops"]) for r in rows] == [(r["system"], r["T"], r["ops"]) for r in ops_rows]
+    for r in rows:
+        assert r["bytes"] > r["stock_bytes"] > 10_000 and r["bytes_ratio"] == pytest.approx(r["bytes"] / r["stock_bytes"])
+        assert len(r["top_ops"]) == bl.TOP_OPS
+        extra = [b - sb for _, _, b, _, sb in r["top_ops"]]
+        assert extra == sorted(extra, reverse=True) and extra[0] > 0
+    at = {(r["system"], r["T"]): r for r in rows}
+    # Syntax-BERT's 10 sub-networks: its largest extra writes are the stacked attention's and the mixture's
+    assert {op for op, *_ in at["syntax_bert", 16]["top_ops"][:3]} & {"clone", "bmm", "_scaled_dot_product_flash_"
+                                                                      "attention_for_cpu"}
+    assert "bytes written" in proc.stdout and "operations dispatched" in proc.stdout
+    assert "| syntax_bert |" in proc.stdout and not (out / "bench-length.json").exists()
+
+
+def test_compile_is_not_counted(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(tmp_path), "--compile",
+                           "--count-bytes"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--compile" in proc.stderr
+
+
+@pytest.mark.slow
+def test_tiny_compiled_run(tmp_path):
+    """``--compile``: the stock and a method's encoder timed with their layers compiled (inductor; minutes)."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+         "--layers", "2", "--dim", "16", "--heads", "2", "--repeats", "1", "--threads", "1", "--cpu",
+         "--systems", "syntax_bert", "--compile"], capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((out / "bench-length.json").read_text())
+    assert "layers compiled (torch.compile, mode default)" in result["setup"]
+    assert [(r["system"], r["T"]) for r in result["rows"]] == [("syntax_bert", 8), ("syntax_bert", 16)]

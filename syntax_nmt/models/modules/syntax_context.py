@@ -36,9 +36,10 @@ class SyntaxContext:
         self.outputs: Dict[str, Any] = {}
 
     def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per batch under ``key``; later calls return the same object."""
+        """``compute()`` once per batch under ``key``; later calls return the same object. In a compiled layer
+        (``--syntax-compile``) ``compute`` runs eagerly: its shapes and loops depend on the batch's length."""
         if key not in self._cache:
-            self._cache[key] = compute()
+            self._cache[key] = _eager(compute)
         return self._cache[key]
 
     def record_output(self, key: str, value: Any) -> None:
@@ -59,6 +60,12 @@ class SyntaxContext:
     def additive(self, key: Hashable, allowed: Callable[[], Tensor], dtype: torch.dtype = torch.float32) -> Tensor:
         """Cached additive version (0 / very negative, finite in ``dtype``) of a bool mask."""
         return self.cached(("additive", key, dtype), lambda: additive_mask(allowed(), dtype))
+
+
+@torch.compiler.disable
+def _eager(compute: Callable[[], Any]) -> Any:
+    """``compute()``, never traced by ``torch.compile`` (:mod:`syntax_nmt.models.modules.compiled`)."""
+    return compute()
 
 
 class SyntaxState:
