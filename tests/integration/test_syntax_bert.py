@@ -554,7 +554,7 @@ def test_topical_mixture_is_eq_2_with_its_gradients():
     """float64 gradcheck of the hand-written backward pass (outputs and ``r``), on tokens with no sub-network, one,
     or several."""
     torch.manual_seed(0)
-    B, Hh, T, M, hd = 2, 3, 5, 4, 6
+    B, Hh, T, M, hd = 2, 2, 3, 4, 3
     out = torch.randn(B, T, M, Hh, hd, dtype=torch.float64, requires_grad=True)
     r = torch.randn(Hh, hd, dtype=torch.float64, requires_grad=True)
     valid = torch.rand(B, T, M) < 0.6
