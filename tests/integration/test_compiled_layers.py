@@ -109,9 +109,9 @@ def _step(model, criterion, sample):
     net = sample["net_input"]
     out = model.encoder(net["src_tokens"], net["src_lengths"], src_streams=net["src_streams"])
     x = out["encoder_out"][0]
-    probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(7))
+    probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(7)).to(x.device, x.dtype)
     terms = criterion.syntax_terms((None, {"encoder_out": out}))
-    loss = (x * probe).sum()
+    loss = (x * probe).float().sum()
     for weight, nll_sum, count, _ in terms.values():
         loss = loss + weight * nll_sum / count.clamp(min=1)
     loss.backward()
@@ -168,3 +168,33 @@ def test_compiled_layers_equal_eager_and_do_not_recompile_for_new_lengths(data):
     assert graphs[0] > 0
     # no graph compiled after the warm-up batches, whatever their lengths
     assert graphs[warm - 1:] == [graphs[warm - 1]] * (len(graphs) - warm + 1), (lengths, pads, graphs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("precision", ["fp16", "bf16-autocast"])
+def test_compiled_layers_on_cuda_in_low_precision(data, precision):
+    """What fairseq's ``--fp16`` does (the model cast to float16) and bf16 autocast, compiled on a GPU: finite
+    outputs, syntax losses and gradients, close to the same model eager."""
+    task, eager, criterion = _build(data, "all")
+    _, comp, comp_criterion = _build(data, "all", "--syntax-compile")
+    comp.load_state_dict(eager.state_dict())
+    comp_criterion.load_state_dict(criterion.state_dict())
+    results = []
+    for model, crit in ((eager, criterion), (comp, comp_criterion)):
+        model.cuda()
+        crit.cuda()
+        if precision == "fp16":
+            model.half()
+            crit.half()
+        for sample in _batches(task)[:4]:
+            sample = {"net_input": {k: (v.cuda() if torch.is_tensor(v) else {n: t.cuda() for n, t in v.items()})
+                                    for k, v in sample["net_input"].items()}}
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16-autocast"):
+                x, terms, grads = _step(model, crit, sample)
+            results.append((x.float().cpu(), {k: t.float().cpu() for k, t in terms.items()},
+                            {n: g.float().cpu() for n, g in grads.items()}))
+    half = len(results) // 2
+    for (x_ref, terms_ref, grads_ref), (x, terms, grads) in zip(results[:half], results[half:]):
+        assert torch.isfinite(x).all() and all(torch.isfinite(t).all() for t in terms.values())
+        assert all(torch.isfinite(g).all() for g in grads.values())
+        torch.testing.assert_close(x, x_ref, atol=0.05 * x_ref.abs().max().item(), rtol=0.05)

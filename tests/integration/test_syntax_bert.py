@@ -664,3 +664,23 @@ def test_accelerator_path_is_finite_in_low_precision(dtype, global_subnet):
         if not global_subnet:
             none = ~mod.has_subnetwork(state.ctx).t()  # T B
             assert none.any() and (got[none] == 0).all()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_cuda_kernels_write_the_interleaved_layout(dtype, monkeypatch):
+    """On a GPU torch's fused attention writes its output sequence-major (``(B, L, H, hd)``), so the interleaved
+    stacked attention hands the topical mixture the kernel's own output, not a copy ``M`` times the queries' size
+    (``stacked_attention`` copies an output in another layout: correct, but the traffic this path exists to cut)."""
+    from syntax_nmt.models.modules.methods.mixed_attention import stacked_additive, stacked_attention
+
+    outputs = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *a, **kw: outputs.append(sdpa(*a, **kw)) or outputs[-1])
+    B, Hh, T, hd, M = 4, 8, 40, 64, 10
+    x = torch.randn(T, B, 3, Hh, hd, device="cuda", dtype=dtype)  # the projections' (T, B, H, hd) layout
+    q, k, v = (x[:, :, i].permute(1, 2, 0, 3) for i in range(3))
+    mask = stacked_additive(torch.rand(B, M, T, T, device="cuda") < 0.5, dtype, True)
+    out = stacked_attention(q, k, v, mask, True)
+    assert out.shape == (B, T, M, Hh, hd) and out.data_ptr() == outputs[-1].data_ptr()
