@@ -619,6 +619,8 @@ def cli_main(argv=None) -> int:
             fail(prog, e)
         print(stats_table(trees))
         return 0
+    if a.compile and (a.count_ops or a.count_bytes):
+        fail(prog, "--compile times compiled layers; --count-ops and --count-bytes count the operations of eager ones")
     try:
         if not a.systems:
             from syntax_nmt.models.modules.methods import registered_methods
@@ -632,8 +634,6 @@ def cli_main(argv=None) -> int:
     bad = [s for s in a.systems if get_system(s).features or get_system(s).stock]
     if bad:
         fail(prog, f"--systems: {', '.join(bad)} are not encoders with a syntax method and no source features")
-    if a.compile and (a.count_ops or a.count_bytes):
-        fail(prog, "--compile times compiled layers; --count-ops and --count-bytes count the operations of eager ones")
     if min(a.lengths) < 2 or a.tokens < max(a.lengths) or a.pieces_per_word < 1 or a.repeats < 1:
         fail(prog, "need lengths >= 2, --tokens >= the longest length, --pieces-per-word >= 1, --repeats >= 1")
     os.makedirs(a.out, exist_ok=True)

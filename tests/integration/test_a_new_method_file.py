@@ -68,7 +68,7 @@ TESTS = ["tests/unit/test_systems.py", "tests/unit/test_demo_budget.py", "tests/
          "tests/unit/test_layering.py", "tests/unit/test_bench_wps.py", "tests/unit/test_bench_length.py",
          "tests/integration/test_method_registry.py"]
 #: their slow tests that read no table (command lines, operation counts): the main run has them
-SKIP = "not shell_interface and not count_ops and not count_bytes and not written_bytes and not tiny_run and not tiny_compiled and not user_errors and not compile_is_not_counted"
+SKIP = "not shell_interface and not count_ops and not tiny_run and not user_errors"
 
 
 @pytest.fixture(scope="module")
