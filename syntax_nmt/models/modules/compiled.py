@@ -52,8 +52,11 @@ def compile_options(cfg) -> Optional[Dict[str, Any]]:
 def _allow_variants() -> None:
     import torch._dynamo  # here, not at the top: the benches read COMPILE_MODES without importing torch
 
+    from syntax_nmt.models.modules.syntax_context import untraced_context
+
     if torch._dynamo.config.recompile_limit < RECOMPILE_LIMIT:
         torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
+    untraced_context()
 
 
 def compiled(fn: Callable, options: Dict[str, Any]) -> Callable:
