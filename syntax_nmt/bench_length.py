@@ -43,8 +43,8 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from syntax_nmt.constants import DICT_FILE
-from syntax_nmt.models.modules.compiled import COMPILE_MODES
 from syntax_nmt.data.streams import stream_dict_path
+from syntax_nmt.models.modules.compiled import COMPILE_MODES
 
 #: subword tags of the ``subword`` stream (annotate/align.py): single-piece word, begin, middle, end
 SUBWORD_TAGS = ("O", "B", "M", "E")
