@@ -44,6 +44,7 @@ import numpy as np
 
 from syntax_nmt.constants import DICT_FILE
 from syntax_nmt.data.streams import stream_dict_path
+from syntax_nmt.models.modules.compiled import COMPILE_MODES
 
 #: subword tags of the ``subword`` stream (annotate/align.py): single-piece word, begin, middle, end
 SUBWORD_TAGS = ("O", "B", "M", "E")
@@ -140,7 +141,8 @@ def _model_args(a) -> List[str]:
 
 
 def build(data: str, a, system: str):
-    """Task, encoder and criterion of ``system`` (``stock``: the same encoder without features or methods)."""
+    """Task, encoder and criterion of ``system`` (``stock``: the same encoder without features or methods); with
+    ``a.compile``, its layers compiled (``--syntax-compile``, the stock encoder's too)."""
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -150,6 +152,7 @@ def build(data: str, a, system: str):
 
     register_with_fairseq()
     extra: List[str] = ["--source-features", ""]
+    compiled = ["--syntax-compile", "--syntax-compile-mode", a.compile_mode] if getattr(a, "compile", False) else []
     criterion = ["--criterion", "label_smoothed_cross_entropy_with_syntax"]
     if system != "stock":
         s = get_system(system)
@@ -161,7 +164,7 @@ def build(data: str, a, system: str):
     argv = [data, "--user-dir", os.path.dirname(os.path.abspath(__import__("syntax_nmt").__file__)),
             "--task", "syntax_translation", "-s", "en", "-t", "de", "--arch", "syntax_transformer",
             *map(str, _model_args(a)),
-            *map(str, extra), *map(str, criterion), "--seed", str(a.seed)]
+            *map(str, extra), *compiled, *map(str, criterion), "--seed", str(a.seed)]
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
@@ -227,29 +230,64 @@ def step(encoder, criterion, batch, dtype) -> Dict[str, float]:
     return row
 
 
-def count_ops(encoder, criterion, batch) -> int:
-    """The operations dispatched (every ATen call torch's dispatcher sees, views and the backward pass's included) in
-    one forward + backward of :func:`step` in float32, with the accelerator paths of the syntax modules forced
-    (:func:`~syntax_nmt.models.modules.device_paths.forced_accelerator_paths`), so counted on a CPU. At
-    Transformer-base width a GPU step is bound by launching kernels, not by arithmetic, and its time follows this
-    number far more closely than the CPU's time does."""
+def written_bytes(func, args, out) -> int:
+    """The bytes an ATen call ``func(*args)`` wrote: every tensor it returned that it wrote in place (annotated as
+    written in the operator's schema: ``self`` of ``add_``, an ``out=`` argument) or that is new; a view of an
+    input (``view``, ``expand``, ``permute``, ``detach``, ``_unsafe_view``...: the return shares an input's storage)
+    writes nothing. An in-place op counts its whole tensor even where it writes part of it (``index_add_``), and a
+    kernel's scratch memory (none of its returns) is not counted."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    inputs = {t.untyped_storage().data_ptr() for t in tree_leaves(args) if isinstance(t, torch.Tensor)}
+    returns = func._schema.returns
+    outs = out if isinstance(out, (tuple, list)) and len(returns) > 1 else (out,)
+    total = 0
+    for ret, value in zip(returns, outs):
+        written = ret.alias_info is not None and ret.alias_info.is_write
+        for t in tree_leaves(value):
+            if isinstance(t, torch.Tensor) and (written or t.untyped_storage().data_ptr() not in inputs):
+                total += t.numel() * t.element_size()
+    return total
+
+
+def dispatch_profile(encoder, criterion, batch) -> Dict:
+    """What one forward + backward of :func:`step` in float32 dispatches, with the accelerator paths of the syntax
+    modules forced (:func:`~syntax_nmt.models.modules.device_paths.forced_accelerator_paths`), so measured on a
+    CPU: ``ops``, every ATen call torch's dispatcher sees (views and the backward pass included); ``bytes``, the
+    bytes those calls write (:func:`written_bytes`); ``by_op``, op name -> ``[calls, bytes]``.
+
+    At Transformer-base width a GPU step is bound by launching kernels and by passes over memory, not by
+    arithmetic: its time follows the operations (each a kernel, or a view that costs a launch's host time) and the
+    bytes written (each written once and read at least once) far more closely than the CPU's time does."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from syntax_nmt.models.modules.device_paths import forced_accelerator_paths
 
-    class Count(TorchDispatchMode):
-        n = 0
+    class Profile(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.by_op: Dict[str, List[int]] = {}
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.n += 1
-            return func(*args, **(kwargs or {}))
+            out = func(*args, **(kwargs or {}))
+            entry = self.by_op.setdefault(func.overloadpacket.__name__, [0, 0])
+            entry[0] += 1
+            entry[1] += written_bytes(func, (args, kwargs), out)
+            return out
 
     with forced_accelerator_paths():
         step(encoder, criterion, batch, torch.float32)  # lazy buffers and caches
-        with Count() as counter:
+        with Profile() as profile:
             step(encoder, criterion, batch, torch.float32)
-    return counter.n
+    by_op = dict(sorted(profile.by_op.items(), key=lambda kv: -kv[1][1]))
+    return {"ops": sum(n for n, _ in by_op.values()), "bytes": sum(b for _, b in by_op.values()), "by_op": by_op}
+
+
+def count_ops(encoder, criterion, batch) -> int:
+    """The operations dispatched in one forward + backward of the accelerator paths (:func:`dispatch_profile`)."""
+    return dispatch_profile(encoder, criterion, batch)["ops"]
 
 
 def _batches(a, device):
@@ -267,18 +305,31 @@ def _batches(a, device):
             yield T, B, make_batch(T, B, task, rng, a.pieces_per_word, device), models
 
 
+#: how many of a system's operations, by the bytes they write beyond the stock encoder's, ``--count-bytes`` lists
+TOP_OPS = 5
+
+
 def run_count(a) -> List[Dict]:
-    """``--count-ops``: :func:`count_ops` of every system and of the stock encoder at every length, on the CPU."""
+    """``--count-ops`` / ``--count-bytes``: :func:`dispatch_profile` of every system and of the stock encoder at every
+    length, on the CPU. A row holds the operations and bytes of the system and of the stock encoder, their ratios,
+    and ``top_ops``: the system's operations that write the most bytes beyond the stock encoder's same operation,
+    ``[name, calls, bytes, stock calls, stock bytes]``."""
     import torch
 
     torch.manual_seed(a.seed)
     rows: List[Dict] = []
     for T, B, batch, models in _batches(a, torch.device("cpu")):
-        counts = {name: count_ops(enc, crit, batch) for name, (enc, crit) in models.items()}
-        rows += [{"system": name, "T": T, "batch": B, "ops": counts[name], "stock_ops": counts["stock"],
-                  "ops_ratio": counts[name] / counts["stock"]} for name in a.systems]
-        print(f"T={T:>4} B={B:>4}  stock {counts['stock']} ops  " + "  ".join(
-            f"{r['system']} {r['ops_ratio']:.2f}x" for r in rows if r["T"] == T), flush=True)
+        profiles = {name: dispatch_profile(enc, crit, batch) for name, (enc, crit) in models.items()}
+        stock = profiles["stock"]
+        for name in a.systems:
+            p = profiles[name]
+            extra = sorted(p["by_op"], key=lambda op: -(p["by_op"][op][1] - stock["by_op"].get(op, [0, 0])[1]))
+            rows.append({"system": name, "T": T, "batch": B, "ops": p["ops"], "stock_ops": stock["ops"],
+                         "ops_ratio": p["ops"] / stock["ops"], "bytes": p["bytes"], "stock_bytes": stock["bytes"],
+                         "bytes_ratio": p["bytes"] / stock["bytes"],
+                         "top_ops": [[op, *p["by_op"][op], *stock["by_op"].get(op, [0, 0])] for op in extra[:TOP_OPS]]})
+        print(f"T={T:>4} B={B:>4}  stock {stock['ops']} ops {stock['bytes'] / 2 ** 30:.2f} GiB  " + "  ".join(
+            f"{r['system']} {r['ops_ratio']:.2f}x/{r['bytes_ratio']:.2f}x" for r in rows if r["T"] == T), flush=True)
     return rows
 
 
@@ -353,6 +404,27 @@ def ops_table(rows: List[Dict]) -> str:
     v = ops_verdicts(rows)
     if v:
         lines += ["", "targets (T=256): " + "; ".join(f"{k} {x}" for k, x in v.items())]
+    return "\n".join(lines)
+
+
+def bytes_table(rows: List[Dict]) -> str:
+    """``--count-bytes``: the bytes written per system and length (ratio to the stock encoder), and at the longest
+    length the operations that write the most beyond the stock encoder's."""
+    lengths = sorted({r["T"] for r in rows})
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    at = {(r["system"], r["T"]): r for r in rows}
+    last = lengths[-1]
+    lines = ["bytes written by the operations of one forward + backward, accelerator paths (system / stock):",
+             "| system | " + " | ".join(f"T={T}" for T in lengths) + f" | GiB at T={last} | most bytes beyond the "
+             f"stock encoder's at T={last} (op: system / stock GiB) |",
+             "|---|" + "---:|" * (len(lengths) + 1) + "---|"]
+    for s in systems:
+        r = at[s, last]
+        top = ", ".join(f"{op} {b / 2 ** 30:.2f} / {sb / 2 ** 30:.2f}" for op, _, b, _, sb in r["top_ops"][:3])
+        lines.append(f"| {s} | " + " | ".join(f"{at[s, T]['bytes_ratio']:.2f}" for T in lengths)
+                     + f" | {r['bytes'] / 2 ** 30:.2f} | {top} |")
+    lines += ["", "stock encoder: " + ", ".join(
+        f"T={T}: {at[systems[0], T]['stock_bytes'] / 2 ** 30:.2f} GiB" for T in lengths)]
     return "\n".join(lines)
 
 
@@ -451,6 +523,14 @@ def get_parser() -> argparse.ArgumentParser:
                    help="instead of timing: count the operations dispatched in one forward + backward of each "
                    "system's accelerator (GPU) code path, forced on the CPU, against the stock encoder (what a "
                    "GPU's step time follows at Transformer-base width; writes bench-length-ops.json)")
+    p.add_argument("--compile", action="store_true",
+                   help="time every encoder (the stock one too) with its layers compiled: --syntax-compile, torch.compile "
+                   "with dynamic shapes (each system compiles in its warm-up pass at the first length)")
+    p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, help="torch.compile's mode with --compile")
+    p.add_argument("--count-bytes", action="store_true",
+                   help="instead of timing: count the bytes written by the operations of one forward + backward of "
+                   "each system's accelerator path, forced on the CPU, against the stock encoder (the memory traffic a "
+                   "GPU's step time also follows; writes bench-length-bytes.json; with --count-ops, both in one pass)")
     return p
 
 
@@ -539,6 +619,8 @@ def cli_main(argv=None) -> int:
             fail(prog, e)
         print(stats_table(trees))
         return 0
+    if a.compile and (a.count_ops or a.count_bytes):
+        fail(prog, "--compile times compiled layers; --count-ops and --count-bytes count the operations of eager ones")
     try:
         if not a.systems:
             from syntax_nmt.models.modules.methods import registered_methods
@@ -558,7 +640,7 @@ def cli_main(argv=None) -> int:
 
     import torch
 
-    device = "cuda" if torch.cuda.is_available() and not a.cpu and not a.count_ops else "cpu"
+    device = "cuda" if torch.cuda.is_available() and not a.cpu and not (a.count_ops or a.count_bytes) else "cpu"
     floor, have = memory_floor(a), _machine_bytes(device)
     if floor > have:
         fail(prog, f"--tokens {a.tokens} at --dim {a.dim}, {a.layers} layers, {a.heads} heads and length "
@@ -568,14 +650,25 @@ def cli_main(argv=None) -> int:
     warnings.filterwarnings("ignore", module="hydra")
 
     start = time.time()
-    if a.count_ops:
+    if a.count_ops or a.count_bytes:
         rows = run_count(a)
         setup = (f"{a.layers} layers, width {a.dim}, {a.heads} heads, {a.tokens} tokens per batch, float32, "
                  f"accelerator paths forced on the CPU")
-        print(f"\n=== operations dispatched against the stock encoder ({setup})\n{ops_table(rows)}")
-        with open(os.path.join(a.out, "bench-length-ops.json"), "w") as f:
-            json.dump({"setup": setup, "args": dict(vars(a)), "rows": rows}, f, indent=2)
-        print(f"bench-length --count-ops finished in {time.time() - start:.0f}s; bench-length-ops.json in {a.out}")
+        written = []
+        if a.count_ops:
+            print(f"\n=== operations dispatched against the stock encoder ({setup})\n{ops_table(rows)}")
+            keys = ("system", "T", "batch", "ops", "stock_ops", "ops_ratio")
+            with open(os.path.join(a.out, "bench-length-ops.json"), "w") as f:
+                json.dump({"setup": setup, "args": dict(vars(a)), "rows": [{k: r[k] for k in keys} for r in rows]},
+                          f, indent=2)
+            written.append("bench-length-ops.json")
+        if a.count_bytes:
+            print(f"\n=== bytes written against the stock encoder ({setup})\n{bytes_table(rows)}")
+            with open(os.path.join(a.out, "bench-length-bytes.json"), "w") as f:
+                json.dump({"setup": setup, "args": dict(vars(a)), "rows": rows}, f, indent=2)
+            written.append("bench-length-bytes.json")
+        flags = " ".join(f for f, on in (("--count-ops", a.count_ops), ("--count-bytes", a.count_bytes)) if on)
+        print(f"bench-length {flags} finished in {time.time() - start:.0f}s; {' and '.join(written)} in {a.out}")
         return 0
     try:
         rows = run(a)
@@ -586,7 +679,7 @@ def cli_main(argv=None) -> int:
                    f"({str(e).strip().splitlines()[0][:200]}): lower --tokens, --dim or --lengths")
     setup = (f"{a.layers} layers, width {a.dim}, FFN {4 * a.dim}, {a.heads} heads, {a.tokens} tokens per batch, "
              f"{a.precision} on {device}{'' if device == 'cuda' else f' ({torch.get_num_threads()} threads)'}, "
-             f"median of {a.repeats}")
+             f"median of {a.repeats}{f', layers compiled (torch.compile, mode {a.compile_mode})' if a.compile else ''}")
     print(f"\n=== encoder forward + backward against the stock encoder ({setup})\n{table(rows)}")
     with open(os.path.join(a.out, "bench-length.json"), "w") as f:
         json.dump({"setup": setup, "args": {k: v for k, v in vars(a).items()}, "rows": rows}, f, indent=2)

@@ -31,6 +31,7 @@ from syntax_nmt.models.modules.source_feature_embedding import (
     resolve_feature_dims,
     word_embedding_dim,
 )
+from syntax_nmt.models.modules.compiled import COMPILE_MODES
 from syntax_nmt.models.modules.inference_needs import inference_needs
 from syntax_nmt.models.modules.methods import build_methods, parse_methods, registered_methods
 from syntax_nmt.models.modules.methods.base import method_title
@@ -69,6 +70,16 @@ class SyntaxModelConfig(FairseqDataclass):
     )
     syntax_attention: str = field(
         default="none", metadata={"help": "syntax methods of the encoder (the list: --help)"},
+    )
+    syntax_compile: bool = field(
+        default=False,
+        metadata={"help": "compile the encoder layers with torch.compile, with dynamic shapes (batches of other "
+                  "lengths reuse the compiled code); a compiled layer's syntax method takes its accelerator path on "
+                  "every device. Off by default: its effect on a GPU, and under --fp16, is not measured yet"},
+    )
+    syntax_compile_mode: ChoiceEnum(list(COMPILE_MODES)) = field(
+        default="default", metadata={"help": "torch.compile's mode with --syntax-compile (reduce-overhead: CUDA "
+                                     "graphs, recorded once per batch shape)"}
     )
     target_factor_input: bool = field(
         default=False,
@@ -354,6 +365,8 @@ def syntax_base_architecture(args):
     args.feature_combine = getattr(args, "feature_combine", "concat")
     args.syntax_attention = getattr(args, "syntax_attention", "none")
     args.target_factor_input = getattr(args, "target_factor_input", False)
+    args.syntax_compile = getattr(args, "syntax_compile", False)
+    args.syntax_compile_mode = getattr(args, "syntax_compile_mode", "default")
     for method in registered_methods().values():
         for name, value in method.legacy_args.items():
             if not hasattr(args, name):  # the saved args of a checkpoint trained before the option

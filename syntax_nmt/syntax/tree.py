@@ -46,9 +46,8 @@ Bad input (cycles in ``heads``) never hangs: every loop has a fixed iteration
 count; nodes on a cycle simply see the whole cycle as ancestors.
 """
 
-import functools
 import math
-from typing import NamedTuple, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 
@@ -389,22 +388,31 @@ class WordTree:
         self.word_index = word_index
         self.special = special
         self.parents = parents
+        # computed on first read (plain attributes, not functools.cached_property, whose lock in Python < 3.12
+        # stops torch.compile's tracing: --syntax-compile)
+        self._ancestor: Optional[torch.Tensor] = None
+        self._distances: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
 
-    @functools.cached_property
+    @property
     def ancestor(self) -> torch.Tensor:
-        return ancestor_matrix(self.parents)
-
-    @functools.cached_property
-    def _distances(self) -> Tuple[torch.Tensor, torch.Tensor]:
-        return tree_distances(self.ancestor)
+        if self._ancestor is None:
+            self._ancestor = ancestor_matrix(self.parents)
+        return self._ancestor
 
     @property
     def dist(self) -> torch.Tensor:
-        return self._distances[0]
+        return self.distances[0]
 
     @property
     def connected(self) -> torch.Tensor:
-        return self._distances[1]
+        return self.distances[1]
+
+    @property
+    def distances(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``(dist, connected)`` (:func:`tree_distances`)."""
+        if self._distances is None:
+            self._distances = tree_distances(self.ancestor)
+        return self._distances
 
 
 def word_tree(heads: torch.Tensor, word_start: torch.Tensor, special: torch.Tensor) -> WordTree:

@@ -538,3 +538,149 @@ def test_every_mask_empty_gives_zero_gradients_not_none(paths, monkeypatch):
     for name in ("q_proj", "k_proj", "v_proj"):
         grad = getattr(mod, name).weight.grad
         assert grad is not None and torch.equal(grad, torch.zeros_like(grad)), name
+
+
+# -- the accelerator path: one stacked fused-attention call and the topical mixture as one node --------------------
+
+
+def _mixture_by_autograd(out, r, valid):
+    """Eq. 2 from the interleaved sub-network outputs ``(B, T, M, H, hd)``, written out for autograd."""
+    logits = torch.einsum("btmhd,hd->btm", out, r.to(out.dtype))
+    s = torch.softmax(logits.masked_fill(~valid, torch.finfo(torch.float32).min / 2), dim=-1)
+    return torch.einsum("btmhd,btm->bhtd", out, s * valid.any(-1, keepdim=True))
+
+
+def test_topical_mixture_is_eq_2_with_its_gradients():
+    """float64 gradcheck of the hand-written backward pass (outputs and ``r``), on tokens with no sub-network, one,
+    or several."""
+    torch.manual_seed(0)
+    B, Hh, T, M, hd = 2, 2, 3, 4, 3
+    out = torch.randn(B, T, M, Hh, hd, dtype=torch.float64, requires_grad=True)
+    r = torch.randn(Hh, hd, dtype=torch.float64, requires_grad=True)
+    valid = torch.rand(B, T, M) < 0.6
+    valid[0, 0] = False  # no sub-network: weight 0, output 0
+    valid[1, 1] = False
+    valid[1, 1, 2] = True  # one: weight 1
+    valid[1, 2] = True
+    torch.testing.assert_close(sbmod.topical_mixture(out, r, valid), _mixture_by_autograd(out, r, valid))
+    assert torch.equal(sbmod.topical_mixture(out, r, valid)[0, :, 0], torch.zeros(Hh, hd, dtype=torch.float64))
+    assert torch.autograd.gradcheck(lambda o, q: sbmod.topical_mixture(o, q, valid), (out, r))
+
+
+def test_topical_mixture_writes_the_sub_networks_gradient_once():
+    """The memory traffic the node exists to save (issue 49): its forward pass writes a fraction of the ``M``
+    outputs' size (the mixed output, ``1 / M`` of it, and per-sub-network scalars), its backward pass their gradient
+    once; autograd through the same formula writes four or more tensors that large in the backward pass (a product
+    for each use of ``A_j``, their sum, a copy)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from syntax_nmt.bench_length import written_bytes
+
+    class Written(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.total += written_bytes(func, (args, kwargs), out)
+            return out
+
+    torch.manual_seed(0)
+    B, Hh, T, M, hd = 4, 4, 16, 10, 16
+    valid = torch.rand(B, T, M) < 0.5
+
+    def traffic(mixture):
+        out = torch.randn(B, T, M, Hh, hd, requires_grad=True)
+        r = torch.randn(Hh, hd, requires_grad=True)
+        grad = torch.randn(B, Hh, T, hd)
+        with Written() as fwd:
+            y = mixture(out, r, valid)
+        with Written() as bwd:
+            y.backward(grad)
+        return fwd.total / out.nbytes, bwd.total / out.nbytes
+
+    fwd, bwd = traffic(sbmod.topical_mixture)
+    assert fwd < 0.5 and bwd < 2.0, (fwd, bwd)
+    assert traffic(_mixture_by_autograd)[1] > 3.0  # what the node saves
+
+
+@pytest.mark.parametrize("global_subnet,sibling,max_distance", [
+    (True, "lca", 3), (False, "lca", 3), (True, "disjoint", 3), (False, "disjoint", 1), (True, "lca", 1),
+    (True, "lca", 0)])
+def test_accelerator_path_equals_the_implementation_before_it(global_subnet, sibling, max_distance, monkeypatch):
+    """The accelerator (GPU) path, forced on the CPU, against the explicit implementation before the fused path, in
+    every setting of the layer (the model test, tests/integration/test_accelerator_paths.py, covers the default):
+    fp32 outputs to 1e-5, gradients to 1e-5 of their scale; and it is the path taken (one stacked call)."""
+    from syntax_nmt.models.modules.device_paths import forced_accelerator_paths
+
+    stacked = []
+    real = sbmod.stacked_attention
+    monkeypatch.setattr(sbmod, "stacked_attention", lambda *a: stacked.append(a[3].shape[2]) or real(*a))
+    rng = random.Random(70)
+    for trial, kind in enumerate(["mixed", "single", "short"]):
+        rows, pad = _rows_of(rng, kind)
+        h, w, s = make_batch(rows)
+        B, T = h.shape
+        mod, state = _module(max_distance, global_subnet, "exclude", sibling, seed=60 + trial)
+        x0 = torch.randn(T, B, C)
+        probe = torch.randn(T, B, C)
+        with forced_accelerator_paths():
+            got, g_got = _forward_backward(mod, state, h, w, s, pad, x0, probe)
+        M = mod.num_masks + (global_subnet or mod.num_masks == 0)
+        assert len(stacked) == trial + 1 and stacked[-1] == M * T
+        with monkeypatch.context() as m:
+            m.setattr(SyntaxBertAttention, "fused_attention", lambda self, *a: None)
+            m.setattr(SyntaxBertAttention, "probabilities", _reference_probabilities)
+            before, g_before = _forward_backward(mod, state, h, w, s, pad, x0, probe)
+        assert before.abs().max() > 0.5
+        _assert_same(got, g_got, before, g_before)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("global_subnet", [True, False])
+def test_accelerator_path_is_finite_in_low_precision(dtype, global_subnet):
+    """The module cast to fp16/bf16 (fairseq's --fp16/--bf16), accelerator path forced on the CPU: finite outputs
+    and gradients, close to float32 on average, exactly zero where a token has no sub-network. (Not every value is
+    close: this module's topical softmax is sharp, ``q_task`` drawn 3x wider than trained ones, and in bf16 a token
+    whose two sub-networks' logits were 0.16 apart in float32 mixed them 0.37 / 0.62 instead of 0.54 / 0.45, the
+    sub-network outputs themselves being bf16: 3 of 608 values off by 2.3. The accelerator path before the topical
+    mixture node gave the same values.)"""
+    from syntax_nmt.models.modules.device_paths import forced_accelerator_paths
+
+    rng = random.Random(71)
+    for trial in range(2):
+        rows, pad = _rows(rng)
+        h, w, s = make_batch(rows)
+        B, T = h.shape
+        mod, state = _module(3, global_subnet, "exclude", "lca", seed=70 + trial)
+        x0 = torch.randn(T, B, C)
+        probe = torch.randn(T, B, C)
+        with forced_accelerator_paths():
+            ref, _ = _forward_backward(mod, state, h, w, s, pad, x0, probe)
+            mod.to(dtype)
+            got, grads = _forward_backward(mod, state, h, w, s, pad, x0.to(dtype), probe.to(dtype))
+        assert got.dtype == dtype and torch.isfinite(got).all()
+        assert all(torch.isfinite(g).all() for g in grads.values())
+        assert (got.float() - ref).abs().mean() <= 0.01 * ref.abs().max()
+        if not global_subnet:
+            none = ~mod.has_subnetwork(state.ctx).t()  # T B
+            assert none.any() and (got[none] == 0).all()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_cuda_kernels_write_the_interleaved_layout(dtype, monkeypatch):
+    """On a GPU torch's fused attention writes its output sequence-major (``(B, L, H, hd)``), so the interleaved
+    stacked attention hands the topical mixture the kernel's own output, not a copy ``M`` times the queries' size
+    (``stacked_attention`` copies an output in another layout: correct, but the traffic this path exists to cut)."""
+    from syntax_nmt.models.modules.methods.mixed_attention import stacked_additive, stacked_attention
+
+    outputs = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *a, **kw: outputs.append(sdpa(*a, **kw)) or outputs[-1])
+    B, Hh, T, hd, M = 4, 8, 40, 64, 10
+    x = torch.randn(T, B, 3, Hh, hd, device="cuda", dtype=dtype)  # the projections' (T, B, H, hd) layout
+    q, k, v = (x[:, :, i].permute(1, 2, 0, 3) for i in range(3))
+    mask = stacked_additive(torch.rand(B, M, T, T, device="cuda") < 0.5, dtype, True)
+    out = stacked_attention(q, k, v, mask, True)
+    assert out.shape == (B, T, M, Hh, hd) and out.data_ptr() == outputs[-1].data_ptr()

@@ -125,6 +125,7 @@ def test_tiny_run_writes_consistent_results(tmp_path):
     (["--systems", "syntax-infused"], "not encoders with a syntax method"),
     (["--systems", "nope"], "nope"),
     (["--lengths", "64", "--tokens", "32"], "--tokens >= the longest length"),
+    (["--compile", "--count-bytes"], "--compile times compiled layers"),
     # a step that cannot fit this machine (a 98-line traceback, or hours building the batch)
     (["--lengths", "4", "--tokens", "100000000000", "--systems", "sgnet"],
      "--tokens 100000000000 at --dim 256, 6 layers, 4 heads and length 4 need at least 2324581.1 GiB for one step, "
@@ -163,14 +164,16 @@ def test_parse_stats_of_a_missing_file_is_a_one_line_error(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no.txt" in proc.stderr
 
 
-def test_count_ops_counts_the_accelerator_paths(tmp_path):
+def test_count_ops_and_bytes_count_the_accelerator_paths(tmp_path):
     """``--count-ops``: operations of one forward + backward, the accelerator paths forced on the CPU; a method adds
-    operations to the stock encoder's, and Syntax-BERT's stacked sub-networks cost far less than one call each."""
+    operations to the stock encoder's, and Syntax-BERT's stacked sub-networks cost far less than one call each.
+    ``--count-bytes``, in the same pass: the bytes those operations write, against the stock encoder's, and the
+    operations that write the most beyond it."""
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
-         "--layers", "2", "--dim", "16", "--heads", "2", "--count-ops", "--systems", "sla,syntax_bert"],
-        capture_output=True, text=True, timeout=300)
+         "--layers", "2", "--dim", "16", "--heads", "2", "--count-ops", "--count-bytes", "--systems",
+         "sla,syntax_bert"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((out / "bench-length-ops.json").read_text())["rows"]
     assert [(r["system"], r["T"]) for r in rows] == [(s, T) for T in (8, 16) for s in ("sla", "syntax_bert")]
@@ -180,6 +183,18 @@ def test_count_ops_counts_the_accelerator_paths(tmp_path):
     # 3 * 3 + 1 sub-networks per layer in one fused call: fewer than twice the stock count
     assert at["syntax_bert", 16] < 2 * rows[0]["stock_ops"]
     assert "operations dispatched" in proc.stdout and not (out / "bench-length.json").exists()
+    rows = json.loads((out / "bench-length-bytes.json").read_text())["rows"]
+    assert [(r["system"], r["T"], r["ops"]) for r in rows] == [(s, T, at[s, T]) for T in (8, 16)
+                                                             for s in ("sla", "syntax_bert")]
+    for r in rows:
+        assert r["bytes"] > r["stock_bytes"] > 10_000 and r["bytes_ratio"] == pytest.approx(r["bytes"] / r["stock_bytes"])
+        assert len(r["top_ops"]) == bl.TOP_OPS
+        extra = [b - sb for _, _, b, _, sb in r["top_ops"]]
+        assert extra == sorted(extra, reverse=True) and extra[0] > 0
+    # Syntax-BERT's 10 sub-networks: its largest extra writes are the stacked attention's and the mixture's
+    top = {op for op, *_ in rows[-1]["top_ops"][:3]}
+    assert top & {"clone", "bmm", "_scaled_dot_product_flash_attention_for_cpu"}, top
+    assert "bytes written" in proc.stdout and "| syntax_bert |" in proc.stdout
 
 
 def test_ops_verdicts_compare_with_the_targets():
@@ -203,3 +218,50 @@ def test_count_ops_takes_the_accelerator_paths(tmp_path, monkeypatch):
     calls.clear()
     bl.step(enc, crit, batch, torch.float32)  # outside the count the CPU takes its own path
     assert calls == [] and n > 100
+
+
+def test_written_bytes_counts_what_an_operation_writes():
+    """New tensors and tensors written in place count; views of an input (even ``_unsafe_view``, which its schema
+    does not mark as one) write nothing."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.calls.append((func.overloadpacket.__name__, bl.written_bytes(func, (args, kwargs), out)))
+            return out
+
+    a = torch.randn(4, 6)
+    b = torch.randn(4, 6)
+    big = torch.randn(3, 4, 6)
+    with Log() as log:
+        a + b  # new (4, 6): 96 bytes
+        a.add_(b)  # in place: 96
+        a.t()  # a view
+        a.view(24)
+        a.unsqueeze(0).expand(5, 4, 6).reshape(120)  # a copy of the expanded tensor: 480 bytes
+        torch.sort(a, dim=1)  # two returns: values 96 + indices 192
+        torch.add(a, b, out=b)  # out=: 96
+        big.reshape(12, 6)  # contiguous: a view
+        torch.ops.aten._unsafe_view(big, [12, 6])  # no alias annotation, but shares the storage
+    got = [c for c in log.calls if c[1]]
+    assert got == [("add", 96), ("add_", 96), ("clone", 480), ("sort", 96 + 192), ("add", 96)], log.calls
+    assert {name for name, n in log.calls if n == 0} >= {"t", "view", "expand", "_unsafe_view"}
+
+
+@pytest.mark.slow
+def test_tiny_compiled_run(tmp_path):
+    """``--compile``: the stock and a method's encoder timed with their layers compiled (inductor; minutes)."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+         "--layers", "2", "--dim", "16", "--heads", "2", "--repeats", "1", "--threads", "1", "--cpu",
+         "--systems", "syntax_bert", "--compile"], capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((out / "bench-length.json").read_text())
+    assert "layers compiled (torch.compile, mode default)" in result["setup"]
+    assert [(r["system"], r["T"]) for r in result["rows"]] == [("syntax_bert", 8), ("syntax_bert", 16)]

@@ -14,15 +14,18 @@ counted there (``make bench-length BENCH_LENGTH_ARGS=--count-ops``).
 import contextlib
 from typing import Iterator
 
+import torch
 from torch import Tensor
 
 _forced = False
 
 
 def cpu_paths(t: Tensor) -> bool:
-    """Whether a module working on ``t`` takes its CPU-tuned paths: ``t`` is on the CPU and the accelerator paths
-    are not forced (:func:`forced_accelerator_paths`)."""
-    return t.device.type == "cpu" and not _forced
+    """Whether a module working on ``t`` takes its CPU-tuned paths: ``t`` is on the CPU, the accelerator paths are not
+    forced (:func:`forced_accelerator_paths`) and the code is not being compiled (``--syntax-compile``): a compiled
+    layer takes the accelerator paths on every device, whose shapes do not depend on the data (the CPU's sparse plans
+    read mask sizes on the host) and whose few operations are what a compiler fuses."""
+    return t.device.type == "cpu" and not _forced and not torch.compiler.is_compiling()
 
 
 @contextlib.contextmanager

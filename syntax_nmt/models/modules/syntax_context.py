@@ -38,9 +38,11 @@ class SyntaxContext:
         self.outputs: Dict[str, Any] = {}
 
     def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per batch under ``key``; later calls return the same object."""
+        """``compute()`` once per batch under ``key``; later calls return the same object. In a compiled layer
+        (``--syntax-compile``) ``compute`` runs eagerly: its shapes and loops depend on the batch's length."""
         if key not in self._cache:
-            self._cache[key] = compute()
+            compiling = _untraced is not None and torch.compiler.is_compiling()
+            self._cache[key] = _untraced(compute) if compiling else compute()
         return self._cache[key]
 
     def record_output(self, key: str, value: Any) -> None:
@@ -73,6 +75,23 @@ class SyntaxContext:
     def additive(self, key: Hashable, allowed: Callable[[], Tensor], dtype: torch.dtype = torch.float32) -> Tensor:
         """Cached additive version (0 / very negative, finite in ``dtype``) of a bool mask."""
         return self.cached(("additive", key, dtype), lambda: additive_mask(allowed(), dtype))
+
+
+def _call(compute: Callable[[], Any]) -> Any:
+    return compute()
+
+
+#: ``_call`` under ``torch.compiler.disable`` once a layer is compiled (:func:`untraced_context`); None before: the
+#: decorator imports torch._dynamo, seconds that an eager process does not need to spend
+_untraced: Optional[Callable[[Callable[[], Any]], Any]] = None
+
+
+def untraced_context() -> None:
+    """From now on, compiled code (``--syntax-compile``, :mod:`syntax_nmt.models.modules.compiled`) computes what
+    :meth:`SyntaxContext.cached` computes eagerly, untraced (a graph break where it first reads it)."""
+    global _untraced
+    if _untraced is None:
+        _untraced = torch.compiler.disable(_call)
 
 
 class SyntaxState:

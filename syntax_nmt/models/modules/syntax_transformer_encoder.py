@@ -18,6 +18,7 @@ from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules import transformer_layer
 from torch import Tensor, nn
 
+from syntax_nmt.models.modules.compiled import compile_module, compile_options, compiled
 from syntax_nmt.models.modules.inference_needs import describe_needs, inference_needs, inference_streams
 from syntax_nmt.models.modules.methods import build_methods
 from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
@@ -43,15 +44,19 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
         checkpoint (bool): recompute the layer in the backward pass instead of storing its
             activations (``--checkpoint-activations``; identical results). With
             ``--offload-activations`` the layer is recomputed too, but its inputs stay on the device.
+        compile_options (dict): ``torch.compile`` options of the layer's computation (``--syntax-compile``,
+            :mod:`~syntax_nmt.models.modules.compiled`), or None.
     """
 
     def __init__(self, cfg, state, attention_builder=None, input_builders=None, return_fc=False,
-                 checkpoint=False):
+                 checkpoint=False, compile_options=None):
         self._attention_builder = attention_builder  # read by build_self_attention during __init__
         super().__init__(cfg, return_fc=return_fc)
         self._attention_builder = None
         self.syntax_state = state
         self.checkpoint = checkpoint
+        #: ``torch.compile`` options of :meth:`layer_body` (``--syntax-compile``), or None: eager
+        self.compile_options = compile_options
         self.syntax_inputs = None
         if input_builders:
             self.syntax_inputs = nn.ModuleDict({name: b(self.embed_dim) for name, b in input_builders.items()})
@@ -72,11 +77,19 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
     def forward_with_context(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
                              ctx: SyntaxContext):
         """fairseq's layer forward with the batch's context ``ctx`` given explicitly."""
+        with self.syntax_state.bound(ctx):  # for the self-attention, which fairseq calls without it
+            if self.compile_options is not None:  # --syntax-compile: the layer's computation, compiled
+                return compiled(SyntaxEncoderLayer.layer_body, self.compile_options)(
+                    self, x, encoder_padding_mask, attn_mask, ctx)
+            return self.layer_body(x, encoder_padding_mask, attn_mask, ctx)
+
+    def layer_body(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
+                   ctx: SyntaxContext):
+        """The layer's computation, ``ctx`` bound: its input modules, then fairseq's layer."""
         if self.syntax_inputs is not None:
             for module in self.syntax_inputs.values():
                 x = module(x, ctx)
-        with self.syntax_state.bound(ctx):  # for the self-attention, which fairseq calls without it
-            return super().forward(x, encoder_padding_mask, attn_mask)
+        return super().forward(x, encoder_padding_mask, attn_mask)
 
 
 class SyntaxTransformerEncoder(TransformerEncoderBase):
@@ -93,6 +106,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         self.syntax_state = SyntaxState()
         self._methods = build_methods(cfg, cfg.encoder.layers)
         self._layer_counter = 0
+        self._compile = compile_options(cfg)
         super().__init__(cfg, dictionary, embed_tokens)
         self.feature_names = list(embed_tokens.names) if isinstance(embed_tokens, SourceFeatureEmbedding) else []
         self.syntax_methods = [m.name for m in self._methods]
@@ -127,23 +141,24 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             if probe is not None:
                 inputs[m.name] = (lambda mod: lambda dim: mod)(probe)
         if attention is None and not inputs:
-            return super().build_encoder_layer(cfg)
+            return self.build_plain_encoder_layer(cfg)
         # checkpointed by the layer itself, not by fairseq's checkpoint_wrapper: that one recomputes
         # the layer from its arguments, which lack the syntax context (and runs the first forward
         # without gradients, which would cut off the tensors methods leave in ctx.outputs)
         layer = SyntaxEncoderLayer(cfg, state, attention, inputs, return_fc=self.return_fc,
-                                   checkpoint=cfg.checkpoint_activations)
+                                   checkpoint=cfg.checkpoint_activations, compile_options=self._compile)
         return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
 
     def build_plain_encoder_layer(self, cfg):
-        """fairseq's own encoder layer."""
-        return super().build_encoder_layer(cfg)
+        """fairseq's own encoder layer (compiled in place with ``--syntax-compile``)."""
+        layer = super().build_encoder_layer(cfg)
+        return layer if self._compile is None else compile_module(layer, self._compile)
 
     def build_syntax_encoder_layer(self, cfg, attention_builder):
         """An encoder layer outside the stack (for modules that need one, e.g. SG-Net's): fairseq's layer whose
         self-attention is ``attention_builder(embed_dim, cfg)``, called with the batch's context
         (:meth:`SyntaxEncoderLayer.forward_with_context`); not checkpointed by itself."""
-        return SyntaxEncoderLayer(cfg, self.syntax_state, attention_builder)
+        return SyntaxEncoderLayer(cfg, self.syntax_state, attention_builder, compile_options=self._compile)
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Checkpoints from before the method registry kept SG-Net at ``{name}.syntax_layer``

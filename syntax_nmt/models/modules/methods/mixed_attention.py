@@ -173,37 +173,52 @@ def key_padding_allowed(key_padding_mask: Optional[Tensor], B: int, T: int, devi
     return ~key_padding_mask.bool().view(B, 1, T).expand(B, T, T)
 
 
-def stacked_additive(allowed: Tensor, dtype: torch.dtype) -> Tensor:
+def stacked_additive(allowed: Tensor, dtype: torch.dtype, interleaved: bool = False) -> Tensor:
     """The additive mask of :func:`stacked_attention` for ``m`` bool masks ``allowed`` ``(B, m, T, T)`` (query x key):
     ``(B, 1, m * T, T)`` ``dtype``, 0 at allowed keys and the explicit path's large finite negative value elsewhere
-    (a row with no allowed key gets a harmless uniform distribution, never NaN). Its rows are stored
+    (a row with no allowed key gets a harmless uniform distribution, never NaN). Its rows are mask by mask (row
+    ``j * T + t``), or with ``interleaved`` query by query (row ``t * m + j``). They are stored
     ``ceil(T / 16) * 16`` wide, the alignment of torch's memory-efficient attention kernel, which would otherwise
     copy the mask at every call; the last dimension is a view of the first ``T`` columns."""
     B, m, T, _ = allowed.shape
     width = -(-T // 16) * 16
+    rows = allowed.transpose(1, 2) if interleaved else allowed
     out = torch.zeros(B, 1, m * T, width, dtype=dtype, device=allowed.device)
-    out[..., :T].masked_fill_(~allowed.reshape(B, 1, m * T, T), torch.finfo(dtype).min / 2)
+    out[..., :T].masked_fill_(~rows.reshape(B, 1, m * T, T), torch.finfo(dtype).min / 2)
     return out[..., :T]
 
 
-def stacked_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+def stacked_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, interleaved: bool = False) -> Tensor:
     """``softmax(Q K^T + M_j) V`` for ``m`` masks ``M_j`` at once, ``(B, H, m, T, hd)``: one call of torch's fused
     attention whose queries are ``Q`` repeated ``m`` times, against the keys and values as they are (so their
-    gradients are summed inside the kernel), with the stacked mask of :func:`stacked_additive`.
+    gradients are summed inside the kernel), with the stacked mask of :func:`stacked_additive` (made with the same
+    ``interleaved``).
 
     On a GPU a layer's masked softmaxes then cost one kernel (and one in the backward pass) instead of one per mask;
     no ``(B, H, T, T)`` scores are kept for the backward pass. The price is the repeated queries, ``m`` times
     ``Q``'s memory.
 
+    With ``interleaved`` the repeated queries are laid out ``(B, T, m, H, hd)`` (the sequence before the heads, the
+    layout torch's fused kernels work in: on a GPU they write their output that way whatever the queries' layout, on
+    a CPU the output follows the queries'), and so is the result, ``(B, T, m, H, hd)``, contiguous: the ``m`` outputs
+    of a query, every head, are one ``(m, H hd)`` matrix, so a per-query mixture of them is one batched product with
+    no copy (Syntax-BERT's topical attention, :func:`~syntax_nmt.models.modules.methods.syntax_bert.topical_mixture`).
+    (An output in another layout is copied into this one: the same values, more memory traffic.)
+
     Args:
         q, k, v: ``(B, H, T, hd)``, ``q`` already scaled.
         mask: ``(B, 1, m * T, T)`` additive, in ``q``'s dtype (:func:`stacked_additive`).
+        interleaved: the mask's rows are query by query, and so is the result.
     """
     B, H, T, hd = q.shape
     m = mask.shape[2] // T
-    queries = q.unsqueeze(2).expand(B, H, m, T, hd).reshape(B, H, m * T, hd)
+    if not interleaved:
+        queries = q.unsqueeze(2).expand(B, H, m, T, hd).reshape(B, H, m * T, hd)
+        out = torch.nn.functional.scaled_dot_product_attention(queries, k, v, attn_mask=mask, scale=1.0)
+        return out.view(B, H, m, T, hd)
+    queries = q.transpose(1, 2).unsqueeze(2).expand(B, T, m, H, hd).reshape(B, T * m, H, hd).transpose(1, 2)
     out = torch.nn.functional.scaled_dot_product_attention(queries, k, v, attn_mask=mask, scale=1.0)
-    return out.view(B, H, m, T, hd)
+    return out.transpose(1, 2).reshape(B, T, m, H, hd).contiguous()
 
 
 def masked_softmax(scores: Tensor, additive: Tensor) -> Tensor:

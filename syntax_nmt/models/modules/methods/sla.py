@@ -110,7 +110,8 @@ class SyntaxLocalAttention(MixedSelfAttention):
 
         out = stacked_attention(q, k, v, ctx.cached(("stacked", self.local_key(), q.dtype), masks))
         g = self.compute_gate(x).view(B, 1, T, 1).to(out.dtype)
-        return torch.lerp(out[:, :, 1], out[:, :, 0], g)
+        local, glb = out.unbind(2)  # one gradient for both (two selects would write two stacked-size zeros and add)
+        return torch.lerp(glb, local, g)
 
     def probabilities(self, scores, x, ctx, key_padding_mask):
         B, H, T, _ = scores.shape

@@ -181,9 +181,14 @@ class SyntaxBertAttention(MixedSelfAttention):
 
     def stacked_subnetworks(self, q, k, v, ctx, key_padding_mask) -> Tensor:
         """:meth:`fused_attention` off the CPU: every sub-network of the layer (the syntax masks, then the global
-        one) in one fused attention call (:func:`stacked_attention`, the masks stacked once per batch), eq. 2's
-        logits as one product with ``r`` (:meth:`topic_direction`) and the mixture as one weighted sum, with no
-        host-device synchronisation and a number of kernels that does not grow with the number of masks."""
+        one) in one fused attention call (:func:`stacked_attention`, the masks stacked once per batch, query by
+        query), then eq. 2 as one autograd node (:func:`topical_mixture`: the logits as one product with ``r``,
+        :meth:`topic_direction`, the softmax over the sub-networks and the mixture as one batched product), with
+        no host-device synchronisation and a number of kernels that does not grow with the number of masks.
+
+        What the layer writes beyond the stock attention is then four tensors ``M`` times the queries' size: the
+        repeated queries and the ``M`` outputs in the forward pass, their gradients in the backward pass (the
+        mixture's backward writes its ``M`` gradients once, for both of eq. 2's uses of each output)."""
         B, H, T, hd = q.shape
 
         def masks():
@@ -192,15 +197,12 @@ class SyntaxBertAttention(MixedSelfAttention):
             if self.global_subnet or self.num_masks == 0:
                 allowed.append(key_padding_allowed(key_padding_mask, B, T, q.device).unsqueeze(1))
                 valid.append(torch.ones(B, 1, T, dtype=torch.bool, device=q.device))
-            return stacked_additive(torch.cat(allowed, dim=1), q.dtype), torch.cat(valid, dim=1)
+            valid = torch.cat(valid, dim=1).transpose(1, 2)  # B T M
+            return stacked_additive(torch.cat(allowed, dim=1), q.dtype, True), topical_valid(valid)
 
-        mask, valid = ctx.cached(("stacked", self._key(), self.global_subnet, q.dtype), masks)
-        out = stacked_attention(q, k, v, mask)  # B H M T hd
-        M = out.shape[2]
-        r = self.topic_direction().to(out.dtype)  # H hd
-        logits = torch.matmul(out.view(B, H, M * T, hd), r.view(1, H, hd, 1)).view(B, H, M, T).sum(1)  # B M T
-        weights = self.topical_softmax(logits.float(), valid).to(out.dtype)
-        return (out * weights.view(B, 1, M, T, 1)).sum(2)
+        mask, valid = ctx.cached(("interleaved", self._key(), self.global_subnet, q.dtype), masks)
+        out = stacked_attention(q, k, v, mask, True)  # B T M H hd
+        return topical_mixture(out, self.topic_direction(), valid)
 
     def subnet_keys(self, ctx) -> List[Optional[Tuple[Tensor, ...]]]:
         """How :meth:`fused_attention` computes each syntax mask's sub-network in this batch (once per batch,
@@ -299,6 +301,74 @@ class SyntaxBertAttention(MixedSelfAttention):
             return out
         has = self.has_subnetwork(self.syntax_state.current())  # B T
         return out * has.t().unsqueeze(-1).to(out.dtype)
+
+
+def topical_mixture(out: Tensor, r: Tensor, valid) -> Tensor:
+    """Eq. 2 from the sub-networks' outputs ``A_j`` (before ``W^O``): ``sum_j w_j A_j`` ``(B, H, T, hd)`` with
+    ``w = softmax_j(A_j . r)`` over the sub-networks in which the token has a key (:meth:`SyntaxBertAttention.
+    topical_softmax`: a token with none gets weight 0), as one autograd node.
+
+    With the ``M`` outputs of a query adjacent (``(M, H hd)`` matrices, :func:`stacked_attention` interleaved), the
+    logits are one matrix-vector product, the mixture one batched product, each writing only its result; the
+    backward pass writes ``dA_j = w_j dY + dlogit_j r`` once, as one batched product, where autograd writes one
+    product for each use of ``A_j``, their sum and copies, each ``M`` times the queries' size. Products in ``out``'s
+    dtype, the softmax in float32 (as the explicit path); autocast is off inside.
+
+    Args:
+        out: ``(B, T, M, H, hd)`` contiguous (:func:`stacked_attention` interleaved).
+        r: ``(H, hd)`` float32 (:meth:`SyntaxBertAttention.topic_direction`).
+        valid: bool ``(B, T, M)``, the token has an allowed key in sub-network ``j``; or :func:`topical_valid` of it,
+            made once per batch.
+
+    Returns:
+        ``(B, H, T, hd)``, a view of a ``(B, T, H, hd)`` tensor.
+    """
+    blocked, has = valid if isinstance(valid, tuple) else topical_valid(valid)
+    return _TopicalMixture.apply(out, r, blocked, has)
+
+
+def topical_valid(valid: Tensor) -> Tuple[Tensor, Tensor]:
+    """What :func:`topical_mixture` reads of ``valid`` ``(B, T, M)``: ``~valid`` and ``valid.any(-1)`` as float32
+    ``(B, T, 1)``."""
+    return ~valid, valid.any(-1, keepdim=True).float()
+
+
+class _TopicalMixture(torch.autograd.Function):
+    """See :func:`topical_mixture`. With ``s = softmax(logits)`` over the valid sub-networks, ``w = s * has`` and
+    ``y = sum_j w_j A_j``: ``dw_j = dY . A_j``, ``dlogit = softmax_backward(has * dw, s)`` (0 where ``s`` is: at
+    invalid ``j``, or everywhere for a token with none, whose ``has`` is 0), ``dA_j = w_j dY + dlogit_j r``,
+    ``dr = sum dlogit_j A_j``: five products on views, few operations (a GPU at this width is bound by launches)."""
+
+    @staticmethod
+    def forward(ctx, out: Tensor, r: Tensor, blocked: Tensor, has: Tensor) -> Tensor:
+        with torch.autocast(out.device.type, enabled=False):
+            B, T, M, H, hd = out.shape
+            acc = torch.float64 if out.dtype == torch.float64 else torch.float32
+            rows = out.view(B * T, M, H * hd)
+            logits = torch.mm(out.view(B * T * M, H * hd), r.to(out.dtype).view(H * hd, 1)).view(B, T, M)
+            s = torch.softmax(logits.to(acc).masked_fill(blocked, torch.finfo(torch.float32).min / 2), dim=-1)
+            w = s * has  # B T M
+            y = torch.bmm(w.to(out.dtype).view(B * T, 1, M), rows)  # B*T 1 H*hd
+        ctx.r_dtype = r.dtype
+        ctx.save_for_backward(out, r, has, s, w)
+        return y.view(B, T, H, hd).transpose(1, 2)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor):
+        out, r, has, s, w = ctx.saved_tensors
+        B, T, M, H, hd = out.shape
+        with torch.autocast(out.device.type, enabled=False):
+            dy = grad.to(out.dtype).transpose(1, 2).reshape(B * T, 1, H * hd)
+            rows = out.view(B * T, M, H * hd)
+            dw = torch.bmm(rows, dy.transpose(1, 2)).view(B, T, M).to(s.dtype)
+            dlogit = torch._softmax_backward_data(dw * has, s, -1, s.dtype)
+            # dA_j = w_j dY + dlogit_j r: one product (B T, M, 2) x (B T, 2, H hd)
+            coef = torch.stack([w, dlogit], dim=-1).to(out.dtype).view(B * T, M, 2)
+            rr = r.to(out.dtype).view(1, 1, H * hd)
+            dout = torch.bmm(coef, torch.cat([dy, rr.expand(B * T, 1, H * hd)], dim=1))
+            dr = torch.mm(dlogit.to(out.dtype).view(1, B * T * M), out.view(B * T * M, H * hd))
+        return dout.view(B, T, M, H, hd), dr.view(H, hd).to(ctx.r_dtype), None, None
 
 
 def sparse_edges_limit(T: int) -> float:
