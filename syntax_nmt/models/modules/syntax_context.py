@@ -75,10 +75,10 @@ class SyntaxContext:
         return self.cached(("additive", key, dtype), lambda: additive_mask(allowed(), dtype))
 
 
-class SyntaxState:
-    """Holder through which the modules built inside fairseq's encoder layers reach the
-    context of the batch being encoded (fairseq calls its layers, and they their
-    self-attention, with ``x`` and the padding mask only).
+class BoundContext:
+    """The :class:`SyntaxContext` bound now: through it the modules built inside fairseq's encoder layers reach
+    the context of the batch being encoded (fairseq calls its layers, and they their self-attention, with ``x`` and
+    the padding mask only).
 
     The context is bound only while a call that holds it runs: the encoder binds it for its
     forward, and each :class:`~syntax_nmt.models.modules.syntax_transformer_encoder.SyntaxEncoderLayer`
@@ -103,3 +103,8 @@ class SyntaxState:
             yield ctx
         finally:
             self.ctx = previous
+
+
+#: the old name of :class:`BoundContext` (methods written against it, the ``state`` their modules are given, keep
+#: working)
+SyntaxState = BoundContext

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from syntax_nmt.models.modules.inference_needs import describe_needs, inference_needs, inference_streams
 from syntax_nmt.models.modules.methods import build_methods
 from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
-from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
+from syntax_nmt.models.modules.syntax_context import BoundContext, SyntaxContext
 
 
 class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
@@ -35,7 +35,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
 
     Args:
         cfg: fairseq TransformerConfig.
-        state (SyntaxState): where the encoder binds the batch's context.
+        state (BoundContext): where the encoder binds the batch's context.
         attention_builder: ``f(embed_dim, cfg) -> module`` replacing ``build_self_attention``, or None.
         input_builders (Dict[str, callable]): method name -> ``f(embed_dim) -> module`` applied
             to the layer input, in order (``module(x, ctx) -> x``).
@@ -50,7 +50,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
         self._attention_builder = attention_builder  # read by build_self_attention during __init__
         super().__init__(cfg, return_fc=return_fc)
         self._attention_builder = None
-        self.syntax_state = state
+        self.bound_context = state
         self.checkpoint = checkpoint
         self.syntax_inputs = None
         if input_builders:
@@ -62,7 +62,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
         return self._attention_builder(embed_dim, cfg)
 
     def forward(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
-        ctx = self.syntax_state.current()
+        ctx = self.bound_context.current()
         if self.checkpoint and self.training and torch.is_grad_enabled():
             # same RNG state in the recomputation (dropout), so results are identical
             return torch.utils.checkpoint.checkpoint(self.forward_with_context, x, encoder_padding_mask, attn_mask,
@@ -75,7 +75,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
         if self.syntax_inputs is not None:
             for module in self.syntax_inputs.values():
                 x = module(x, ctx)
-        with self.syntax_state.bound(ctx):  # for the self-attention, which fairseq calls without it
+        with self.bound_context.bound(ctx):  # for the self-attention, which fairseq calls without it
             return super().forward(x, encoder_padding_mask, attn_mask)
 
 
@@ -90,7 +90,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
 
     def __init__(self, cfg, dictionary, embed_tokens):
         # plain attributes used while fairseq's __init__ calls build_encoder_layer
-        self.syntax_state = SyntaxState()
+        self.bound_context = BoundContext()
         self._methods = build_methods(cfg, cfg.encoder.layers)
         self._layer_counter = 0
         super().__init__(cfg, dictionary, embed_tokens)
@@ -98,7 +98,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         self.syntax_methods = [m.name for m in self._methods]
         self.syntax_modules = nn.ModuleDict()
         for m in self._methods:
-            module = m.build_encoder_module(self, self.syntax_state)
+            module = m.build_encoder_module(self, self.bound_context)
             if module is not None:
                 self.syntax_modules[m.name] = module
         #: the streams a training batch must carry (what the features, the methods and their losses read) ...
@@ -117,15 +117,15 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
     def build_encoder_layer(self, cfg):
         index = self._layer_counter
         self._layer_counter += 1
-        state = self.syntax_state
+        state = self.bound_context
         attention = None
         inputs = {}
         for m in self._methods:
             if index in m.attention_layers():
                 attention = (lambda m: lambda dim, c: m.build_self_attention(index, dim, c, state))(m)
-            probe = m.build_layer_input(index, cfg.encoder.embed_dim, cfg, state)
-            if probe is not None:
-                inputs[m.name] = (lambda mod: lambda dim: mod)(probe)
+            layer_input = m.build_layer_input(index, cfg.encoder.embed_dim, cfg, state)
+            if layer_input is not None:
+                inputs[m.name] = (lambda mod: lambda dim: mod)(layer_input)
         if attention is None and not inputs:
             return super().build_encoder_layer(cfg)
         # checkpointed by the layer itself, not by fairseq's checkpoint_wrapper: that one recomputes
@@ -143,7 +143,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         """An encoder layer outside the stack (for modules that need one, e.g. SG-Net's): fairseq's layer whose
         self-attention is ``attention_builder(embed_dim, cfg)``, called with the batch's context
         (:meth:`SyntaxEncoderLayer.forward_with_context`); not checkpointed by itself."""
-        return SyntaxEncoderLayer(cfg, self.syntax_state, attention_builder)
+        return SyntaxEncoderLayer(cfg, self.bound_context, attention_builder)
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Checkpoints from before the method registry kept SG-Net at ``{name}.syntax_layer``
@@ -214,7 +214,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if not self.syntax_methods:
             return self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         ctx = self.syntax_context(src_tokens, streams)
-        with self.syntax_state.bound(ctx):  # the layers read it when fairseq calls them
+        with self.bound_context.bound(ctx):  # the layers read it when fairseq calls them
             out = self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         x = out["encoder_out"][0]
         for module in self.syntax_modules.values():
