@@ -1,13 +1,33 @@
-"""Small helpers shared by the console scripts, the demo, the benches and the analyses (no fairseq, no torch):
-the plugin directory and console scripts of this environment, the console scripts' one logging setup,
-matplotlib without a display, mean and sd, markdown tables, text files read line-exactly, atomic writes of lines,
-results and markers."""
+"""Small helpers shared by the plugin, the console scripts, the demo, the benches and the analyses (no fairseq, no
+torch): reading and setting an option of fairseq's configurations, the plugin directory and console scripts of this
+environment, the console scripts' one logging setup, matplotlib without a display, mean and sd, markdown tables,
+text files read line-exactly, atomic writes of lines, results and markers."""
 
 import logging
 import math
 import os
 import sys
 from typing import Callable, Iterable, Iterator, Optional, Sequence, TextIO, Tuple
+
+
+def cfg_value(cfg, key: str):
+    """``cfg.key`` of an ``argparse.Namespace`` or an omegaconf ``DictConfig`` (fairseq hands both); ``None`` if it
+    has no such key."""
+    return cfg.get(key, None) if hasattr(cfg, "get") else getattr(cfg, key, None)
+
+
+def set_cfg_value(cfg, key: str, value) -> None:
+    """Set ``cfg.key`` on an ``argparse.Namespace`` or an omegaconf ``DictConfig`` (struct or not)."""
+    try:
+        from omegaconf import DictConfig, open_dict
+
+        if isinstance(cfg, DictConfig):
+            with open_dict(cfg):
+                cfg[key] = value
+            return
+    except ImportError:  # pragma: no cover - omegaconf comes with fairseq
+        pass
+    setattr(cfg, key, value)
 
 
 def user_dir() -> str:
@@ -63,26 +83,32 @@ class InputError(ValueError):
     """Bad input data; the message names the file and (1-based) line."""
 
 
-def numbered_lines(path: str, errors: str = "strict") -> Iterator[Tuple[int, str]]:
-    """``(1-based line number, line)`` of a UTF-8 text file, streaming: lines end at ``\\n`` only (a stray ``\\r`` or
-    U+2028 stays inside its line, unlike Python's universal newlines), without their newline; a byte-order mark
-    before the first line is dropped.
+def decoded_lines(lines: Iterable[bytes], name: str, errors: str = "strict") -> Iterator[Tuple[int, str]]:
+    """``(1-based line number, line)`` of binary ``lines`` (a file opened ``"rb"``, ``sys.stdin.buffer``) decoded as
+    UTF-8, streaming: lines end at ``\\n`` only (a stray ``\\r`` or U+2028 stays inside its line, unlike Python's
+    universal newlines), without their newline; a byte-order mark before the first line is dropped.
 
     Args:
+        name: what the lines are, in messages (a path).
         errors: ``"strict"``: invalid UTF-8 raises; ``"replace"``: it reads as U+FFFD.
 
     Raises:
-        InputError: (a ``ValueError``) on invalid UTF-8 with ``errors="strict"``, naming the file and line.
+        InputError: (a ``ValueError``) on invalid UTF-8 with ``errors="strict"``, naming ``name`` and the line.
     """
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8", errors)
+        except UnicodeDecodeError as e:
+            raise InputError(f"{name}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        yield lineno, line[:-1] if line.endswith("\n") else line
+
+
+def numbered_lines(path: str, errors: str = "strict") -> Iterator[Tuple[int, str]]:
+    """``(1-based line number, line)`` of a UTF-8 text file, streaming (:func:`decoded_lines`)."""
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8", errors)
-            except UnicodeDecodeError as e:
-                raise InputError(f"{path}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            yield lineno, line[:-1] if line.endswith("\n") else line
+        yield from decoded_lines(f, path, errors)
 
 
 def read_lines(path: str, errors: str = "strict") -> Iterator[str]:

@@ -61,7 +61,7 @@ def load(task, split="valid", ids=None):
 def test_binarized_factors_are_the_target_tags_aligned_with_the_target(factored):
     task, _, _ = build(factored.data)
     sample = load(task)
-    d = task.target_factor_dicts["pos"]
+    d = task.factors.dicts["pos"]
     target, factors = sample["target"], sample["target_factors"]["pos"]
     prev, prev_factors = sample["net_input"]["prev_output_tokens"], sample["net_input"]["prev_output_factors"]["pos"]
     assert factors.shape == target.shape and prev_factors.shape == prev.shape
@@ -203,7 +203,7 @@ def test_incremental_factors_are_the_teacher_forced_ones_with_its_own_prediction
     net = sample["net_input"]
     enc = model.encoder.forward_torchscript(net)
     predicted = model.decoder.predict_factors(enc, sample["target"])["pos"]
-    eos = task.target_factor_dicts["pos"].eos()
+    eos = task.factors.dicts["pos"].eos()
     shifted = torch.cat([torch.full_like(predicted[:, :1], eos), predicted[:, :-1]], dim=1)
     prev = torch.cat([torch.full_like(sample["target"][:, :1], task.target_dictionary.eos()),
                       sample["target"][:, :-1]], dim=1)
@@ -257,7 +257,7 @@ def test_beam_search_feeds_every_hypothesis_its_own_factors(factored):
         gen.generate([model], sample)
     steps = [v for k, v in seen if k == "step"]
     assert len(inputs_seen) == len(steps) > 3
-    eos = task.target_factor_dicts["pos"].eos()
+    eos = task.factors.dicts["pos"].eos()
     assert inputs_seen[0].eq(eos).all()
     checked = 0
     previous, order = steps[0], None
@@ -416,7 +416,7 @@ def test_the_factors_of_a_checkpoint_in_another_order_are_accepted(factored):
     other, _, _ = build_task_and_model(factored.data, *CRITERION, "--target-factors", "subword,pos",
                                        "--source-features", "")
     loaded = other.build_model(cfg.model, from_checkpoint=True)
-    assert other.target_factors == ["pos", "subword"] == loaded.target_factors  # the checkpoint's order
+    assert other.factors.names == ["pos", "subword"] == loaded.target_factors  # the checkpoint's order
     with pytest.raises(StreamConfigError, match="trained with pos,subword"):
         third, _, _ = build_task_and_model(factored.data, *CRITERION, "--target-factors", "pos",
                                            "--source-features", "")
@@ -435,5 +435,5 @@ def test_factor_lines_group_pieces_by_the_dictionarys_subwords_without_annotatio
     assert len(pieces) == 3 and not pieces[-1].endswith("@@")
     tokens = torch.tensor([d.index(p) for p in pieces] + [d.eos()])
     with torch.no_grad():
-        factors = task.predict_factors(model, sample, [[{"tokens": tokens}]])
+        factors = task.factors.predict(model, sample, [[{"tokens": tokens}]], task.recorded_settings)
     assert len(factors[0]["pos"]) == 1  # one word: "x@@ y@@ z"

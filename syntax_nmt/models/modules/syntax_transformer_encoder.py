@@ -9,7 +9,7 @@ selected by ``--syntax-attention`` (a comma-separated list, see
 :class:`~syntax_nmt.models.modules.syntax_context.SyntaxContext` per forward pass.
 """
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
 import torch.utils.checkpoint
@@ -18,8 +18,9 @@ from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules import transformer_layer
 from torch import Tensor, nn
 
-from syntax_nmt.models.modules.inference_needs import describe_needs, inference_needs, inference_streams
-from syntax_nmt.models.modules.methods import build_methods
+from syntax_nmt.models.modules.inference_needs import (describe_needs, inference_needs, inference_streams,
+                                                       required_streams)
+from syntax_nmt.models.modules.methods import SyntaxMethod, build_methods
 from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
 from syntax_nmt.models.modules.syntax_context import BoundContext, SyntaxContext
 
@@ -86,30 +87,32 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         cfg (TransformerConfig): fairseq config carrying the syntax options as attributes.
         dictionary (Dictionary): source dictionary.
         embed_tokens (nn.Module): ``nn.Embedding`` or :class:`SourceFeatureEmbedding`.
+        methods (List[SyntaxMethod]): the syntax methods, built from ``cfg.syntax_attention`` by the model's
+            :func:`~syntax_nmt.models.syntax_transformer.parse_options`; None: built here (an encoder made on its
+            own).
     """
 
-    def __init__(self, cfg, dictionary, embed_tokens):
+    def __init__(self, cfg, dictionary, embed_tokens, methods: Optional[List[SyntaxMethod]] = None):
         # plain attributes used while fairseq's __init__ calls build_encoder_layer
         self.bound_context = BoundContext()
-        self._methods = build_methods(cfg, cfg.encoder.layers)
+        #: the syntax methods (built objects, in --syntax-attention's order)
+        self.methods = list(methods) if methods is not None else build_methods(cfg, cfg.encoder.layers)
         self._layer_counter = 0
         super().__init__(cfg, dictionary, embed_tokens)
         self.feature_names = list(embed_tokens.names) if isinstance(embed_tokens, SourceFeatureEmbedding) else []
-        self.syntax_methods = [m.name for m in self._methods]
+        self.syntax_methods = [m.name for m in self.methods]
         self.syntax_modules = nn.ModuleDict()
-        for m in self._methods:
+        for m in self.methods:
             module = m.build_encoder_module(self, self.bound_context)
             if module is not None:
                 self.syntax_modules[m.name] = module
         #: the streams a training batch must carry (what the features, the methods and their losses read) ...
-        self.required_streams = list(self.feature_names)
-        for m in self._methods:
-            self.required_streams += [s for s in m.streams if s not in self.required_streams]
+        self.required_streams = required_streams(self.feature_names, self.methods)
         #: ... and, in eval mode, what the forward pass reads at inference, by reader, and their union
         #: (:mod:`~syntax_nmt.models.modules.inference_needs`): LISA alone needs none, so translates plain tokens
-        self.inference_needs = inference_needs(self.feature_names, self._methods)
+        self.inference_needs = inference_needs(self.feature_names, self.methods)
         self.inference_streams = inference_streams(self.inference_needs)
-        if self._methods:
+        if self.methods:
             ids = [int(i) for i in (getattr(cfg, "word_start_ids", "") or "").split(",") if i]
             self.register_buffer("word_start_ids", torch.tensor(ids, dtype=torch.long), persistent=False)
 
@@ -120,7 +123,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         state = self.bound_context
         attention = None
         inputs = {}
-        for m in self._methods:
+        for m in self.methods:
             if index in m.attention_layers():
                 attention = (lambda m: lambda dim, c: m.build_self_attention(index, dim, c, state))(m)
             layer_input = m.build_layer_input(index, cfg.encoder.embed_dim, cfg, state)
