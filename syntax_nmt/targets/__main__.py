@@ -30,12 +30,18 @@ def write_data(annotated: str, splits: Sequence[str], src_lang: str, tgt_lang: s
     written = []
     for scheme in own_data_schemes():
         out_dir = f"{annotated.rstrip(os.sep)}-{scheme.data_suffix}"
+        made = not os.path.isdir(out_dir)
         os.makedirs(out_dir, exist_ok=True)
-        for split in splits:
-            prefix = os.path.join(annotated, split)
-            atomic_write(os.path.join(out_dir, f"{split}.{tgt_lang}"),
-                         lambda f: scheme.write_target(prefix, tgt_lang, f), sync=False)
-            shutil.copyfile(f"{prefix}.{src_lang}", os.path.join(out_dir, f"{split}.{src_lang}"))
+        try:
+            for split in splits:
+                prefix = os.path.join(annotated, split)
+                atomic_write(os.path.join(out_dir, f"{split}.{tgt_lang}"),
+                             lambda f: scheme.write_target(prefix, tgt_lang, f), sync=False)
+                shutil.copyfile(f"{prefix}.{src_lang}", os.path.join(out_dir, f"{split}.{src_lang}"))
+        except BaseException:
+            if made:  # a directory made for nothing is not left behind
+                shutil.rmtree(out_dir, ignore_errors=True)
+            raise
         written.append(out_dir)
     return written
 
