@@ -98,7 +98,8 @@ def test_the_suite_that_reads_the_target_registry_stays_green_and_checks_the_toy
 
 
 @pytest.mark.slow
-def test_the_recipe_runs_the_toys_system_through_its_stages(copy_with_counted, synthetic_spacy, tmp_path):
+def test_the_recipe_runs_the_toys_system_through_its_stages(copy_with_counted, synthetic_spacy, tmp_path,
+                                                            monkeypatch):
     """The Multi30k en-fr recipe (the en-de recipe's run_all.sh with a parsed target), unedited, on the copy, with
     the toy's system alone: its data is made and binarized beside the tagged copy, it trains on it, and its
     translations are scored with its token stripped."""
@@ -113,6 +114,7 @@ def test_the_recipe_runs_the_toys_system_through_its_stages(copy_with_counted, s
                      TGT_SPACY_MODEL=str(spacy_model), SEEDS="1", SPLITS="valid test2017", SYSTEMS="counted",
                      PYTHONPATH=copy_env["PYTHONPATH"])
     (tmp_path / "cache").mkdir()
+    monkeypatch.chdir(root)  # python -m puts the working directory first: the copy's package, not the checkout's
     run_recipe(Path(ROOT) / "examples" / "multi30k_en_fr" / "run_all.sh", env, tmp_path)
     work = tmp_path / "run"
     counted = work / "annotated" / "bpe200-counted"

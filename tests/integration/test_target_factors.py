@@ -437,3 +437,35 @@ def test_factor_lines_group_pieces_by_the_dictionarys_subwords_without_annotatio
     with torch.no_grad():
         factors = task.factors.predict(model, sample, [[{"tokens": tokens}]], task.recorded_settings)
     assert len(factors[0]["pos"]) == 1  # one word: "x@@ y@@ z"
+
+
+def test_the_factors_travel_as_typed_records_and_an_old_checkpoints_string_still_loads(factored):
+    """The model's arguments hold the factors as typed records (name, dictionary size and hash), not a
+    ``name:size:hash`` string re-parsed by each reader; a checkpoint trained before holds that string, and loads and
+    predicts as before (issue 47.2)."""
+    import copy
+
+    from syntax_nmt.data.signatures import TargetFactor, dictionary_signature
+    from syntax_nmt.tasks.syntax_translation import StreamConfigError
+
+    torch.manual_seed(5)
+    task, model, cfg = build_task_and_model(factored.data, *CRITERION, *FACTORS, "--target-factor-input")
+    d = task.factors.dicts["pos"]
+    assert cfg.model.target_factor_dicts == [TargetFactor.of("pos", d).to_record()]
+    assert cfg.model.target_factor_dicts[0]["size"] == len(d)
+    old = copy.copy(cfg.model)
+    old.target_factor_dicts = dictionary_signature("pos", d)  # as checkpoints recorded them before
+    generating, _, _ = build_task_and_model(factored.data, *CRITERION, "--source-features", "")
+    loaded = generating.build_model(old, from_checkpoint=True)
+    loaded.load_state_dict(model.state_dict())
+    assert generating.factors.names == ["pos"] == loaded.target_factors and not generating.factors.loads_data
+    model.eval(), loaded.eval()
+    sample = load(task, ids=range(4))
+    with torch.no_grad():
+        ours, theirs = model(**sample["net_input"]), loaded(**sample["net_input"])
+    assert torch.equal(ours[1][FACTOR_LOGITS]["pos"], theirs[1][FACTOR_LOGITS]["pos"])
+    other = copy.copy(cfg.model)
+    other.target_factor_dicts = f"pos:{len(d)}:0123456789"  # another dictionary of the same size
+    again, _, _ = build_task_and_model(factored.data, *CRITERION, "--source-features", "")
+    with pytest.raises(StreamConfigError, match="the dictionary of target factor 'pos' differs"):
+        again.build_model(other, from_checkpoint=True)
