@@ -24,8 +24,9 @@ FLOORS: List[Set[str]] = [
     # multi-seed tables (the target factors' accuracy parses the hypotheses with the annotator's parser), and the old
     # paths of those three modules (aliases of syntax_nmt.evaluation's)
     {"annotate", "models", "evaluation", "evaluate", "compare", "significance"},
-    # what reads the model's registry: the criterion, the table of systems
-    {"criterions", "systems"},
+    # what reads the model's registry: the criterion, the table of systems; the target-side schemes (the task's side
+    # of target factors, the recipes' data of each scheme)
+    {"criterions", "systems", "targets"},
     # the task: training data, raw-text inference
     {"tasks"},
     # the plugin's registration with fairseq (syntax_nmt/__init__.py)
