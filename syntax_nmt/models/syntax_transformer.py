@@ -25,7 +25,7 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerModel, base_architecture
 from torch import Tensor
 
-from syntax_nmt.data.signatures import TARGET_FACTORS_ARG, parse_signatures, read_target_factors
+from syntax_nmt.data.signatures import TARGET_FACTORS_ARG, TargetFactor, parse_signatures, read_target_factors
 from syntax_nmt.data.streams import TAG_STREAMS, parse_stream_list
 from syntax_nmt.models.modules.source_feature_embedding import (
     COMBINES,
@@ -189,9 +189,10 @@ def parse_options(args) -> SyntaxOptions:
 #: built from arguments with the same values takes these, so a run parses ``--syntax-attention`` and builds each
 #: method once (tests/e2e/test_options_parsed_once.py counts them in a fairseq-train run)
 _checked: Optional[Tuple[Dict[str, Any], SyntaxOptions]] = None
-#: the options of the model :meth:`SyntaxTransformerModel.build_model` is building, for its ``build_encoder``
-#: (which fairseq's ``build_model`` calls with the arguments only)
-_building: ContextVar[Optional[SyntaxOptions]] = ContextVar("syntax_options_being_built", default=None)
+#: the options and the target factors of the model :meth:`SyntaxTransformerModel.build_model` is building, for its
+#: ``build_encoder`` and ``build_decoder`` (which fairseq's ``build_model`` calls with the arguments only)
+_building: ContextVar[Optional[Tuple[SyntaxOptions, List[TargetFactor]]]] = ContextVar("syntax_model_being_built",
+                                                                                     default=None)
 
 
 def _same_values(args, seen: Dict[str, Any]) -> bool:
@@ -281,15 +282,15 @@ class SyntaxTransformerModel(TransformerModel):
             raise ValueError(
                 f"the model needs source streams {needed}: use --task syntax_translation (got {type(task).__name__})"
             )
+        factors = read_target_factors(getattr(args, TARGET_FACTORS_ARG, None))
         if signature_of is not None:
-            factors = bool(read_target_factors(getattr(args, TARGET_FACTORS_ARG, None)))
             args.source_stream_dicts = signature_of(needed, getattr(args, "source_stream_dicts", None),
-                                                    options.inference_needs(factors))
+                                                    options.inference_needs(bool(factors)))
         args.source_streams = ",".join(needed)
         if "subword" in needed and options.methods and "subword" in getattr(task, "stream_dicts", {}):
             d = task.stream_dicts["subword"]  # (a checkpoint translating without the stream keeps its recorded ids)
             args.word_start_ids = ",".join(str(d.index(t)) for t in ("B", "O") if t in d.indices)
-        token = _building.set(options)
+        token = _building.set((options, factors))
         try:
             return super().build_model(args, task)
         finally:
@@ -300,7 +301,8 @@ class SyntaxTransformerModel(TransformerModel):
         """A :class:`SyntaxTransformerEncoder` with the options :meth:`build_model` parsed (parsed here when called
         on its own)."""
         cfg = TransformerConfig.from_namespace(args)
-        options = _building.get() or parse_options(cfg)
+        building = _building.get()
+        options = building[0] if building is not None else parse_options(cfg)
         if options.features:
             word_dim = word_embedding_dim(cfg.encoder.embed_dim, len(options.features), options.feature_dims,
                                           cfg.feature_merge, cfg.feature_combine)
@@ -316,9 +318,10 @@ class SyntaxTransformerModel(TransformerModel):
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
         """fairseq's decoder, or with target factors (the task's ``--target-factors``, recorded in the model's
-        arguments as typed records, :class:`~syntax_nmt.data.signatures.TargetFactor`) a
-        :class:`FactoredTransformerDecoder`."""
-        factors = read_target_factors(getattr(args, TARGET_FACTORS_ARG, None))
+        arguments as typed records, :class:`~syntax_nmt.data.signatures.TargetFactor`, read once by
+        :meth:`build_model`) a :class:`FactoredTransformerDecoder`."""
+        building = _building.get()
+        factors = building[1] if building is not None else read_target_factors(getattr(args, TARGET_FACTORS_ARG, None))
         if not factors:
             return super().build_decoder(args, tgt_dict, embed_tokens)
         return FactoredTransformerDecoder(args, tgt_dict, embed_tokens, {f.name: f.size for f in factors},
