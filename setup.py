@@ -21,6 +21,7 @@ setup(
         "sentencepiece",
         "subword-nmt",
         "sacrebleu>=2",
+        "tabulate",
         "sacremoses",
         "tqdm",
         "numpy",
@@ -34,7 +35,7 @@ setup(
             "syntax-nmt-annotate = syntax_nmt.annotate.cli:cli_main",
             "syntax-nmt-binarize = syntax_nmt.data.binarize:cli_main",
             "syntax-nmt-target-tags = syntax_nmt.annotate.target_tags:cli_main",
-            "syntax-nmt-evaluate = syntax_nmt.evaluate:cli_main",
+            "syntax-nmt-evaluate = syntax_nmt.evaluation.evaluate:cli_main",
             "syntax-nmt-analyze = syntax_nmt.analyze.cli:cli_main",
         ]
     },

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
 from syntax_nmt.constants import SETTINGS_SUFFIX
-from syntax_nmt.utils import atomic_write_lines
+from syntax_nmt.utils import write_lines
 
 SETTINGS_VERSION = 1
 #: a backend's setting that files of version 1 hold for every backend, null where the backend has no model
@@ -192,7 +192,7 @@ class AnnotationSettings:
 
     def write(self, path: str) -> None:
         """Write the settings as JSON (atomically)."""
-        atomic_write_lines(path, [json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)])
+        write_lines(path, [json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)])
 
     def differences(self, other: "AnnotationSettings") -> List[str]:
         """Keys whose values differ (in :data:`KEYS` order, then the other keys alphabetically)."""

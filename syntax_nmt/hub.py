@@ -78,7 +78,7 @@ class SyntaxHubInterface(hub_utils.GeneratorHubInterface):
 
     def __init__(self, cfg, task, models):
         super().__init__(cfg, task, models)
-        task.print_factor_lines = False  # a model with target factors: its hypotheses carry them instead
+        task.factors.prints_lines = False  # a model with target factors: its hypotheses carry them instead
 
     def factors(self, sentences: Union[str, List[str]], beam: int = 5, **kwargs):
         """The target factors of the best translation of each raw sentence, name -> one tag per word (a dict for a

@@ -5,17 +5,19 @@ A *system* is what goes into the encoder: the stock Transformer, the source feat
 losses. Model size, optimisation and decoding are not part of it: each consumer (``make demo``,
 ``make bench``, ``examples/*/``) sets them, identically for every system it compares.
 
-The table is built from the method registry (:func:`~syntax_nmt.models.modules.methods.base.registered_methods`):
-every registered method brings its own system, named like the method, with the options its class declares
-(``system_args``, ``system_losses``), so a method added to the plugin is compared from then on without
-editing this file. Besides those: ``transformer`` (stock fairseq, the baseline), ``syntax-infused`` (the
+The table is built from the registries of the syntax methods
+(:func:`~syntax_nmt.models.modules.methods.base.registered_methods`) and of the target-side schemes
+(:func:`~syntax_nmt.targets.base.registered_schemes`): every registered method brings its own system, named like the
+method, with the options its class declares (``system_args``, ``system_losses``), and every target scheme the
+systems its class lists (``systems``), so a method or a target scheme added to the plugin is compared from then on
+without editing this file. Besides those: ``transformer`` (stock fairseq, the baseline), ``syntax-infused`` (the
 feature embeddings), ``syntax+sgnet`` (features and SG-Net), ``all`` (the features and a fixed list of methods,
 :data:`ALL_METHODS`, those that replace a layer's self-attention in fixed distinct layers, :data:`ALL_LAYERS`),
 and systems outside the default comparison: ``syntax-concat`` (the features' concatenated variant,
 8+4+8), ``sgnet-ckpt`` (SG-Net with recomputed activations: the same model, measured by the bench) and the
-target-side systems (:data:`TARGET_SYSTEMS`, for a recipe whose target is parsed too): ``factors`` (target POS
-factors, their previous values embedded), ``interleaved`` (the stock transformer on the target interleaved with
-POS tags) and ``lisa+factors``.
+target schemes' systems (:data:`TARGET_SYSTEMS`, for a recipe whose target is parsed too): ``factors`` (target POS
+factors, their previous values embedded) and ``lisa+factors`` (scheme ``factors``), ``interleaved`` (the stock
+transformer on the target interleaved with POS tags, scheme ``tags``).
 
 From a shell (the recipes)::
 
@@ -36,8 +38,6 @@ from typing import Dict, List, Sequence, Tuple
 FEATURES = "pos,case,subword"
 #: the baseline every comparison is made against
 BASELINE = "transformer"
-#: the target factor of the target-side systems (the task's ``--target-factors``)
-TARGET_FACTOR = "pos"
 #: the target-side comparison (a recipe with a target parser): the baseline, then these
 TARGET_SYSTEMS = ("transformer", "factors", "interleaved", "lisa", "lisa+factors")
 #: old names (the WMT14 recipe's configurations) -> table names
@@ -59,9 +59,9 @@ class System:
         min_encoder_layers: encoder layers it needs (methods replacing the self-attention of distinct layers).
         default: part of the default comparison.
         note: what it is, for listings.
-        target: target-side syntax: ``factors`` (the decoder predicts :data:`TARGET_FACTOR` beside each token, data
-            binarized with the target's streams), ``tags`` (the target interleaved with its tags: data of its own,
-            the stock model) or empty.
+        target: its target-side scheme (a name of :func:`~syntax_nmt.targets.base.registered_schemes`, e.g.
+            ``factors``: the decoder predicts the target's tags beside each token; ``tags``: the target interleaved
+            with its tags, data of its own for the stock model), or empty.
     """
 
     name: str
@@ -75,10 +75,17 @@ class System:
     target: str = ""
 
     @property
+    def scheme(self):
+        """Its target scheme (an instance of the registered class), or None."""
+        from syntax_nmt.targets import registered_schemes
+
+        return registered_schemes().get_class(self.target)() if self.target else None
+
+    @property
     def stock(self) -> bool:
-        """No features, no method and no target factors: fairseq's own ``translation`` task and ``transformer``
-        model (interleaved tags are data)."""
-        return not self.features and not self.methods and self.target != "factors"
+        """No features, no method and no target scheme that needs the syntax model (target factors): fairseq's own
+        ``translation`` task and ``transformer`` model (interleaved tags are data)."""
+        return not self.features and not self.methods and not (self.target and self.scheme.needs_syntax_model)
 
     @property
     def task(self) -> str:
@@ -93,9 +100,10 @@ class System:
         if self.methods:
             out += ["--syntax-attention", ",".join(self.methods)]
         out += list(self.model_args)
-        if self.target == "factors":
-            out += ["--target-factors", TARGET_FACTOR, "--target-factor-input"]
-        if self.criterion_args or self.target == "factors":
+        scheme = self.scheme
+        if scheme is not None:
+            out += list(scheme.train_args)
+        if self.criterion_args or (scheme is not None and scheme.syntax_criterion):
             out += ["--criterion", "label_smoothed_cross_entropy_with_syntax", *self.criterion_args]
         return out
 
@@ -138,6 +146,7 @@ def _all_system(methods: Dict[str, type]) -> System:
 def systems() -> Dict[str, System]:
     """The table: name -> :class:`System`, in the order of comparison (the baseline first)."""
     from syntax_nmt.models.modules.methods import registered_methods
+    from syntax_nmt.targets import registered_schemes
 
     methods = registered_methods()
     table = [System(BASELINE, note="stock fairseq transformer"),
@@ -152,15 +161,13 @@ def systems() -> Dict[str, System]:
     table.append(System("syntax-concat", features=True, model_args=(
         "--feature-merge", "concat", "--feature-embed-dims", "8,4,8"), default=False,
         note="the features concatenated (8+4+8) instead of summed"))
-    table.append(System("factors", target="factors", default=False,
-                        note=f"target {TARGET_FACTOR.upper()} factors, the previous token's embedded (Sockeye's)"))
-    table.append(System("interleaved", target="tags", default=False,
-                        note=f"the target interleaved with its {TARGET_FACTOR.upper()} tags (Nadejde et al., 2017)"))
-    if "lisa" in methods:
-        lisa = _method_system("lisa", methods["lisa"])
-        table.append(System("lisa+factors", methods=("lisa",), model_args=lisa.model_args,
-                            criterion_args=lisa.criterion_args, target="factors", default=False,
-                            note=f"LISA and target {TARGET_FACTOR.upper()} factors"))
+    for scheme, cls in registered_schemes().items():  # the target schemes' systems (with their source methods)
+        for name, used, note in cls.systems:
+            if all(m in methods for m in used):
+                own = [_method_system(m, methods[m]) for m in used]
+                table.append(System(name, methods=tuple(used), model_args=sum((s.model_args for s in own), ()),
+                                    criterion_args=sum((s.criterion_args for s in own), ()), target=scheme,
+                                    default=False, note=note))
     for name, cls in methods.items():  # a method's further systems (e.g. sgnet-ckpt), outside the comparison
         for extra, args, note in cls.extra_systems:
             own = _method_system(name, cls)
@@ -222,7 +229,10 @@ def _cli(argv: Sequence[str] = None) -> int:
     ls = sub.add_parser("list", help="the default comparison, one name a line (--all: every system, with notes)")
     ls.add_argument("--all", action="store_true")
     for cmd, text in (("shell", "bash assignments of SYSTEM, SYSTEM_TASK, SYSTEM_ARGS (an array), SYSTEM_STOCK, "
-                                "SYSTEM_FEATURES (1/0), SYSTEM_METHODS, SYSTEM_MIN_LAYERS, SYSTEM_TARGET, for eval"),
+                                "SYSTEM_FEATURES (1/0), SYSTEM_METHODS, SYSTEM_MIN_LAYERS, SYSTEM_TARGET (its target "
+                                "scheme), SYSTEM_DATA (the suffix of its scheme's own data directory), "
+                                "SYSTEM_EVALUATE_ARGS (an array: syntax-nmt-evaluate options), SYSTEM_TAGS (1/0: its "
+                                "tags are measured), for eval"),
                       ("args", "its fairseq-train options, shell-quoted on one line"),
                       ("task", "its fairseq task"), ("methods", "its --syntax-attention methods, comma-separated"),
                       ("min-encoder-layers", "the encoder layers it needs"), ("name", "its name (aliases resolved)")):
@@ -243,11 +253,14 @@ def _cli(argv: Sequence[str] = None) -> int:
         print(f"{p.prog}: error: {e.args[0]}", file=sys.stderr)
         return 2
     q = shlex.quote
+    scheme = s.scheme
     out = {"shell": lambda: "\n".join([
         f"SYSTEM={q(s.name)}", f"SYSTEM_TASK={q(s.task)}", f"SYSTEM_ARGS=({' '.join(q(x) for x in s.args())})",
         f"SYSTEM_STOCK={int(s.stock)}", f"SYSTEM_FEATURES={int(s.features)}",
         f"SYSTEM_METHODS={q(','.join(s.methods))}", f"SYSTEM_MIN_LAYERS={s.min_encoder_layers}",
-        f"SYSTEM_TARGET={q(s.target)}"]),
+        f"SYSTEM_TARGET={q(s.target)}", f"SYSTEM_DATA={q(scheme.data_suffix if scheme else '')}",
+        f"SYSTEM_EVALUATE_ARGS=({' '.join(q(x) for x in (scheme.evaluate_args if scheme else ()))})",
+        f"SYSTEM_TAGS={int(bool(scheme and scheme.measures_tags))}"]),
         "args": lambda: " ".join(q(x) for x in s.args()), "task": lambda: s.task,
            "methods": lambda: ",".join(s.methods), "min-encoder-layers": lambda: str(s.min_encoder_layers),
            "name": lambda: s.name}[a.cmd]()

@@ -1,12 +1,33 @@
-"""Small helpers shared by the console scripts, the demo, the benches and the analyses (no fairseq, no torch):
-the plugin directory and console scripts of this environment, the console scripts' one logging setup,
-matplotlib without a display, mean and sd, atomic writes of results and markers."""
+"""Small helpers shared by the plugin, the console scripts, the demo, the benches and the analyses (no fairseq, no
+torch): reading and setting an option of fairseq's configurations, the plugin directory and console scripts of this
+environment, the console scripts' one logging setup, matplotlib without a display, mean and sd, markdown tables,
+text files read line-exactly, atomic writes of lines, results and markers."""
 
 import logging
 import math
 import os
 import sys
-from typing import Callable, Optional, Sequence, TextIO, Tuple
+from typing import Callable, Iterable, Iterator, Optional, Sequence, TextIO, Tuple
+
+
+def cfg_value(cfg, key: str):
+    """``cfg.key`` of an ``argparse.Namespace`` or an omegaconf ``DictConfig`` (fairseq hands both); ``None`` if it
+    has no such key."""
+    return cfg.get(key, None) if hasattr(cfg, "get") else getattr(cfg, key, None)
+
+
+def set_cfg_value(cfg, key: str, value) -> None:
+    """Set ``cfg.key`` on an ``argparse.Namespace`` or an omegaconf ``DictConfig`` (struct or not)."""
+    try:
+        from omegaconf import DictConfig, open_dict
+
+        if isinstance(cfg, DictConfig):
+            with open_dict(cfg):
+                cfg[key] = value
+            return
+    except ImportError:  # pragma: no cover - omegaconf comes with fairseq
+        pass
+    setattr(cfg, key, value)
 
 
 def user_dir() -> str:
@@ -58,14 +79,73 @@ def mean_sd(values: Sequence[float]) -> Tuple[float, float]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def atomic_write_lines(path: str, lines) -> None:
-    """Write ``lines`` (each without newline) to ``path`` via a temp file and rename."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+class InputError(ValueError):
+    """Bad input data; the message names the file and (1-based) line."""
+
+
+def decoded_lines(lines: Iterable[bytes], name: str, errors: str = "strict") -> Iterator[Tuple[int, str]]:
+    """``(1-based line number, line)`` of binary ``lines`` (a file opened ``"rb"``, ``sys.stdin.buffer``) decoded as
+    UTF-8, streaming: lines end at ``\\n`` only (a stray ``\\r`` or U+2028 stays inside its line, unlike Python's
+    universal newlines), without their newline; a byte-order mark before the first line is dropped.
+
+    Args:
+        name: what the lines are, in messages (a path).
+        errors: ``"strict"``: invalid UTF-8 raises; ``"replace"``: it reads as U+FFFD.
+
+    Raises:
+        InputError: (a ``ValueError``) on invalid UTF-8 with ``errors="strict"``, naming ``name`` and the line.
+    """
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8", errors)
+        except UnicodeDecodeError as e:
+            raise InputError(f"{name}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        yield lineno, line[:-1] if line.endswith("\n") else line
+
+
+def numbered_lines(path: str, errors: str = "strict") -> Iterator[Tuple[int, str]]:
+    """``(1-based line number, line)`` of a UTF-8 text file, streaming (:func:`decoded_lines`)."""
+    with open(path, "rb") as f:
+        yield from decoded_lines(f, path, errors)
+
+
+def read_lines(path: str, errors: str = "strict") -> Iterator[str]:
+    """The lines of a UTF-8 text file, streaming (:func:`numbered_lines` without the numbers)."""
+    for _, line in numbered_lines(path, errors):
+        yield line
+
+
+def write_lines(path: str, lines: Iterable[str]) -> int:
+    """Write ``lines`` (each without its newline) to ``path`` as UTF-8, atomically (a temporary file renamed: a
+    reader sees the old file or the whole new one); returns how many were written."""
+    n = 0
+
+    def write(f: TextIO) -> None:
+        nonlocal n
         for line in lines:
             f.write(line)
             f.write("\n")
-    os.replace(tmp, path)
+            n += 1
+
+    atomic_write(path, write, sync=False)
+    return n
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence], floatfmt: str = ".2f") -> str:
+    """The plugin's one markdown table (GitHub's pipe table, made by ``tabulate``): a line per row, each cell as
+    given (a str) or written for a reader (None and NaN as ``-``, a float with ``floatfmt``), ``|`` escaped; cells
+    are not padded to their column's width, so that a row reads ``| a | b |`` whatever the other rows hold."""
+    from tabulate import tabulate
+
+    def cell(value) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        return (format(value, floatfmt) if isinstance(value, float) else str(value)).replace("|", "\\|")
+
+    return tabulate([[cell(v) for v in row] for row in rows], headers=[cell(h) for h in headers], tablefmt="github",
+                    disable_numparse=True, stralign=None)
 
 
 def same_file(a: str, b: str) -> bool:
@@ -96,16 +176,17 @@ def refuse_overwriting(outputs: Sequence[Tuple[str, str]], inputs: Sequence[str]
                                  else f"{option} is the input {path}")
 
 
-def atomic_write(path: str, write: Callable[[TextIO], None]) -> None:
+def atomic_write(path: str, write: Callable[[TextIO], None], sync: bool = True) -> None:
     """Write ``path`` through ``write(file)``, atomically: a reader (a rerun looking for a step's marker) sees the
     old file or the whole new one, never a part of it (a full disk, a kill); a failed write leaves no temporary
-    file."""
+    file. ``sync``: the data reaches the disk before the rename (a marker survives a crash of the machine)."""
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Thin wrapper: ``syntax-nmt-evaluate`` (syntax_nmt/evaluate.py) for the recipe's scripts."""
 
-from syntax_nmt.evaluate import cli_main
+from syntax_nmt.evaluation.evaluate import cli_main
 
 if __name__ == "__main__":
     cli_main()

@@ -14,8 +14,9 @@
 #   GEN_SUBSET       binarized split to translate                                     [test]
 #   REF              reference prefix: REF.raw.T (untokenized) and REF.T (tokenized), T = TGT_LANG [PREP/test]
 #   TGT_LANG         the target language                                              [de]
-#   TGT_SPACY_MODEL  the target's parser: with a target-side system (target factors, interleaved tags), also
-#                    score the predicted tags against it (EVAL/NAME.factors.json)      [none]
+#   TGT_SPACY_MODEL  the target's parser: with a target-side system whose tags are measured (target factors,
+#                    interleaved tags: SYSTEM_TAGS), also score the predicted tags against it
+#                    (EVAL/NAME.factors.json)                                           [none]
 #   NAME             output name in EVAL                                              [SYSTEM]
 #   CHECKPOINT       checkpoint file name in SAVE, or auto (checkpoint_avg.pt if present, else
 #                    checkpoint_best.pt)                                              [preset]
@@ -82,12 +83,10 @@ mkdir -p "$EVAL"
     > "$EVAL/$NAME.gen"
 tail -n 2 "$EVAL/$NAME.gen"
 
-# interleaved target tags are removed before scoring
-STRIP_ARGS=()
-if [[ "${SYSTEM_TARGET:-}" == tags ]]; then STRIP_ARGS=(--strip-target-tags); fi
-"$PYTHON" "$HERE/evaluate.py" score --gen "$EVAL/$NAME.gen" --lang "$TGT_LANG" "${STRIP_ARGS[@]}" \
+# the system's target scheme says how its hypotheses are scored (interleaved target tags are removed first)
+"$PYTHON" "$HERE/evaluate.py" score --gen "$EVAL/$NAME.gen" --lang "$TGT_LANG" "${SYSTEM_EVALUATE_ARGS[@]}" \
     --ref-raw "$REF.raw.$TGT_LANG" --ref-tok "$REF.$TGT_LANG" --out-prefix "$EVAL/$NAME"
-if [[ -n "${SYSTEM_TARGET:-}" && -n "${TGT_SPACY_MODEL:-}" ]]; then
-    "$PYTHON" "$HERE/evaluate.py" factors --gen "$EVAL/$NAME.gen" --parser "$TGT_SPACY_MODEL" "${STRIP_ARGS[@]}" \
-        --output "$EVAL/$NAME.factors.json"
+if [[ "${SYSTEM_TAGS:-0}" == 1 && -n "${TGT_SPACY_MODEL:-}" ]]; then
+    "$PYTHON" "$HERE/evaluate.py" factors --gen "$EVAL/$NAME.gen" --parser "$TGT_SPACY_MODEL" \
+        "${SYSTEM_EVALUATE_ARGS[@]}" --output "$EVAL/$NAME.factors.json"
 fi

@@ -3,7 +3,9 @@
 #
 #   load_system NAME   sets SYSTEM (the table's name; the WMT14 recipe's old names are aliases), SYSTEM_TASK,
 #                      SYSTEM_ARGS (array: features, methods, their options, an auxiliary-loss criterion),
-#                      SYSTEM_STOCK, SYSTEM_FEATURES (1/0), SYSTEM_METHODS (comma-separated), SYSTEM_MIN_LAYERS
+#                      SYSTEM_STOCK, SYSTEM_FEATURES (1/0), SYSTEM_METHODS (comma-separated), SYSTEM_MIN_LAYERS,
+#                      SYSTEM_TARGET (its target scheme), SYSTEM_DATA (the suffix of the scheme's own data),
+#                      SYSTEM_EVALUATE_ARGS (array: options of syntax-nmt-evaluate score/factors), SYSTEM_TAGS (1/0)
 #   config_args NAME   load_system NAME, then the recipe's arch_args (which sets ARCH, MODEL_ARGS and
 #                      ENCODER_LAYERS for its model size, and may set WARMUP_DEFAULT/BEAM_DEFAULT); leaves
 #                      TASK_ARGS=(--task ...), MODEL_ARGS=(size and sharing, more encoder layers if the system
@@ -22,6 +24,7 @@ _systems_python() { "${SYSTEMS_PYTHON:-${PYTHON:-python}}" "$@"; }
 load_system() {
     local out cache="${SYSTEMS_CACHE:+$SYSTEMS_CACHE/${1//\//_}.sh}"
     unset SYSTEM
+    SYSTEM_TARGET="" SYSTEM_DATA="" SYSTEM_TAGS=0 SYSTEM_EVALUATE_ARGS=()  # a table without them (an older cache)
     if [[ -n "$cache" && -f "$cache" ]]; then out=$(<"$cache")
     else
         out=$(_systems_python -m syntax_nmt.systems shell "$1") || return 1

@@ -26,7 +26,8 @@ import os
 import shutil
 from typing import Dict
 
-from syntax_nmt.recipes.text import learn_subword, positive_int, stage_done, tokenize_pairs, write_lines, write_stage
+from syntax_nmt.recipes.text import learn_subword, positive_int, stage_done, tokenize_pairs, write_stage
+from syntax_nmt.utils import write_lines
 
 SRC = "en"
 #: target languages of Multi30k task 1 in the recipe (the repository's raw files)

@@ -21,9 +21,9 @@
 #   SPACY_MODEL     spaCy pipeline (name or path) for the source parses              [en_core_web_sm]
 #   TGT_LANG        target language: de or fr (examples/multi30k_en_fr/run_all.sh sets fr)        [de]
 #   TGT_SPACY_MODEL spaCy pipeline for the target's parses: annotates the target too (its streams binarized
-#                   beside it, and a copy of the data with the target interleaved with POS tags), for the
-#                   target-side systems (python -m syntax_nmt.systems list --all: factors, interleaved,
-#                   lisa+factors)                                                    [none]
+#                   beside it, and the copies of the data that the target schemes make, e.g. the target
+#                   interleaved with POS tags: python -m syntax_nmt.targets), for the target-side systems
+#                   (python -m syntax_nmt.systems list --all: factors, interleaved, lisa+factors)   [none]
 #   SYSTEMS         systems to train and compare (names of python -m syntax_nmt.systems list --all; "default":
 #                   every system of the default comparison; the first is the baseline)
 #                   [transformer syntax-infused and the two methods best on validation (README.md)]
@@ -38,7 +38,8 @@
 #   CPU             1: train and translate on the CPU                            [1 if torch sees no GPU]
 #   MAX_TOKENS, LR, WARMUP, DROPOUT, MAX_UPDATE, ...: see examples/common/train.sh; BEAM, LENPEN, ...: generate.sh
 # Outputs, with T = bpe$BPE_MERGES and P = $PRESET: WORK/download, WORK/work (tokenization cache),
-# WORK/prep/T, WORK/annotated/T, WORK/data-bin/T, WORK/checkpoints/P-T/SYSTEM/seedN,
+# WORK/prep/T, WORK/annotated/T, WORK/data-bin/T (and T-SUFFIX: a target scheme's own data, e.g. T-tagged),
+# WORK/checkpoints/P-T/SYSTEM/seedN,
 # WORK/eval/P-T/{SPLIT/SYSTEM.seedN.*,results.md,results.json,*.png,translations/}, WORK/noise/P-T/...
 set -euo pipefail
 
@@ -85,8 +86,7 @@ DOWNLOAD="$WORK/download"
 PREP="$WORK/prep/$TAG"
 ANN="$WORK/annotated/$TAG"
 BIN="$WORK/data-bin/$TAG"
-ANN_TAGGED="$WORK/annotated/$TAG-tagged"  # the target interleaved with its tags (TGT_SPACY_MODEL)
-BIN_TAGGED="$WORK/data-bin/$TAG-tagged"
+# (a target scheme with data of its own: $ANN-SUFFIX and $BIN-SUFFIX, made with TGT_SPACY_MODEL)
 CKPT="$WORK/checkpoints/$PRESET-$TAG"
 EVAL="$WORK/eval/$PRESET-$TAG"
 NOISE="$WORK/noise/$PRESET-$TAG"
@@ -135,8 +135,7 @@ if has_stage annotate; then
             exit 1
         fi
         if [[ -n "$TGT_SPACY_MODEL" ]]; then
-            # the target's own parse, its streams aligned with the same subwords (ANN/SPLIT.tgt.*), and the target
-            # interleaved with its POS tags (ANN_TAGGED), the source beside it
+            # the target's own parse, its streams aligned with the same subwords (ANN/SPLIT.tgt.*)
             status=0
             syntax-nmt-annotate --source "$PREP/$split.$TGT_LANG" --src-lang "$TGT_LANG" --pretokenized \
                 --spacy-model "$TGT_SPACY_MODEL" --subword bpe --subword-model "$PREP/bpe.codes" \
@@ -146,12 +145,14 @@ if has_stage annotate; then
                 echo "run_all.sh: error: annotating the target of $split failed (status $status): see $ANN.$split.tgt.log" >&2
                 exit 1
             fi
-            mkdir -p "$ANN_TAGGED"
-            syntax-nmt-target-tags interleave --prefix "$ANN/$split" --tgt-lang "$TGT_LANG" --tag pos \
-                -o "$ANN_TAGGED/$split.$TGT_LANG"
-            cp "$ANN/$split.en" "$ANN_TAGGED/$split.en"
         fi
     done
+    if [[ -n "$TGT_SPACY_MODEL" ]]; then
+        # the copies of the data that the target schemes with data of their own make ($ANN-SUFFIX: e.g. the target
+        # interleaved with its POS tags in $ANN-tagged), the source beside it
+        "$PYTHON" -m syntax_nmt.targets write-data --annotated "$ANN" --splits "train valid test2016 test2017 mscoco" \
+            --src-lang en --tgt-lang "$TGT_LANG" > /dev/null
+    fi
     stage_end annotate
 fi
 
@@ -179,16 +180,19 @@ if has_stage binarize; then
     if [[ -f "$BIN/.done" ]]; then
         echo "$BIN is complete"
     else
-        rm -rf "$BIN" "$BIN_TAGGED"
+        suffixes=()
+        if [[ -n "$TGT_SPACY_MODEL" ]]; then mapfile -t suffixes < <("$PYTHON" -m syntax_nmt.targets data-suffixes); fi
+        rm -rf "$BIN"
+        for suffix in "${suffixes[@]}"; do rm -rf "${BIN:?}-$suffix"; done
         syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN/train" --validpref "$ANN/valid" \
             --testpref "$ANN/test2016,$ANN/test2017,$ANN/mscoco" --destdir "$BIN" --joined-dictionary \
             --workers "$WORKERS" ${TGT_SPACY_MODEL:+--target-streams pos,dep}
-        if [[ -n "$TGT_SPACY_MODEL" ]]; then  # the interleaved target: text only, for the stock model
-            syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN_TAGGED/train" \
-                --validpref "$ANN_TAGGED/valid" --testpref "$ANN_TAGGED/test2016,$ANN_TAGGED/test2017,$ANN_TAGGED/mscoco" \
-                --destdir "$BIN_TAGGED" --joined-dictionary --workers "$WORKERS" --streams ""
-            touch "$BIN_TAGGED/.done"
-        fi
+        for suffix in "${suffixes[@]}"; do  # a target scheme's own data: text only, for its systems
+            syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN-$suffix/train" \
+                --validpref "$ANN-$suffix/valid" --testpref "$ANN-$suffix/test2016,$ANN-$suffix/test2017,$ANN-$suffix/mscoco" \
+                --destdir "$BIN-$suffix" --joined-dictionary --workers "$WORKERS" --streams ""
+            touch "$BIN-$suffix/.done"
+        done
         touch "$BIN/.done"
     fi
     stage_end binarize
@@ -301,7 +305,7 @@ evaluate_one() {
     fi
     stale_training "$data" "$save" || return 1
     load_system "$system" || return 1
-    if [[ -n "$SYSTEM_TARGET" && -n "$TGT_SPACY_MODEL" ]]; then factors=(--factors); fi
+    if [[ "$SYSTEM_TAGS" == 1 && -n "$TGT_SPACY_MODEL" ]]; then factors=(--factors); fi
     mapfile -t settings < <(generate_settings)
     todo=$("$PYTHON" -m syntax_nmt.recipes.markers todo --after "$save/.done" --eval "$out" --name "$system.seed$seed" \
         --splits "$SPLITS" "${factors[@]}" "${settings[@]/#/--setting=}") || return 1
@@ -334,15 +338,15 @@ report() {
         --tgt-lang "$TGT_LANG"
 }
 
-# data_of SYSTEM: the data directory of a system (the interleaved target for interleaved tags); fails, saying so,
-# for a target-side system without TGT_SPACY_MODEL.
+# data_of SYSTEM: the data directory of a system (its target scheme's own, BIN-SUFFIX, if the scheme has one: the
+# interleaved target for interleaved tags); fails, saying so, for a target-side system without TGT_SPACY_MODEL.
 data_of() {
     load_system "$1" || return 1
     if [[ -n "$SYSTEM_TARGET" && -z "$TGT_SPACY_MODEL" ]]; then
         echo "run_all.sh: error: $1 predicts target syntax: set TGT_SPACY_MODEL (the target's parser)" >&2
         return 1
     fi
-    if [[ "$SYSTEM_TARGET" == tags ]]; then echo "$BIN_TAGGED"; else echo "$BIN"; fi
+    if [[ -n "$SYSTEM_DATA" ]]; then echo "$BIN-$SYSTEM_DATA"; else echo "$BIN"; fi
 }
 
 if has_stage train; then
@@ -381,14 +385,14 @@ if has_stage evaluate; then
     read -r -a splits <<< "$SPLITS"
     lsplit=${splits[1]:-${splits[0]}}
     gens=()
-    for system in "${systems[@]}"; do  # not the interleaved target: its hypotheses hold tags
+    for system in "${systems[@]}"; do  # not a target scheme's own data (the interleaved target: its hypotheses hold tags)
         if [[ "${DATA_OF[$system]}" == "$BIN" ]]; then gens+=(--system "$system=$EVAL/$lsplit/$system.seed$first.gen"); fi
     done
     if (( ${#gens[@]} )); then
         syntax-nmt-analyze length --data "$BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.$TGT_LANG" \
             --out "$EVAL/analysis" "${gens[@]}" > /dev/null
     else
-        echo "no BLEU by length: every system's target is interleaved with tags"
+        echo "no BLEU by length: every system's target is data of its target scheme (interleaved with tags)"
     fi
     echo "results: $EVAL/results.md"
     stage_end evaluate

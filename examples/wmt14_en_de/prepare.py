@@ -36,8 +36,9 @@ from typing import Dict, List, Sequence
 from syntax_nmt.data.subsample import subsample_mask  # noqa: F401  (shared with the demo's --fractions)
 from syntax_nmt.recipes import text
 from syntax_nmt.recipes.text import (  # noqa: F401  (the recipe's tests reach them through this module)
-    _init_worker, open_text, read_lines, stage_done, tokenize, tokenize_pairs, write_lines, write_stage,
+    _init_worker, open_text, stage_done, tokenize, tokenize_pairs, write_stage,
 )
+from syntax_nmt.utils import read_lines, write_lines  # noqa: F401  (the recipe's tests reach them here too)
 
 SRC, TGT = "en", "de"
 TRAIN_CORPORA = [  # (archive, member prefix); members are PREFIX.en / PREFIX.de
@@ -58,7 +59,7 @@ def read_sgm(path: str) -> List[str]:
     (``FakeSGMLDataset``: lines starting with ``<seg ``, no entity unescaping,
     whitespace stripped and collapsed), so ``test.raw.de`` is the reference of
     ``sacrebleu -t wmt14/full -l en-de``."""
-    return [" ".join(SEG_RE.sub(r"\1", line).split()) for line in read_lines(path) if line.startswith("<seg ")]
+    return [" ".join(SEG_RE.sub(r"\1", line).split()) for line in read_lines(path, errors="replace") if line.startswith("<seg ")]
 
 
 def extract_members(archive: str, members: Sequence[str], out_dir: str) -> List[str]:
@@ -137,7 +138,8 @@ def tokenize_stage(args: argparse.Namespace) -> Dict:
         for name, prefix in TRAIN_CORPORA:
             src_path, tgt_path = extract_members(archive(name), [f"{prefix}.{SRC}", f"{prefix}.{TGT}"], orig)
             n = 0
-            for n, pair in enumerate(itertools.zip_longest(read_lines(src_path), read_lines(tgt_path)), 1):
+            pairs = itertools.zip_longest(read_lines(src_path, errors="replace"), read_lines(tgt_path, errors="replace"))
+            for n, pair in enumerate(pairs, 1):
                 if None in pair:
                     raise ValueError(f"{prefix}: {SRC} and {TGT} sides differ in length")
                 yield pair
@@ -157,7 +159,7 @@ def tokenize_stage(args: argparse.Namespace) -> Dict:
 
     # dev: newstest2013 plain text; test: newstest2014 sgm. Never filtered.
     dev_src, dev_tgt = extract_members(archive(DEV[0]), [f"{DEV[1]}.{SRC}", f"{DEV[1]}.{TGT}"], orig)
-    valid = list(zip(read_lines(dev_src), read_lines(dev_tgt)))
+    valid = list(zip(read_lines(dev_src, errors="replace"), read_lines(dev_tgt, errors="replace")))
     test_src, test_ref = map(read_sgm, extract_members(archive(TEST[args.test_set][0]), TEST[args.test_set][1:], orig))
     if not test_src or len(test_src) != len(test_ref):
         raise ValueError(f"newstest2014: {len(test_src)} source vs {len(test_ref)} reference segments")

@@ -8,7 +8,7 @@ import re
 import subprocess
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from syntax_nmt.utils import exe, mean_sd, pyplot, user_dir  # noqa: F401  (the analyses' helpers, shared)
+from syntax_nmt.utils import exe, markdown_table, mean_sd, pyplot, user_dir  # noqa: F401  (the analyses' helpers)
 
 
 class AnalyzeError(ValueError):
@@ -43,19 +43,6 @@ def parse_floats(value: str, option: str) -> List[float]:
         return [float(v) for v in value.split(",") if v.strip()]
     except ValueError:
         raise AnalyzeError(f"{option} takes comma-separated numbers, got {value!r}") from None
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
-    def cell(v):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "-"
-        if isinstance(v, float):
-            return f"{v:.2f}"
-        return str(v).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _jsonable(obj):
@@ -122,7 +109,7 @@ def generate(data: str, checkpoint: str, log: str, split: str = "test", gen_args
 
 def hypotheses(gen_log: str, lang: str = "de") -> List[str]:
     """Detokenized best hypotheses of a ``fairseq-generate --remove-bpe`` log, in corpus order."""
-    from syntax_nmt.evaluate import detokenize, read_hypotheses
+    from syntax_nmt.evaluation.evaluate import detokenize, read_hypotheses
 
     try:
         return detokenize(read_hypotheses(gen_log), lang)
@@ -131,28 +118,12 @@ def hypotheses(gen_log: str, lang: str = "de") -> List[str]:
 
 
 def read_references(path: str, n: Optional[int] = None) -> List[str]:
-    from syntax_nmt.evaluate import read_lines
+    from syntax_nmt.utils import read_lines
 
-    refs = read_lines(path)
+    refs = list(read_lines(path))
     if n is not None and len(refs) != n:
         raise AnalyzeError(f"{path} has {len(refs)} lines, expected {n}")
     return refs
-
-
-def sacrebleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
-    """Corpus sacreBLEU (13a, as ``syntax-nmt-evaluate``); NaN for an empty set."""
-    from syntax_nmt.evaluate import detok_bleu
-
-    if not hyps:
-        return float("nan")
-    return detok_bleu(list(hyps), list(refs))[0]
-
-
-def bleu_signature() -> str:
-    """The sacreBLEU signature of :func:`sacrebleu` (one reference)."""
-    from syntax_nmt.evaluate import detok_bleu
-
-    return detok_bleu(["x"], ["x"])[2]
 
 
 _SEED = re.compile(r"^(.*)\.seed(\d+)$")

@@ -13,6 +13,7 @@ import numpy as np
 
 from syntax_nmt.analyze import common
 from syntax_nmt.analyze.common import AnalyzeError
+from syntax_nmt.evaluation.evaluate import bleu_signature, detok_bleu
 
 
 def bucket_labels(width: int, max_length: int) -> List[str]:
@@ -40,7 +41,7 @@ def bleu_by_bucket(hyps: Sequence[str], refs: Sequence[str], lengths: np.ndarray
     for b, label in enumerate(labels):
         sel = np.flatnonzero(idx == b)
         rows.append({"bucket": label, "sentences": int(len(sel)),
-                     "bleu": common.sacrebleu([hyps[i] for i in sel], [refs[i] for i in sel])})
+                     "bleu": detok_bleu([hyps[i] for i in sel], [refs[i] for i in sel])[0]})
     return rows
 
 
@@ -57,7 +58,7 @@ def analyze(systems: Sequence[tuple], ref_raw: str, data: str, split: str = "tes
     units = {"subwords": subwords}
     if words is not None:
         units = {"words": words, "subwords": subwords}
-    result = {"split": split, "bucket_width": width, "max_length": max_length, "signature": common.bleu_signature(),
+    result = {"split": split, "bucket_width": width, "max_length": max_length, "signature": bleu_signature(),
               "units": {}}
     for unit, lengths in units.items():
         per_system = {}
@@ -65,7 +66,7 @@ def analyze(systems: Sequence[tuple], ref_raw: str, data: str, split: str = "tes
             hyps = common.hypotheses(gen, lang)
             if len(hyps) != len(refs):
                 raise AnalyzeError(f"{gen} has {len(hyps)} hypotheses, the {split} split {len(refs)} sentences")
-            per_system[name] = {"overall": common.sacrebleu(hyps, refs),
+            per_system[name] = {"overall": detok_bleu(hyps, refs)[0],
                                 "buckets": bleu_by_bucket(hyps, refs, lengths, width, max_length)}
         result["units"][unit] = {"lengths": lengths.tolist(), "systems": per_system}
     return result

@@ -19,6 +19,7 @@ from typing import Dict, List, Sequence
 from syntax_nmt.analyze import common
 from syntax_nmt.analyze.common import AnalyzeError
 from syntax_nmt.constants import NOISE_RECORD_FILE
+from syntax_nmt.evaluation.evaluate import bleu_signature, detok_bleu
 
 DEFAULT_RATES = "0,0.2,0.4,0.6,0.8,1.0"
 
@@ -58,14 +59,14 @@ def analyze(systems: Sequence[tuple], data: str, ref_raw: str, out: str, streams
                                       info[name]["task"])
                 hyps = common.hypotheses(gen, lang)
                 refs = refs if refs is not None else common.read_references(ref_raw, len(hyps))
-                bleu = common.sacrebleu(hyps, refs)
+                bleu = detok_bleu(hyps, refs)[0]
                 log(f"{name:<16} {stream:<5} r={rate:<4g} BLEU {bleu:6.2f}  "
                     f"({record['changed_words']}/{record['words']} words changed)")
                 rows.append({"system": name, "stream": stream, "rate": rate, "bleu": bleu,
                              "words": record["words"], "changed_words": record["changed_words"],
                              "reads_stream": reads, "translated": True})
     return {"split": split, "seed": seed, "streams": list(streams), "rates": rates,
-            "signature": common.bleu_signature(), "systems": [n for n, _ in systems], "rows": rows}
+            "signature": bleu_signature(), "systems": [n for n, _ in systems], "rows": rows}
 
 
 def markdown(result: Dict) -> str:

@@ -36,7 +36,7 @@ import socket
 import time
 from typing import Dict, List, Optional, Sequence
 
-from .textio import atomic_write_lines
+from syntax_nmt.utils import write_lines
 
 logger = logging.getLogger("syntax_nmt.annotate")
 
@@ -122,7 +122,7 @@ class ChunkStore:
             else:
                 self._manifest_text = text + "\n"
                 return
-        atomic_write_lines(manifest, [text])
+        write_lines(manifest, [text])
         self._manifest_text = text + "\n"
 
     def any_parsed(self) -> bool:
@@ -147,7 +147,7 @@ class ChunkStore:
 
     def write_parse(self, k: int, records: List[Dict]) -> None:
         self._check_manifest()
-        atomic_write_lines(
+        write_lines(
             self.path(k, "parse.jsonl"),
             (json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in records),
         )
@@ -175,8 +175,8 @@ class ChunkStore:
         if missing:
             raise ValueError(f"chunk {k}: no output for {sorted(missing)}")
         for name in self.names:
-            atomic_write_lines(self.path(k, name), outputs[name])
-        atomic_write_lines(self.path(k, "done.json"), [json.dumps(dict(stats, key=key), sort_keys=True)])
+            write_lines(self.path(k, name), outputs[name])
+        write_lines(self.path(k, "done.json"), [json.dumps(dict(stats, key=key), sort_keys=True)])
 
     # -- finalization -----------------------------------------------------------------
     def try_lock(self) -> bool:

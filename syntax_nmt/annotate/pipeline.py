@@ -49,13 +49,14 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence, format_conllu
+from syntax_nmt.utils import write_lines
 
 from .align import align_streams
 from .backends import get_backend
 from .chunks import ChunkStore
 from .settings import AnnotationSettings, check_compatible, settings_from_args, settings_path, subword_model_file
 from .subwords import Segmenter, escape_word, file_sha256, learn_model, load_segmenter
-from .textio import InputError, atomic_write_lines, read_lines
+from .textio import InputError, read_normalized_lines
 
 logger = logging.getLogger("syntax_nmt.annotate")
 
@@ -162,7 +163,7 @@ def scan(args) -> Tuple[int, List[int], List[int]]:
     if n == 0:
         raise InputError(f"{src_name} is empty: nothing to annotate")
     if args.target:
-        m = sum(1 for _ in read_lines(args.target))
+        m = sum(1 for _ in read_normalized_lines(args.target))
         if m != n:
             raise InputError(f"line counts differ: {src_name} has {n} lines, {args.target} has {m} lines")
     if empty and args.on_empty == "error":
@@ -327,7 +328,7 @@ class Job:
         backend = self.backend.from_args(a)
 
         def items():
-            tgt_lines = read_lines(a.target) if a.target else repeat(None)
+            tgt_lines = read_normalized_lines(a.target) if a.target else repeat(None)
             for lineno, (line, tgt) in enumerate(zip(source_lines(a), tgt_lines), 1):
                 if store.chunk_of(lineno) not in pending:
                     continue
@@ -395,7 +396,7 @@ class Job:
                     self._render_chunk(store, k)
             store.merge()
             settings_from_args(a).write(settings_path(a.output_prefix))
-            atomic_write_lines(inputs_path(a.output_prefix),
+            write_lines(inputs_path(a.output_prefix),
                                [json.dumps({"inputs": self.inputs, "outputs": self.names}, indent=1)])
             totals = dict.fromkeys(_STAT_KEYS, 0)
             for k in range(store.num_chunks):

@@ -19,12 +19,12 @@ import re
 import shutil
 import sys
 import tempfile
-from typing import Iterable, List, Optional, Sequence, TextIO
+from typing import List, Optional, Sequence, TextIO
 
 from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.data.streams import TAG_STREAMS, target_stream
-from syntax_nmt.utils import same_file
+from syntax_nmt.utils import decoded_lines, read_lines, same_file
 
 logger = logging.getLogger("syntax_nmt.target_tags")
 
@@ -115,21 +115,6 @@ def strip_generate_line(line: str) -> str:
     return strip(line)
 
 
-def _decoded(lines: Iterable[bytes], name: str) -> Iterable[str]:
-    """``lines`` (bytes) decoded as UTF-8, without their newline; invalid UTF-8 names ``name`` and the line."""
-    for lineno, raw in enumerate(lines, 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(f"{name}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
-        yield line[:-1] if line.endswith("\n") else line
-
-
-def _open_lines(path: str) -> Iterable[str]:
-    with open(path, "rb") as f:
-        yield from _decoded(f, path)
-
-
 def interleave_files(prefix: str, tgt_lang: str, tag: str, out: TextIO) -> int:
     """Write ``prefix.{tgt_lang}`` interleaved with the target stream ``tag`` (``prefix.tgt.{tag}``, positions from
     ``prefix.tgt.subword``) to ``out``; the annotation's own target text ``prefix.tgt.{tgt_lang}`` must be the
@@ -141,9 +126,9 @@ def interleave_files(prefix: str, tgt_lang: str, tag: str, out: TextIO) -> int:
     text = f"{prefix}.{tgt_lang}"
     files = {"annotated": f"{prefix}.{target_stream(tgt_lang)}", "tags": f"{prefix}.{target_stream(tag)}",
              "positions": f"{prefix}.{target_stream('subword')}"}
-    streams = {k: _open_lines(p) for k, p in files.items()}
+    streams = {k: read_lines(p) for k, p in files.items()}
     n = 0
-    for n, line in enumerate(_open_lines(text), 1):
+    for n, line in enumerate(read_lines(text), 1):
         rows = {}
         for k, it in streams.items():
             row = next(it, None)
@@ -223,11 +208,10 @@ def main(args) -> None:
         logger.info("%d lines with %s tags -> %s", n, args.tag, args.output)
         return
     if args.input == "-":
-        lines = _decoded(sys.stdin.buffer, "<stdin>")
-        for line in lines:
+        for _, line in decoded_lines(sys.stdin.buffer, "<stdin>"):
             sys.stdout.write(strip_generate_line(line) + "\n")
         return
-    for line in _open_lines(args.input):
+    for line in read_lines(args.input):
         sys.stdout.write(strip_generate_line(line) + "\n")
 
 

@@ -1,8 +1,8 @@
 """Streaming, line-exact text input for the annotation pipeline.
 
-Lines are split on ``\\n`` only (a stray ``\\r`` or U+2028 inside a line does not start
-a new line, unlike Python's universal newlines), decoded as UTF-8 one line at a time so
-that a decoding error names the file and line, and a leading byte-order mark is dropped.
+Lines are read by :func:`syntax_nmt.utils.read_lines`: split on ``\\n`` only (a stray ``\\r`` or U+2028 inside a
+line does not start a new line, unlike Python's universal newlines), decoded as UTF-8 one line at a time so that a
+decoding error names the file and line, a leading byte-order mark dropped.
 :func:`normalize` collapses every run of Unicode whitespace (tabs, no-break spaces,
 ``\\r``, ideographic spaces... everything ``str.split()`` splits on, which is also what
 fairseq's tokenizer splits on) to one ASCII space and strips the ends, so that a word never
@@ -10,18 +10,13 @@ contains whitespace and fairseq sees exactly the tokens we counted.
 :func:`replace_lone_surrogates` makes text read leniently (``surrogateescape``) safe to parse.
 """
 
-import os
 import re
 from typing import Iterator, Tuple
 
-from syntax_nmt.utils import atomic_write_lines  # noqa: F401  (its home is the low floor)
+from syntax_nmt.utils import InputError, read_lines  # noqa: F401  (InputError's home is the low floor)
 
 #: A UTF-16 surrogate pair (group 1), or any other surrogate code point (a lone one).
 _SURROGATE = re.compile("([\ud800-\udbff][\udc00-\udfff])|[\ud800-\udfff]")
-
-
-class InputError(ValueError):
-    """Bad input data; the message names the file and (1-based) line."""
 
 
 def normalize(line: str) -> str:
@@ -51,18 +46,12 @@ def replace_lone_surrogates(line: str) -> Tuple[str, int]:
     return _SURROGATE.sub(fix, line), count
 
 
-def read_lines(path: str) -> Iterator[str]:
-    """Yield the normalized lines of a UTF-8 text file, streaming.
+def read_normalized_lines(path: str) -> Iterator[str]:
+    """The lines of a UTF-8 text file (:func:`syntax_nmt.utils.read_lines`), streaming, each normalized
+    (:func:`normalize`).
 
     Raises:
         InputError: on invalid UTF-8, naming file and line.
     """
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InputError(f"{path}:{lineno}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            yield normalize(line)
+    for line in read_lines(path):
+        yield normalize(line)

@@ -28,6 +28,10 @@ TAG_STREAMS = tuple(s for s in STREAMS if s != HEAD_STREAM)
 SPECIAL_HEAD = 0
 
 
+class StreamConfigError(ValueError):
+    """The streams of the data, the task options and the model do not agree."""
+
+
 #: Prefix of the target's streams in file names (``{prefix}.tgt.pos``, ``dict.tgt.pos.txt``).
 TARGET_PREFIX = "tgt"
 

@@ -122,7 +122,7 @@ class JobRunner(DataPipeline):
                  updates: Optional[int] = None) -> dict:
         """Translate the test set with one trained system at ``updates`` (default :meth:`job_updates`) and score it
         (``evaluate.score``)."""
-        from syntax_nmt.evaluate import score
+        from syntax_nmt.evaluation.evaluate import score
 
         updates = updates or self.job_updates()
         task = get_system(name).task

@@ -7,7 +7,7 @@ import subprocess
 import time
 from typing import Dict, List
 
-from syntax_nmt import compare
+from syntax_nmt.evaluation import compare
 from syntax_nmt.utils import atomic_write_json, atomic_write_text, exe, user_dir
 from syntax_nmt.demo import budget
 from syntax_nmt.demo.jobs import JobRunner
@@ -86,7 +86,7 @@ class Demo(JobRunner):
 
     def significance(self, rows: List[dict]) -> None:
         """Paired bootstrap of every system against the baseline, the test sentence as the unit (all seeds'
-        lines of a sentence resampled together), and per seed (:func:`syntax_nmt.compare.significance`)."""
+        lines of a sentence resampled together), and per seed (:func:`syntax_nmt.evaluation.compare.significance`)."""
         seeds = self.seeds()
         hyps = {(r["system"], s): self.path("eval", f"{r['system']}.seed{s}.detok") for r in rows for s in seeds}
         compare.significance(rows, hyps, self.path("corpus", "test.de"), seeds, pooled_dir=self.path("eval", "pooled"),

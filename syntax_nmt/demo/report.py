@@ -1,15 +1,15 @@
-"""The demo's report: per-system scores over seeds (the statistics are :mod:`syntax_nmt.compare`'s), the table,
+"""The demo's report: per-system scores over seeds (the statistics are :mod:`syntax_nmt.evaluation.compare`'s), the table,
 the verdicts of the quality check, the bar chart, parameter counts."""
 
 from typing import Dict, List, Sequence
 
-from syntax_nmt import compare
+from syntax_nmt.evaluation import compare
 from syntax_nmt.systems import BASELINE
 
 def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[int],
               params: Dict[str, int]) -> List[dict]:
     """One row per system (baseline first): per-seed sacreBLEU and compound-split BLEU, their means and
-    sample sds (:func:`syntax_nmt.compare.summarize`)."""
+    sample sds (:func:`syntax_nmt.evaluation.compare.summarize`)."""
     return compare.summarize(runs, systems, seeds, ("sacrebleu", "compound_split_bleu"), params)
 
 
@@ -36,7 +36,7 @@ def format_table(rows: List[dict], args, seeds: Sequence[int]) -> str:
         train_s = sum(r["train_seconds"]) / len(r["train_seconds"])
         lines.append(f"{r['system']:<16} {r['mean']:>8.2f} ± {r['sd']:<4.2f} {per_seed:>20} {delta:>14} {p:>9} "
                      f"{sig:>11} {r['params'] or 0:>10,} {train_s:>7.0f}")
-    from syntax_nmt.significance import caption
+    from syntax_nmt.evaluation.significance import caption
 
     lines.append(caption(("bs",), len(seeds), baseline=base["system"]) + " seeds p<.05: seeds whose own test "
                  "(that seed's translations alone) is significant")
@@ -74,7 +74,7 @@ def quality_check(rows: List[dict], baseline: str = BASELINE, margin: float = 1.
 
 
 def plot_bleu(rows: List[dict], path: str, title: str) -> None:
-    """The demo's bar chart of sacreBLEU over seeds (:func:`syntax_nmt.compare.plot_bars`)."""
+    """The demo's bar chart of sacreBLEU over seeds (:func:`syntax_nmt.evaluation.compare.plot_bars`)."""
     compare.plot_bars(rows, path, title, "sacrebleu", "sacreBLEU (mean ± sd over seeds; dots: seeds)")
 
 

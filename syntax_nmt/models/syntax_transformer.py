@@ -14,8 +14,10 @@ With no features and no syntax method the model is exactly fairseq's ``transform
 
 import functools
 import logging
+from argparse import Namespace
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.utils import gen_parser_from_dataclass
@@ -23,6 +25,7 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerModel, base_architecture
 from torch import Tensor
 
+from syntax_nmt.data.signatures import TARGET_FACTORS_ARG, TargetFactor, parse_signatures, read_target_factors
 from syntax_nmt.data.streams import TAG_STREAMS, parse_stream_list
 from syntax_nmt.models.modules.source_feature_embedding import (
     COMBINES,
@@ -32,11 +35,11 @@ from syntax_nmt.models.modules.source_feature_embedding import (
     word_embedding_dim,
 )
 from syntax_nmt.models.modules.compiled import COMPILE_MODES
-from syntax_nmt.models.modules.inference_needs import inference_needs
-from syntax_nmt.models.modules.methods import build_methods, parse_methods, registered_methods
+from syntax_nmt.models.modules.inference_needs import inference_needs, required_streams
+from syntax_nmt.models.modules.methods import SyntaxMethod, build_methods, registered_methods
 from syntax_nmt.models.modules.methods.base import method_title
 from syntax_nmt.models.modules.syntax_transformer_encoder import SyntaxTransformerEncoder
-from syntax_nmt.models.modules.target_factors import FactoredTransformerDecoder, parse_factor_dicts
+from syntax_nmt.models.modules.target_factors import FactoredTransformerDecoder
 from syntax_nmt.registry import compose_config
 
 logger = logging.getLogger(__name__)
@@ -117,12 +120,6 @@ def _features(args) -> List[str]:
     return feats
 
 
-def _feature_dims(args, features: List[str]) -> List[int]:
-    """Width of each feature embedding (``--feature-embed-dim`` / ``--feature-embed-dims``)."""
-    return resolve_feature_dims(features, getattr(args, "feature_embed_dim", None),
-                                getattr(args, "feature_embed_dims", ""), args.feature_merge)
-
-
 def _default_feature_dim(args, dim: int) -> None:
     """``--feature-embed-dim`` defaults to ``dim`` unless ``--feature-embed-dims`` gives the widths
     (then it stays ``None``, so that giving both inconsistently is caught)."""
@@ -136,88 +133,122 @@ class ModelOptionError(ValueError):
     by the task module); in Python it is a ``ValueError``."""
 
 
-def check_options(args) -> list:
-    """Every check of the model options that needs no data: features and their widths, the
-    syntax methods (unknown names, layers outside the encoder, two methods replacing the same
-    layer's self-attention, each method's own options). ``args`` has its architecture applied.
+@dataclass
+class SyntaxOptions:
+    """The model's own options parsed and checked (:func:`parse_options`, the one place that parses
+    ``--syntax-attention`` and builds its methods): what the model, its encoder and the task are built from.
 
-    Returns:
-        the syntax methods of ``--syntax-attention``, built (``SyntaxMethod`` objects, in its order).
+    Args:
+        features: the ``--source-features`` to embed.
+        feature_dims: the width of each (``--feature-embed-dim`` / ``--feature-embed-dims``).
+        methods: the built syntax methods of ``--syntax-attention``, in its order.
+    """
+
+    features: List[str]
+    feature_dims: List[int]
+    methods: List[SyntaxMethod]
+
+    @property
+    def required_streams(self) -> List[str]:
+        """The streams the model reads in training (:func:`~.inference_needs.required_streams`)."""
+        return required_streams(self.features, self.methods)
+
+    def inference_needs(self, factors: bool = False) -> Dict[str, List[str]]:
+        """What the model reads at inference, by reader (:func:`~.inference_needs.inference_needs`); ``factors``:
+        whether its decoder predicts target factors."""
+        return inference_needs(self.features, self.methods, factors)
+
+
+def parse_options(args) -> SyntaxOptions:
+    """Every check of the model options that needs no data (``args`` has its architecture applied): features and
+    their widths, the syntax methods (unknown names, layers outside the encoder, two methods replacing the same
+    layer's self-attention, each method's own options), and the methods built.
 
     Raises:
         ModelOptionError: naming the option(s).
     """
     try:
-        return _check_options(args)
+        features = _features(args)
+        if args.feature_merge not in MERGES or args.feature_combine not in COMBINES:
+            raise ValueError(f"--feature-merge must be in {MERGES} and --feature-combine in {COMBINES}")
+        if args.encoder_embed_dim % args.encoder_attention_heads:
+            raise ValueError(f"--encoder-embed-dim {args.encoder_embed_dim} is not divisible by "
+                             f"--encoder-attention-heads {args.encoder_attention_heads}")
+        dims = resolve_feature_dims(features, getattr(args, "feature_embed_dim", None),
+                                    getattr(args, "feature_embed_dims", ""), args.feature_merge)
+        word_dim = word_embedding_dim(args.encoder_embed_dim, len(features), dims, args.feature_merge,
+                                      args.feature_combine)
+        if features and word_dim != args.encoder_embed_dim and getattr(args, "share_all_embeddings", False):
+            raise ValueError(
+                f"--share-all-embeddings cannot share the {word_dim}-dim source word embeddings "
+                f"(--feature-combine concat leaves {args.encoder_embed_dim} - {args.encoder_embed_dim - word_dim} "
+                f"for words) with the {args.decoder_embed_dim}-dim decoder embeddings; use "
+                "--share-decoder-input-output-embed, or --feature-combine add with --feature-embed-dim "
+                f"{args.encoder_embed_dim}"
+            )
+        methods = build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
     except ModelOptionError:
         raise
     except ValueError as e:
         raise ModelOptionError(str(e)) from None
+    return SyntaxOptions(features, dims, methods)
 
 
-def _check_options(args) -> list:
-    features = _features(args)
-    if args.feature_merge not in MERGES or args.feature_combine not in COMBINES:
-        raise ValueError(f"--feature-merge must be in {MERGES} and --feature-combine in {COMBINES}")
-    if args.encoder_embed_dim % args.encoder_attention_heads:
-        raise ValueError(
-            f"--encoder-embed-dim {args.encoder_embed_dim} is not divisible by "
-            f"--encoder-attention-heads {args.encoder_attention_heads}"
-        )
-    word_dim = word_embedding_dim(args.encoder_embed_dim, len(features), _feature_dims(args, features),
-                                  args.feature_merge, args.feature_combine)
-    if features and word_dim != args.encoder_embed_dim and getattr(args, "share_all_embeddings", False):
-        raise ValueError(
-            f"--share-all-embeddings cannot share the {word_dim}-dim source word embeddings "
-            f"(--feature-combine concat leaves {args.encoder_embed_dim} - {args.encoder_embed_dim - word_dim} "
-            f"for words) with the {args.decoder_embed_dim}-dim decoder embeddings; use "
-            "--share-decoder-input-output-embed, or --feature-combine add with --feature-embed-dim "
-            f"{args.encoder_embed_dim}"
-        )
-    return build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
+#: the options the architecture hook checked last: the values of the arguments it saw and what they parsed into.
+#: fairseq applies an architecture twice, while parsing the command line (the check, so that bad options are a
+#: usage error before any data is loaded) and again in its ``build_model`` (on a copy of the arguments): the model
+#: built from arguments with the same values takes these, so a run parses ``--syntax-attention`` and builds each
+#: method once (tests/e2e/test_options_parsed_once.py counts them in a fairseq-train run)
+_checked: Optional[Tuple[Dict[str, Any], SyntaxOptions]] = None
+#: the options and the target factors of the model :meth:`SyntaxTransformerModel.build_model` is building, for its
+#: ``build_encoder`` and ``build_decoder`` (which fairseq's ``build_model`` calls with the arguments only)
+_building: ContextVar[Optional[Tuple[SyntaxOptions, List[TargetFactor]]]] = ContextVar("syntax_model_being_built",
+                                                                                     default=None)
+
+
+def _same_values(args, seen: Dict[str, Any]) -> bool:
+    missing = object()
+    try:
+        return all(getattr(args, key, missing) == value for key, value in seen.items())
+    except Exception:  # a value that does not compare (say, an array): not the same
+        return False
+
+
+def checked_options(args, take: bool = False) -> SyntaxOptions:
+    """:func:`parse_options` of ``args``, or what the architecture hook made of arguments with the same values.
+
+    Args:
+        take: the model being built takes them (a later model parses its own, so no two share a method object).
+    """
+    global _checked
+    options = None
+    if _checked is not None and _same_values(args, _checked[0]):
+        options = _checked[1]
+    elif isinstance(args, Namespace):
+        options = parse_options(args)
+        _checked = (dict(vars(args)), options)
+    if take:
+        _checked = None
+    return options if options is not None else parse_options(args)
 
 
 def _architecture(name: str):
     """``register_model_architecture("syntax_transformer", name)``, the registered function checking the options
-    once the architecture is applied: on fairseq's command line (fairseq-train applies it while parsing) options
-    the model cannot be built with are a usage error like argparse's own, one line ``PROG: error: ...`` with exit
-    status 2, before any data is loaded (:class:`ModelOptionError`). The decorated function itself (called by
-    :meth:`build_model`, and by the other architectures) stays as it is."""
+    once the architecture is applied (:func:`checked_options`): on fairseq's command line (fairseq-train applies it
+    while parsing) options the model cannot be built with are a usage error like argparse's own, one line
+    ``PROG: error: ...`` with exit status 2, before any data is loaded (:class:`ModelOptionError`). The decorated
+    function itself (called by :meth:`build_model`, and by the other architectures) stays as it is."""
 
     def deco(fn):
         @functools.wraps(fn)
         def arch(args):
             fn(args)
-            check_options(args)
+            checked_options(args)
 
         register_model_architecture("syntax_transformer", name)(arch)
         return fn
 
     return deco
-
-
-def required_streams(args, methods=None) -> List[str]:
-    """Streams the model reads in training: its features, plus those its syntax methods read (heads, word
-    boundaries). ``methods``: the methods of ``args.syntax_attention`` if already known (classes or built objects).
-    What it reads at inference is :func:`model_inference_needs`."""
-    needed = _features(args)
-    if methods is None:
-        methods = [registered_methods()[n] for n in parse_methods(getattr(args, "syntax_attention", "none"))]
-    for method in methods:
-        for s in method.streams:
-            if s not in needed:
-                needed.append(s)
-    return needed
-
-
-def model_inference_needs(args, methods=None):
-    """What the model's forward pass reads at inference, by reader
-    (:func:`~syntax_nmt.models.modules.inference_needs.inference_needs`), from its arguments (its architecture
-    applied); ``methods``: the built methods of ``args.syntax_attention`` if already known."""
-    if methods is None:
-        methods = build_methods(TransformerConfig.from_namespace(args), args.encoder_layers)
-    return inference_needs(_features(args), methods, bool(parse_factor_dicts(getattr(args, "target_factor_dicts",
-                                                                                     None))))
 
 
 @register_model("syntax_transformer")
@@ -251,63 +282,72 @@ class SyntaxTransformerModel(TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
+        """fairseq's, from the options parsed once (:func:`checked_options`), handed to :meth:`build_encoder`; the
+        task (``syntax_translation``) checks that it delivers the streams the model reads and returns their
+        dictionaries' signature, recorded in the arguments (so in checkpoints)."""
         syntax_base_architecture(args)
-        methods = check_options(args)  # --syntax-attention parsed and its methods built once here, once by the encoder
-
-        needed = required_streams(args, methods)
-        provide = getattr(task, "provide_streams", None)
-        if needed and provide is None:
+        options = checked_options(args, take=True)
+        needed = options.required_streams
+        signature_of = getattr(task, "model_stream_signature", None)
+        if needed and signature_of is None:
             raise ValueError(
                 f"the model needs source streams {needed}: use --task syntax_translation (got {type(task).__name__})"
             )
-        recorded = getattr(args, "source_stream_dicts", None)
-        if provide is not None:
-            args.source_stream_dicts = provide(needed, recorded, model_inference_needs(args, methods))
+        factors = read_target_factors(getattr(args, TARGET_FACTORS_ARG, None))
+        if signature_of is not None:
+            args.source_stream_dicts = signature_of(needed, getattr(args, "source_stream_dicts", None),
+                                                    options.inference_needs(bool(factors)))
         args.source_streams = ",".join(needed)
-        if "subword" in needed and methods and "subword" in getattr(task, "stream_dicts", {}):
+        if "subword" in needed and options.methods and "subword" in getattr(task, "stream_dicts", {}):
             d = task.stream_dicts["subword"]  # (a checkpoint translating without the stream keeps its recorded ids)
             args.word_start_ids = ",".join(str(d.index(t)) for t in ("B", "O") if t in d.indices)
-        return super().build_model(args, task)
+        token = _building.set((options, factors))
+        try:
+            return super().build_model(args, task)
+        finally:
+            _building.reset(token)
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
+        """A :class:`SyntaxTransformerEncoder` with the options :meth:`build_model` parsed (parsed here when called
+        on its own)."""
         cfg = TransformerConfig.from_namespace(args)
-        features = _features(cfg)
-        if features:
-            dims = _feature_dims(cfg, features)
-            word_dim = word_embedding_dim(cfg.encoder.embed_dim, len(features), dims,
+        building = _building.get()
+        options = building[0] if building is not None else parse_options(cfg)
+        if options.features:
+            word_dim = word_embedding_dim(cfg.encoder.embed_dim, len(options.features), options.feature_dims,
                                           cfg.feature_merge, cfg.feature_combine)
             if word_dim != embed_tokens.embedding_dim:
                 embed_tokens = cls.build_embedding(cfg, src_dict, word_dim, cfg.encoder.embed_path)
-            sizes = {}
-            for item in (cfg.source_stream_dicts or "").split(","):
-                if item:
-                    name, size, _ = item.split(":")
-                    sizes[name] = int(size)
+            sizes = {name: size for name, (size, _) in parse_signatures(cfg.source_stream_dicts).items()}
             embed_tokens = SourceFeatureEmbedding(
-                embed_tokens, {f: sizes[f] for f in features}, dims,
+                embed_tokens, {f: sizes[f] for f in options.features}, options.feature_dims,
                 merge=cfg.feature_merge, combine=cfg.feature_combine,
             )
-        return SyntaxTransformerEncoder(cfg, src_dict, embed_tokens)
+        return SyntaxTransformerEncoder(cfg, src_dict, embed_tokens, methods=options.methods)
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
         """fairseq's decoder, or with target factors (the task's ``--target-factors``, recorded in the model's
-        arguments as ``target_factor_dicts``) a :class:`FactoredTransformerDecoder`."""
-        sizes = parse_factor_dicts(getattr(args, "target_factor_dicts", None))
-        if not sizes:
+        arguments as typed records, :class:`~syntax_nmt.data.signatures.TargetFactor`, read once by
+        :meth:`build_model`) a :class:`FactoredTransformerDecoder`."""
+        building = _building.get()
+        factors = building[1] if building is not None else read_target_factors(getattr(args, TARGET_FACTORS_ARG, None))
+        if not factors:
             return super().build_decoder(args, tgt_dict, embed_tokens)
-        return FactoredTransformerDecoder(args, tgt_dict, embed_tokens, sizes,
+        return FactoredTransformerDecoder(args, tgt_dict, embed_tokens, {f.name: f.size for f in factors},
                                           factor_input=bool(getattr(args, "target_factor_input", False)),
                                           no_encoder_attn=getattr(args, "no_cross_attention", False))
 
     @property
+    def syntax_methods(self) -> List[SyntaxMethod]:
+        """The encoder's syntax methods (built objects, in ``--syntax-attention``'s order)."""
+        return list(getattr(self.encoder, "methods", []))
+
+    @property
     def predicts_source_parse(self) -> bool:
         """Whether a syntax method of the encoder predicts the source parse (LISA's parse head)."""
-        from syntax_nmt.models.modules.methods.base import SyntaxMethod
-
-        methods = getattr(self.encoder, "_methods", [])
-        return any(type(m).predicted_parents is not SyntaxMethod.predicted_parents for m in methods)
+        return any(type(m).predicted_parents is not SyntaxMethod.predicted_parents for m in self.syntax_methods)
 
     def predict_source_parents(self, net_input) -> Tensor:
         """``(B, T)`` long: each source token's parent position as the model predicts it (the first method's that
@@ -319,7 +359,7 @@ class SyntaxTransformerModel(TransformerModel):
         """
         out = self.encoder.forward_torchscript(net_input)
         ctx = out.get("syntax")
-        for m in getattr(self.encoder, "_methods", []):
+        for m in self.syntax_methods:
             parents = m.predicted_parents(ctx) if ctx is not None else None
             if parents is not None:
                 return parents

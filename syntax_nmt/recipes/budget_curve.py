@@ -22,10 +22,11 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-from syntax_nmt import compare
 from syntax_nmt.cli_errors import fail
+from syntax_nmt.evaluation import compare
 from syntax_nmt.recipes import report as recipe_report
 from syntax_nmt.recipes import training_record
+from syntax_nmt.utils import markdown_table
 
 PROG = "python -m syntax_nmt.recipes.budget_curve"
 
@@ -95,7 +96,7 @@ def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], sp
     head += ["baseline chrF", "system chrF", "Δ chrF"] + [f"p {t} chrF" for t in tests]
     head += ["seeds better", "baseline lc tok. BLEU", "system lc tok. BLEU"]
     for sp in splits:
-        lines += [f"## {sp}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        table = []
         for pt in points:
             base, syst = rows[pt.label][sp]
             cells = [f"{pt.label} ({pt.baseline} / {pt.system})", f"{pt.updates:,} × {pt.tokens:,}",
@@ -108,23 +109,23 @@ def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], sp
             cells += [f"{syst.get('wins', 0)}/{len(pt.seeds)}",
                       f"{base['lc_tokenized_bleu_mean']:.2f} ± {base['lc_tokenized_bleu_sd']:.2f}",
                       f"{syst['lc_tokenized_bleu_mean']:.2f} ± {syst['lc_tokenized_bleu_sd']:.2f}"]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
-    lines += ["## The trainings", "", "| budget | trainings | updates done | device | threads | wall min per training "
-              "(mean) | resumed |", "|---|---|---|---|---|---|---|"]
+            table.append(cells)
+        lines += [f"## {sp}", "", markdown_table(head, table), ""]
+    trainings = []
     for pt in points:
         recs = records[pt.label]
         if not recs:
-            lines.append(f"| {pt.label} | no records kept | | | | | |")
+            trainings.append([pt.label, "no records kept", "", "", "", "", ""])
             continue
         desc = [training_record.describe(r) for r in recs.values()]
         updates = sorted({r.get("updates") for r in recs.values() if r.get("updates") is not None})
         walls = [r.get("wall_seconds") for r in recs.values() if r.get("wall_seconds") is not None]
-        lines.append(f"| {pt.label} | {len(recs)} | {', '.join(map(str, updates)) or 'not recorded'} | "
-                     f"{'; '.join(sorted({d['device'] for d in desc}))} | "
-                     f"{'; '.join(sorted({d['threads'] for d in desc}))} | "
-                     f"{sum(walls) / len(walls) / 60:.1f} | {'; '.join(sorted({d['resumed'] for d in desc}))} |"
-                     if walls else f"| {pt.label} | {len(recs)} | | | | | |")
+        trainings.append([pt.label, len(recs), ", ".join(map(str, updates)) or "not recorded",
+                          "; ".join(sorted({d["device"] for d in desc})), "; ".join(sorted({d["threads"] for d in desc})),
+                          f"{sum(walls) / len(walls) / 60:.1f}", "; ".join(sorted({d["resumed"] for d in desc}))]
+                         if walls else [pt.label, len(recs), "", "", "", "", ""])
+    lines += ["## The trainings", "", markdown_table(["budget", "trainings", "updates done", "device", "threads",
+                                                      "wall min per training (mean)", "resumed"], trainings)]
     everything = {f"{pt.label}: {k}": v for pt in points for k, v in records[pt.label].items()}
     diffs = training_record.differences(everything)
     if diffs:

@@ -1,10 +1,10 @@
 """The recipes' multi-seed report: every system on every split (validation and test sets), mean ± sd over
 training seeds of sacreBLEU, chrF and tokenized BLEU (cased and lowercased), paired tests against the baseline
-on the seeds' translations pooled (:mod:`syntax_nmt.compare`), a bar chart per split, training times; and the
+on the seeds' translations pooled (:mod:`syntax_nmt.evaluation.compare`), a bar chart per split, training times; and the
 parse-noise table (a system trained and tested on corrupted heads against the same system on clean parses).
 
 Inputs are what ``examples/multi30k_en_de/run_all.sh`` writes: ``EVAL/SPLIT/SYSTEM.seedN.{json,detok}``
-(:func:`syntax_nmt.evaluate.score`), ``CHECKPOINTS/SYSTEM/seedN/.done`` (wall and CPU seconds), and the
+(:func:`syntax_nmt.evaluation.evaluate.score`), ``CHECKPOINTS/SYSTEM/seedN/.done`` (wall and CPU seconds), and the
 references ``REFS/SPLIT.raw.de``. Or the translations alone, as kept in a repository (``--translations``:
 ``DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz``, written by ``--pack``): they are scored again against the references
 ``REFS/SPLIT.raw.de`` and ``REFS/SPLIT.de`` (the recipe's ``prepare`` stage makes both) into ``--eval``, and
@@ -28,9 +28,9 @@ import shutil
 import sys
 from typing import Dict, List, Optional, Sequence
 
-from syntax_nmt import compare
 from syntax_nmt.cli_errors import fail
-from syntax_nmt.utils import atomic_write_json, atomic_write_text, mean_sd
+from syntax_nmt.evaluation import compare
+from syntax_nmt.utils import atomic_write_json, atomic_write_text, markdown_table, mean_sd
 
 PROG = "python -m syntax_nmt.recipes.report"
 #: the metrics of the tables, the first the main one
@@ -162,7 +162,7 @@ def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequ
            refs: str) -> None:
     """Score translations kept by :func:`pack` against ``refs/SPLIT.raw.de`` and ``refs/SPLIT.de``, into
     ``eval_dir/SPLIT/SYSTEM.seedN.{tok,detok,json}``: what the recipe's evaluate stage leaves."""
-    from syntax_nmt.evaluate import score_lines
+    from syntax_nmt.evaluation.evaluate import score_lines
 
     for sp in splits:
         for name in (f"raw.{REF_LANG['lang']}", REF_LANG["lang"]):
@@ -199,7 +199,7 @@ def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequenc
 
 def significance_caption(tests: Sequence[str], seeds: Sequence[int], baseline: str) -> str:
     """What the tables' p-values and seed columns are."""
-    from syntax_nmt.significance import caption
+    from syntax_nmt.evaluation.significance import caption
 
     text = caption(tests, len(seeds), baseline=baseline)
     if len(seeds) > 1:
@@ -226,16 +226,16 @@ def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: 
     for sp in splits:
         rows = by_split[sp]
         lines += [f"## {sp} ({rows[0]['sentences']} sentences)", "",
-                  compare.markdown_table(rows, METRICS, tests, TESTED), ""]
+                  compare.results_table(rows, METRICS, tests, TESTED), ""]
         compare.plot_bars(rows, os.path.join(eval_dir, f"bleu-{sp}.png"),
                           f"{title}\n{sp}, {len(seeds)} seeds" if title else f"{sp}, {len(seeds)} seeds")
     ranked = sorted(first, key=lambda r: -r["mean"])
     lines += [f"Ranking on {splits[0]} (mean sacreBLEU): "
               + ", ".join(f"{r['system']} {r['mean']:.2f}" for r in ranked), ""]
     lines += factor_accuracy_lines(eval_dir, systems, seeds, splits)
-    lines += ["## Training time", "", "| system | wall min per training | CPU min per training |", "|---|---|---|"]
-    lines += [f"| {r['system']} | {_minutes(r.get('train_seconds'))} | {_minutes(r.get('train_cpu_seconds'))} |"
-              for r in first]
+    lines += ["## Training time", "", markdown_table(
+        ["system", "wall min per training", "CPU min per training"],
+        [[r["system"], _minutes(r.get("train_seconds")), _minutes(r.get("train_cpu_seconds"))] for r in first])]
     walls = [v for r in first for v in r.get("train_seconds") or [] if v is not None]
     if walls:
         lines += ["", f"All {len(walls)} trainings: {sum(walls) / 3600:.2f} h of wall time one after the other."]
@@ -278,12 +278,10 @@ def factor_accuracy_lines(eval_dir: str, systems: Sequence[str], seeds: Sequence
         return []
     lines = ["## Target tags", "", "Accuracy (%) of the POS tags each system predicts for its own translation (target "
              "factors: its F lines; interleaved: the tag before each word) against the target parser's tags of that "
-             "translation (`syntax-nmt-evaluate factors`), mean ± sd over seeds.", "",
-             "| system | " + " | ".join(splits) + " |", "|---|" + "---:|" * len(splits)]
-    for n in names:
-        cells = ["{:.2f} ± {:.2f}".format(*mean_sd(acc[sp][n])) if n in acc.get(sp, {}) else "-" for sp in splits]
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    return lines + [""]
+             "translation (`syntax-nmt-evaluate factors`), mean ± sd over seeds.", ""]
+    rows = [[n, *("{:.2f} ± {:.2f}".format(*mean_sd(acc[sp][n])) if n in acc.get(sp, {}) else "-" for sp in splits)]
+            for n in names]
+    return lines + [markdown_table(["system", *splits], rows), ""]
 
 
 def best_on_valid(eval_dir: str, split: str = "valid") -> str:
@@ -326,7 +324,7 @@ def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str
         rows = compare.summarize(runs, names, seeds, METRICS)
         compare.significance(rows, hyps, ref_path(refs, sp, raw=True), seeds, tests, TESTED)
         out[sp] = rows
-        lines += [f"## {sp}", "", compare.markdown_table(rows, METRICS, tests, TESTED), ""]
+        lines += [f"## {sp}", "", compare.results_table(rows, METRICS, tests, TESTED), ""]
     text = "\n".join(lines)
     os.makedirs(noise_dir, exist_ok=True)
     atomic_write_text(os.path.join(noise_dir, "results.md"), text)

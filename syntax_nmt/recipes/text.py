@@ -1,6 +1,7 @@
 """Text preparation shared by the recipes in ``examples/``: Moses punctuation normalization and
 tokenization with sacremoses (in parallel, order kept), joint subword learning (subword-nmt BPE or
-sentencepiece), line-oriented I/O and resumable stage markers.
+sentencepiece) and resumable stage markers (their text files read and written with :func:`syntax_nmt.utils.read_lines`
+and :func:`~syntax_nmt.utils.write_lines`).
 """
 
 import collections
@@ -20,23 +21,6 @@ BATCH = 2000  # sentence pairs per worker task
 def open_text(path: str, mode: str = "r"):
     """UTF-8 text file in which only ``\\n`` ends a line (corpora contain stray ``\\r``)."""
     return open(path, mode, encoding="utf-8", errors="replace" if "r" in mode else "strict", newline="\n")
-
-
-def read_lines(path: str) -> Iterator[str]:
-    with open_text(path) as f:
-        for line in f:
-            yield line.rstrip("\n")
-
-
-def write_lines(path: str, lines: Iterable[str]) -> int:
-    n = 0
-    with open_text(path + ".tmp", "w") as f:
-        for line in lines:
-            f.write(line + "\n")
-            n += 1
-    os.replace(path + ".tmp", path)
-    return n
-
 
 
 # ------------------------------------------------------------------ tokenization

@@ -11,13 +11,15 @@ translations (``--print-source-parse``, :mod:`syntax_nmt.syntax.parse_lines`), t
 ``syntax-nmt-evaluate parse`` scores them against a parser (UAS).
 """
 
-from typing import List
+from typing import List, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
+from syntax_nmt.data.streams import StreamConfigError
 from syntax_nmt.syntax.conllu import Sentence
+from syntax_nmt.syntax.parse_lines import parse_lines
 
 
 
@@ -104,3 +106,49 @@ def sentences(pieces: List[List[str]], starts: List[List[bool]], heads: List[Lis
         n = len(words)
         out.append(Sentence(words, ["_"] * n, ["_"] * n, h, ["_"] * n))
     return out
+
+
+class SourceParses:
+    """The parses of the source a model predicts, as the task reads them off a batch (``--print-source-parse``, the
+    hub's ``parse``).
+
+    Args:
+        src_dict: the source dictionary (its pieces are the subwords joined into words).
+    """
+
+    def __init__(self, src_dict):
+        self.src_dict = src_dict
+        self._table = None  # (scheme, marker_table) of the dictionary
+
+    def __call__(self, model, net_input, scheme: Optional[str]) -> List[Sentence]:
+        """The parse of each source sentence of a batch that ``model`` predicts: its words (the source subwords joined,
+        as ``--remove-bpe`` joins them; ``scheme``: the recorded subword scheme, None: guessed from the dictionary)
+        and their 1-based heads (0: root), no tags or labels. The encoder runs once more on the batch.
+
+        Raises:
+            StreamConfigError: the model predicts no parse.
+        """
+        if not getattr(model, "predicts_source_parse", False):
+            raise StreamConfigError("the model predicts no parse of the source: only --syntax-attention lisa has a "
+                                    "parse head")
+        tokens = net_input["src_tokens"]
+        parents = model.predict_source_parents(net_input)
+        d = self.src_dict
+        special = tokens.eq(d.pad()) | tokens.eq(d.eos()) | tokens.eq(d.bos())
+        scheme = scheme if scheme is not None else guess_scheme(d.symbols)
+        if self._table is None or self._table[0] != scheme:
+            self._table = (scheme, marker_table(d.symbols, scheme))
+        starts = token_word_starts(tokens, special, self._table[1].to(tokens.device), scheme)
+        heads = word_heads(parents.to(tokens.device), starts, special)
+        real = (~special).cpu()
+        rows = [r[m] for r, m in zip(tokens.cpu(), real)]
+        return sentences([[d[int(k)] for k in r] for r in rows], [r[m].tolist() for r, m in zip(starts.cpu(), real)],
+                         [r[m].tolist() for r, m in zip(heads.cpu(), real)], scheme)
+
+
+def print_parses(ids: Sequence[int], parses: Sequence[Sentence], fmt: str) -> None:
+    """The ``G-`` lines of ``--print-source-parse`` on standard output (:func:`~syntax_nmt.syntax.parse_lines.
+    parse_lines`), numbered ``ids`` as fairseq numbers the S- and H- lines."""
+    for sid, sentence in zip(ids, parses):
+        for line in parse_lines(sid, sentence, fmt):
+            print(line, flush=False)

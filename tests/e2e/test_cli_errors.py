@@ -21,7 +21,7 @@ def test_one_line():
 @pytest.mark.parametrize("script", ["evaluate", "train-spacy", "synth"])
 def test_user_errors_are_one_line(tmp_path, capsys, script):
     if script == "evaluate":
-        from syntax_nmt.evaluate import cli_main
+        from syntax_nmt.evaluation.evaluate import cli_main
 
         argv = ["score", "--gen", str(tmp_path / "missing.out"), "--ref-raw", "r", "--ref-tok", "t",
                 "--out-prefix", str(tmp_path / "x")]

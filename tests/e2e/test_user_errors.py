@@ -49,7 +49,7 @@ def files(tmp_path):
 
 
 def _evaluate(argv):
-    from syntax_nmt.evaluate import cli_main
+    from syntax_nmt.evaluation.evaluate import cli_main
 
     return cli_main(argv)
 

@@ -22,7 +22,7 @@ import pytest
 import sacrebleu
 from sacrebleu.significance import PairedTest
 
-from syntax_nmt import evaluate
+from syntax_nmt.evaluation import evaluate
 from syntax_nmt import systems as S
 
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"

@@ -339,11 +339,11 @@ def test_inference_reads_what_the_method_declares(contract, name, extra):
     torch.manual_seed(0)
     task, model, _ = build(contract.data, name, *extra)
     enc = model.encoder
-    for m in enc._methods:
+    for m in enc.methods:
         assert set(m.inference_streams) <= set(m.streams), m.name  # read at inference, so given in training
         if m.name in INFERENCE:
             assert list(m.inference_streams) == (["subword", "head"] if extra else INFERENCE[m.name]), m.name
-    declared = inference_streams(inference_needs(enc.feature_names, enc._methods))
+    declared = inference_streams(inference_needs(enc.feature_names, enc.methods))
     assert enc.inference_streams == declared
     net = load(task)["net_input"]
     given = {k: v for k, v in net["src_streams"].items() if k in declared}

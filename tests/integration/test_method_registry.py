@@ -241,15 +241,27 @@ def test_the_model_options_are_one_dataclass_composed_of_the_methods(toy, monkey
         crit.syntax_criterion_config()
 
 
-def test_a_model_build_parses_its_methods_once_and_the_encoder_builds_them(stream_bin, monkeypatch):
-    """``--syntax-attention`` is parsed where the options are checked and where the encoder builds its methods, not
-    once per question about them (it was 6 times)."""
+def test_a_model_build_parses_its_methods_once_and_hands_them_to_the_encoder(stream_bin, monkeypatch):
+    """``--syntax-attention`` is parsed once, where fairseq's parser applies the architecture and the options are
+    checked; fairseq's build_model applies the architecture again, and the model and its encoder take the methods
+    built then (issue 47.2: it was parsed 4 times here, 6 before; tests/e2e/test_options_parsed_once.py counts a
+    whole fairseq-train run)."""
     from syntax_nmt.models.modules.methods import base as methods_base
 
-    calls = []
-    real = methods_base.parse_methods
-    monkeypatch.setattr(methods_base, "parse_methods", lambda value: calls.append(value) or real(value))
-    build_task_and_model(stream_bin, "--syntax-attention", "sgnet,lisa")
-    # the architecture's option check while fairseq parses the command line and again when fairseq's build_model
-    # applies it, build_model's own check (which returns the methods it built: the streams come from them), the encoder
-    assert calls == ["sgnet,lisa"] * 4
+    calls, built = [], []
+    real_parse, real_init = methods_base.parse_methods, methods_base.SyntaxMethod.__init__
+    monkeypatch.setattr(methods_base, "parse_methods", lambda value: calls.append(value) or real_parse(value))
+
+    def init(self, cfg, num_layers):
+        built.append(self)
+        real_init(self, cfg, num_layers)
+
+    monkeypatch.setattr(methods_base.SyntaxMethod, "__init__", init)
+    task, model, cfg = build_task_and_model(stream_bin, "--syntax-attention", "sgnet,lisa")
+    assert calls == ["sgnet,lisa"]
+    assert model.syntax_methods == model.encoder.methods == built and [m.name for m in built] == ["sgnet", "lisa"]
+    # a second model from the same arguments (an ensemble member, a checkpoint loaded again) has methods of its own
+    first = list(built)
+    other = task.build_model(cfg.model)
+    assert calls == ["sgnet,lisa"] * 2 and other.syntax_methods == built[2:]
+    assert not set(map(id, other.syntax_methods)) & set(map(id, first))

@@ -308,7 +308,7 @@ def test_attention_analysis_shows_what_each_method_records(stream_bin):
         out = model.encoder(**_enc_in(smp))
     hook.remove()
     q, pad = seen["query"], seen["key_padding_mask"]
-    with model.encoder.syntax_state.bound(out["syntax"]), torch.no_grad():
+    with model.encoder.bound_context.bound(out["syntax"]), torch.no_grad():
         _, weights = layer(q, q, q, key_padding_mask=pad, need_weights=True)
     same(sb["attn"], weights[0])
     # LISA's parents are the loss's target: the parent subword of each token in the batch's word tree

@@ -277,12 +277,14 @@ def test_another_install_of_the_same_spacy_pipeline(tmp_path, spacy_model, codes
         with pytest.raises(ValueError, match="--annotate-parser-model .* and its older name --annotate-spacy-model"):
             OnlineAnnotator(settings, parser_model=moved, spacy_model=spacy_model)
         # the task's options, as fairseq-interactive and the hub set them, under either name
+        from syntax_nmt.tasks.raw_inference import RawTextAnnotation
         from syntax_nmt.tasks.syntax_translation import SyntaxTranslationConfig, SyntaxTranslationTask
 
         for cfg_name, hub_name in (("annotate_parser_model", "parser_model"), ("annotate_spacy_model", "spacy_model")):
             task = SyntaxTranslationTask.__new__(SyntaxTranslationTask)
             task.cfg = SyntaxTranslationConfig(**{cfg_name: moved})
-            task.model_annotation, task.annotation_options, task._annotator = settings, {}, None
+            task.raw_text = raw = RawTextAnnotation.__new__(RawTextAnnotation)
+            raw.cfg, raw.model_settings, raw.options, raw._annotator = task.cfg, settings, {}, None
             assert task.annotator.parser_model == moved
             task.set_annotation_options(**{hub_name: moved})
             assert online_outputs(task.annotator, LINES[:4]) == expected

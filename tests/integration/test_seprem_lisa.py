@@ -13,7 +13,7 @@ import torch
 from conftest import assert_option_error, build_task_and_model
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES, LisaAttention, LisaLoss
 from syntax_nmt.models.modules.methods.seprem_masks import seprem_strength
-from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
+from syntax_nmt.models.modules.syntax_context import BoundContext, SyntaxContext
 from syntax_nmt.syntax import tree as T_
 
 
@@ -69,7 +69,7 @@ def _three_words(inject=False):
     Parse: chase is the root, dogs -> chase, cats -> chase.  x: dogs (1, 0), chase (0, 1),
     cats (1, 1), EOS (0, 0); U = [[1, 0], [0, 2]], u = (0, 1).
     """
-    state = SyntaxState()
+    state = BoundContext()
     att = LisaAttention(2, 1, 0.0, state, head=0, inject_parse=inject)
     with torch.no_grad():
         for proj in (att.q_proj, att.k_proj, att.v_proj, att.out_proj):

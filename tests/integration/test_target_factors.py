@@ -61,7 +61,7 @@ def load(task, split="valid", ids=None):
 def test_binarized_factors_are_the_target_tags_aligned_with_the_target(factored):
     task, _, _ = build(factored.data)
     sample = load(task)
-    d = task.target_factor_dicts["pos"]
+    d = task.factors.dicts["pos"]
     target, factors = sample["target"], sample["target_factors"]["pos"]
     prev, prev_factors = sample["net_input"]["prev_output_tokens"], sample["net_input"]["prev_output_factors"]["pos"]
     assert factors.shape == target.shape and prev_factors.shape == prev.shape
@@ -203,7 +203,7 @@ def test_incremental_factors_are_the_teacher_forced_ones_with_its_own_prediction
     net = sample["net_input"]
     enc = model.encoder.forward_torchscript(net)
     predicted = model.decoder.predict_factors(enc, sample["target"])["pos"]
-    eos = task.target_factor_dicts["pos"].eos()
+    eos = task.factors.dicts["pos"].eos()
     shifted = torch.cat([torch.full_like(predicted[:, :1], eos), predicted[:, :-1]], dim=1)
     prev = torch.cat([torch.full_like(sample["target"][:, :1], task.target_dictionary.eos()),
                       sample["target"][:, :-1]], dim=1)
@@ -257,7 +257,7 @@ def test_beam_search_feeds_every_hypothesis_its_own_factors(factored):
         gen.generate([model], sample)
     steps = [v for k, v in seen if k == "step"]
     assert len(inputs_seen) == len(steps) > 3
-    eos = task.target_factor_dicts["pos"].eos()
+    eos = task.factors.dicts["pos"].eos()
     assert inputs_seen[0].eq(eos).all()
     checked = 0
     previous, order = steps[0], None
@@ -416,7 +416,7 @@ def test_the_factors_of_a_checkpoint_in_another_order_are_accepted(factored):
     other, _, _ = build_task_and_model(factored.data, *CRITERION, "--target-factors", "subword,pos",
                                        "--source-features", "")
     loaded = other.build_model(cfg.model, from_checkpoint=True)
-    assert other.target_factors == ["pos", "subword"] == loaded.target_factors  # the checkpoint's order
+    assert other.factors.names == ["pos", "subword"] == loaded.target_factors  # the checkpoint's order
     with pytest.raises(StreamConfigError, match="trained with pos,subword"):
         third, _, _ = build_task_and_model(factored.data, *CRITERION, "--target-factors", "pos",
                                            "--source-features", "")
@@ -435,5 +435,37 @@ def test_factor_lines_group_pieces_by_the_dictionarys_subwords_without_annotatio
     assert len(pieces) == 3 and not pieces[-1].endswith("@@")
     tokens = torch.tensor([d.index(p) for p in pieces] + [d.eos()])
     with torch.no_grad():
-        factors = task.predict_factors(model, sample, [[{"tokens": tokens}]])
+        factors = task.factors.predict(model, sample, [[{"tokens": tokens}]], task.recorded_settings)
     assert len(factors[0]["pos"]) == 1  # one word: "x@@ y@@ z"
+
+
+def test_the_factors_travel_as_typed_records_and_an_old_checkpoints_string_still_loads(factored):
+    """The model's arguments hold the factors as typed records (name, dictionary size and hash), not a
+    ``name:size:hash`` string re-parsed by each reader; a checkpoint trained before holds that string, and loads and
+    predicts as before (issue 47.2)."""
+    import copy
+
+    from syntax_nmt.data.signatures import TargetFactor, dictionary_signature
+    from syntax_nmt.tasks.syntax_translation import StreamConfigError
+
+    torch.manual_seed(5)
+    task, model, cfg = build_task_and_model(factored.data, *CRITERION, *FACTORS, "--target-factor-input")
+    d = task.factors.dicts["pos"]
+    assert cfg.model.target_factor_dicts == [TargetFactor.of("pos", d).to_record()]
+    assert cfg.model.target_factor_dicts[0]["size"] == len(d)
+    old = copy.copy(cfg.model)
+    old.target_factor_dicts = dictionary_signature("pos", d)  # as checkpoints recorded them before
+    generating, _, _ = build_task_and_model(factored.data, *CRITERION, "--source-features", "")
+    loaded = generating.build_model(old, from_checkpoint=True)
+    loaded.load_state_dict(model.state_dict())
+    assert generating.factors.names == ["pos"] == loaded.target_factors and not generating.factors.loads_data
+    model.eval(), loaded.eval()
+    sample = load(task, ids=range(4))
+    with torch.no_grad():
+        ours, theirs = model(**sample["net_input"]), loaded(**sample["net_input"])
+    assert torch.equal(ours[1][FACTOR_LOGITS]["pos"], theirs[1][FACTOR_LOGITS]["pos"])
+    other = copy.copy(cfg.model)
+    other.target_factor_dicts = f"pos:{len(d)}:0123456789"  # another dictionary of the same size
+    again, _, _ = build_task_and_model(factored.data, *CRITERION, "--source-features", "")
+    with pytest.raises(StreamConfigError, match="the dictionary of target factor 'pos' differs"):
+        again.build_model(other, from_checkpoint=True)

@@ -6,7 +6,7 @@ import pytest
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
-from syntax_nmt import compare
+from syntax_nmt.evaluation import compare
 
 REFS = ["the cat sat on the mat .", "a dog runs in the park .", "two men play chess outside .",
         "a woman reads a book .", "children swim in the lake ."]
@@ -113,7 +113,7 @@ def test_markdown_table_and_chart(tmp_path):
     rows[1]["p"] = {"bs": {"sacrebleu": 0.001, "chrf": 0.2}, "ar": {"sacrebleu": 0.04, "chrf": 0.3}}
     rows[1]["p_pooled"] = 0.001
     rows[1]["wins"], rows[1]["p_per_seed"] = 2, [0.01, 0.3]
-    text = compare.markdown_table(rows, ("sacrebleu", "chrf"), ("bs", "ar"), ("sacrebleu", "chrf"))
+    text = compare.results_table(rows, ("sacrebleu", "chrf"), ("bs", "ar"), ("sacrebleu", "chrf"))
     lines = text.splitlines()
     assert lines[0] == ("| system | sacreBLEU mean ± sd | sacreBLEU per seed | Δ base | chrF mean ± sd | "
                         "p bs sacreBLEU | p bs chrF | p ar sacreBLEU | p ar chrF | seeds better | "

@@ -1,4 +1,4 @@
-"""syntax_nmt.evaluate (syntax-nmt-evaluate): every function on hypotheses that differ from the
+"""syntax_nmt.evaluation.evaluate (syntax-nmt-evaluate): every function on hypotheses that differ from the
 references, with expected values computed here straight from sacrebleu (or written out by hand)."""
 
 import json
@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 from sacrebleu.significance import PairedTest
 
-from syntax_nmt import evaluate
+from syntax_nmt.evaluation import evaluate
 
 # Tokenized (Moses, aggressive dashes) hypotheses and references; the raw references; the
 # hypotheses detokenized, written out by hand; and both compound-split, written out by hand.
@@ -57,15 +57,6 @@ def gen_log(path, hyps, order=None):
 ])
 def test_compound_split(line, expected):
     assert evaluate.compound_split(line) == expected
-
-
-def test_read_and_write_lines_keep_empty_lines_and_carriage_returns(tmp_path):
-    lines = ["a b", "", "c\rd", "  e  ", "Nr. X"]
-    evaluate.write_lines(str(tmp_path / "x"), lines)
-    assert (tmp_path / "x").read_bytes() == "a b\n\nc\rd\n  e  \nNr. X\n".encode("utf-8")
-    assert evaluate.read_lines(str(tmp_path / "x")) == lines
-    (tmp_path / "u").write_bytes("Äpfel\n".encode("utf-8"))
-    assert evaluate.read_lines(str(tmp_path / "u")) == ["Äpfel"]
 
 
 def test_read_hypotheses_orders_by_id_and_keeps_the_best(tmp_path):
@@ -219,7 +210,7 @@ def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, 
 def test_significance_of_several_seeds_is_the_reports_test(systems, tmp_path, test_type):
     """``--baseline b1,b2 s1,s2``: one file per seed, the test sentence the unit, the very test of the recipes'
     and the demo's tables (compare.significance); two identical seeds give the one seed's p-value."""
-    from syntax_nmt import significance as sig
+    from syntax_nmt.evaluation import significance as sig
 
     ref, base, sys_ = systems
     base2 = write(tmp_path / "base2.detok", SYS12[:6] + BASE12[6:])
@@ -423,7 +414,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
 
 
 def test_module_entry_point(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.evaluate", "significance", "--ref-raw", "r",
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.evaluation.evaluate", "significance", "--ref-raw", "r",
                            "--baseline", "b", "s"], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
     assert proc.stderr == "syntax-nmt-evaluate: error: [Errno 2] No such file or directory: 'r'\n"

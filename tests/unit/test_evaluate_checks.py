@@ -11,8 +11,8 @@ import pytest
 import spacy
 from spacy.language import Language
 
-from syntax_nmt import evaluate
-from syntax_nmt import significance as sig
+from syntax_nmt.evaluation import evaluate
+from syntax_nmt.evaluation import significance as sig
 from support.annotate import LEXICON, save_rule_pipeline  # noqa: F401  (registers the rule parser)
 
 REFS = ["Die E-Mail kam um 10 Uhr an.", "Wir mögen grüne Äpfel.", "Sie gingen früh nach Hause.",

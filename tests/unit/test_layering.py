@@ -17,15 +17,16 @@ PACKAGE = os.path.dirname(syntax_nmt.__file__)
 #: bottom to top
 FLOORS: List[Set[str]] = [
     # no syntax method, parser, fairseq model or data set: the tree math, the settings record, tests of significance
-    {"constants", "registry", "utils", "cli_errors", "checkpoint_compat", "syntax", "significance",
-     "annotation_settings"},
+    {"constants", "registry", "utils", "cli_errors", "checkpoint_compat", "syntax", "annotation_settings"},
     # data on disk and in batches; the synthetic corpus; the hub's interface
     {"data", "synthetic", "hub"},
-    # annotation (parsers -> aligned streams), the model and its methods; metrics (the target factors' accuracy
-    # parses the hypotheses with the annotator's parser), multi-seed tables
-    {"annotate", "models", "evaluate", "compare"},
-    # what reads the model's registry: the criterion, the table of systems
-    {"criterions", "systems"},
+    # annotation (parsers -> aligned streams), the model and its methods; metrics, tests of significance and
+    # multi-seed tables (the target factors' accuracy parses the hypotheses with the annotator's parser), and the old
+    # paths of those three modules (aliases of syntax_nmt.evaluation's)
+    {"annotate", "models", "evaluation", "evaluate", "compare", "significance"},
+    # what reads the model's registry: the criterion, the table of systems; the target-side schemes (the task's side
+    # of target factors, the recipes' data of each scheme)
+    {"criterions", "systems", "targets"},
     # the task: training data, raw-text inference
     {"tasks"},
     # the plugin's registration with fairseq (syntax_nmt/__init__.py)
@@ -156,6 +157,7 @@ def test_the_checks_see_an_upward_import_and_a_circle():
     graph["syntax_nmt.data.binarize"] = {**graph["syntax_nmt.data.binarize"],
                                          "syntax_nmt.annotate.settings": ["syntax_nmt/data/binarize.py:46"]}
     assert upward_imports(graph) == [("syntax_nmt/data/binarize.py:46", "data", "annotate")]
-    graph["syntax_nmt.compare"] = {**graph["syntax_nmt.compare"], "syntax_nmt.evaluate": ["x"]}
-    graph["syntax_nmt.evaluate"] = {**graph["syntax_nmt.evaluate"], "syntax_nmt.compare": ["y"]}
-    assert circles(graph) == [["syntax_nmt.compare", "syntax_nmt.evaluate"]]
+    compare, evaluate = "syntax_nmt.evaluation.compare", "syntax_nmt.evaluation.evaluate"
+    graph[compare] = {**graph[compare], evaluate: ["x"]}
+    graph[evaluate] = {**graph[evaluate], compare: ["y"]}
+    assert circles(graph) == [["syntax_nmt.evaluation.compare", "syntax_nmt.evaluation.evaluate"]]

@@ -11,7 +11,7 @@ import pytest
 ENTRY_POINTS = ["syntax_nmt.synthetic.cli:cli_main", "syntax_nmt.annotate.spacy_train:cli_main",
                 "syntax_nmt.annotate.cli:cli_main", "syntax_nmt.data.binarize:cli_main",
                 "syntax_nmt.annotate.target_tags:cli_main",
-                "syntax_nmt.evaluate:cli_main", "syntax_nmt.analyze.cli:cli_main", "syntax_nmt.demo.cli:cli_main",
+                "syntax_nmt.evaluation.evaluate:cli_main", "syntax_nmt.analyze.cli:cli_main", "syntax_nmt.demo.cli:cli_main",
                 "syntax_nmt.bench:cli_main", "syntax_nmt.recipes.report:main"]
 
 

@@ -77,11 +77,17 @@ def test_a_class_from_outside_is_registered_last_and_a_taken_name_is_refused_whe
     assert "toy_w" not in widgets.WIDGETS and len(widgets.WIDGETS) == 3
 
 
-def test_backends_and_methods_share_the_mechanism():
+def test_backends_methods_and_target_schemes_share_the_mechanism():
     from syntax_nmt.annotate.backends import PARSER_BACKENDS
     from syntax_nmt.models.modules.methods.base import SYNTAX_METHODS
     from syntax_nmt.registry import Registry
+    from syntax_nmt.targets import TARGET_SCHEMES, register_target_scheme, registered_schemes
 
-    assert isinstance(PARSER_BACKENDS, Registry) and isinstance(SYNTAX_METHODS, Registry)
+    assert all(isinstance(r, Registry) for r in (PARSER_BACKENDS, SYNTAX_METHODS, TARGET_SCHEMES))
     assert list(PARSER_BACKENDS)[:2] == ["spacy", "conllu"]
     assert list(SYNTAX_METHODS)[:5] == ["sgnet", "sla", "syntax_bert", "seprem", "lisa"]
+    assert list(TARGET_SCHEMES)[:2] == ["factors", "tags"] and registered_schemes() is TARGET_SCHEMES
+    first = TARGET_SCHEMES["tags"]
+    with pytest.raises(ValueError, match="target scheme 'tags' registered twice"):
+        register_target_scheme("tags")(type("Other", (), {}))
+    assert TARGET_SCHEMES["tags"] is first

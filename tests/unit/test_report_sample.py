@@ -13,7 +13,7 @@ import sys
 import pytest
 import sacrebleu
 
-from syntax_nmt import significance as sig
+from syntax_nmt.evaluation import significance as sig
 
 SAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "data", "multi30k_sample")
 SYSTEMS, SEEDS = ("transformer", "lisa"), (1, 2, 3)

@@ -7,7 +7,7 @@ import pytest
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
-from syntax_nmt import significance as sig
+from syntax_nmt.evaluation import significance as sig
 
 WORDS = ("a man dog woman child runs sits plays in on the park street water ball red blue big small with "
          "two three near under").split()

@@ -348,9 +348,9 @@ def test_prepare_filtered_test_and_sentencepiece(mirror, tmp_path):
 
 
 # ----------------------------------------------------------------------------- evaluate
-# syntax_nmt.evaluate itself is tested in test_evaluate.py; here: the recipe's tokenization and
+# syntax_nmt.evaluation.evaluate itself is tested in test_evaluate.py; here: the recipe's tokenization and
 # evaluate.py's detokenization and compound splitting fit together.
-from syntax_nmt import evaluate  # noqa: E402  (the recipe's evaluate.py wraps it)
+from syntax_nmt.evaluation import evaluate  # noqa: E402  (the recipe's evaluate.py wraps it)
 
 
 def test_prepare_tokenization_round_trips_through_evaluate():

@@ -32,7 +32,7 @@ from typing import (TYPE_CHECKING, Any, Callable, ClassVar, Dict, Iterable, Iter
 from syntax_nmt.registry import Registry
 from syntax_nmt.syntax.conllu import Sentence
 
-from ..textio import read_lines
+from ..textio import read_normalized_lines
 
 if TYPE_CHECKING:
     from syntax_nmt.annotation_settings import AnnotationSettings
@@ -121,7 +121,7 @@ class ParserBackend(abc.ABC):
     @classmethod
     def source_lines(cls, args: argparse.Namespace) -> Iterator[str]:
         """The normalized source lines to annotate (default: ``--source``)."""
-        return read_lines(args.source)
+        return read_normalized_lines(args.source)
 
     @classmethod
     def check_inputs(cls, args: argparse.Namespace) -> None:

@@ -36,7 +36,7 @@ from typing import Dict, Iterable, Iterator, Optional, Tuple
 from syntax_nmt.syntax.conllu import Sentence, open_conllu, read_conllu
 
 from ..parsed import check_tree, empty_sentence, resolve_roots
-from ..textio import InputError, read_lines
+from ..textio import InputError, read_normalized_lines
 from .base import ParserBackend, register_backend
 
 
@@ -84,7 +84,7 @@ class ConlluBackend(ParserBackend):
 
     @classmethod
     def source_lines(cls, args) -> Iterator[str]:
-        return read_lines(args.source) if args.source else conllu_lines(args.conllu)
+        return read_normalized_lines(args.source) if args.source else conllu_lines(args.conllu)
 
     @classmethod
     def check_inputs(cls, args) -> None:
@@ -152,7 +152,7 @@ class ConlluBackend(ParserBackend):
         if self.source_path is None:
             yield from blocks
             return
-        for lineno, line in enumerate(read_lines(self.source_path), 1):
+        for lineno, line in enumerate(read_normalized_lines(self.source_path), 1):
             if not line:
                 yield lineno, empty_sentence()
                 continue
@@ -177,7 +177,7 @@ class ConlluBackend(ParserBackend):
         if self.source_path is None:
             return None
         blocks = sum(1 for _ in _block_starts(self.conllu_path))
-        lines = sum(1 for line in read_lines(self.source_path) if line)
+        lines = sum(1 for line in read_normalized_lines(self.source_path) if line)
         if blocks != lines:
             return (f"{self.conllu_path} has {blocks} sentence blocks but {self.source_path} has {lines} "
                     f"non-empty lines (one block per non-empty line is needed; run the parser without "

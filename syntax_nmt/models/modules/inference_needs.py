@@ -1,4 +1,5 @@
-"""What a model's forward pass reads at inference: the union of what its parts declare.
+"""What a model reads: in training, every stream of its parts (:func:`required_streams`); at inference, the union of
+what its parts declare.
 
 Each part says it beside its other data: a syntax method in
 :attr:`~syntax_nmt.models.modules.methods.base.SyntaxMethod.inference_streams` (the parse, or nothing: LISA without
@@ -9,12 +10,22 @@ streams), the decoder of target factors in
 the source side). :func:`inference_needs` collects them by reader; :func:`inference_streams` is the union, which the
 task reads or annotates when translating (``fairseq-generate``, ``fairseq-interactive``, the hub: a model that needs
 nothing translates raw text with no parser) and the encoder requires in eval mode. Training needs every stream the
-parts read (:func:`~syntax_nmt.models.syntax_transformer.required_streams`), the losses' too.
+parts read, the losses' too: :func:`required_streams`, the one list the model, its encoder and the task go by.
 """
 
 from typing import Dict, List, Sequence
 
 from syntax_nmt.models.modules.methods.base import PARSE
+
+
+def required_streams(features: Sequence[str], methods: Sequence) -> List[str]:
+    """The streams a model reads in training (a batch must carry them): its ``--source-features``, then those its
+    syntax methods read in their forward pass and their losses (heads, word boundaries), in order of first
+    appearance. ``methods``: built :class:`SyntaxMethod` objects or classes."""
+    needed = list(features)
+    for m in methods:
+        needed += [s for s in m.streams if s not in needed]
+    return needed
 
 
 def inference_needs(features: Sequence[str], methods: Sequence, factors: bool = False) -> Dict[str, List[str]]:

@@ -94,10 +94,10 @@ def untraced_context() -> None:
         _untraced = torch.compiler.disable(_call)
 
 
-class SyntaxState:
-    """Holder through which the modules built inside fairseq's encoder layers reach the
-    context of the batch being encoded (fairseq calls its layers, and they their
-    self-attention, with ``x`` and the padding mask only).
+class BoundContext:
+    """The :class:`SyntaxContext` bound now: through it the modules built inside fairseq's encoder layers reach
+    the context of the batch being encoded (fairseq calls its layers, and they their self-attention, with ``x`` and
+    the padding mask only).
 
     The context is bound only while a call that holds it runs: the encoder binds it for its
     forward, and each :class:`~syntax_nmt.models.modules.syntax_transformer_encoder.SyntaxEncoderLayer`
@@ -122,3 +122,8 @@ class SyntaxState:
             yield ctx
         finally:
             self.ctx = previous
+
+
+#: the old name of :class:`BoundContext` (methods written against it, the ``state`` their modules are given, keep
+#: working)
+SyntaxState = BoundContext

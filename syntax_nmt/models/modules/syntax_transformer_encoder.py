@@ -9,7 +9,7 @@ selected by ``--syntax-attention`` (a comma-separated list, see
 :class:`~syntax_nmt.models.modules.syntax_context.SyntaxContext` per forward pass.
 """
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
 import torch.utils.checkpoint
@@ -19,10 +19,11 @@ from fairseq.modules import transformer_layer
 from torch import Tensor, nn
 
 from syntax_nmt.models.modules.compiled import compile_module, compile_options, compiled
-from syntax_nmt.models.modules.inference_needs import describe_needs, inference_needs, inference_streams
-from syntax_nmt.models.modules.methods import build_methods
+from syntax_nmt.models.modules.inference_needs import (describe_needs, inference_needs, inference_streams,
+                                                       required_streams)
+from syntax_nmt.models.modules.methods import SyntaxMethod, build_methods
 from syntax_nmt.models.modules.source_feature_embedding import SourceFeatureEmbedding
-from syntax_nmt.models.modules.syntax_context import SyntaxContext, SyntaxState
+from syntax_nmt.models.modules.syntax_context import BoundContext, SyntaxContext
 
 
 class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
@@ -36,7 +37,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
 
     Args:
         cfg: fairseq TransformerConfig.
-        state (SyntaxState): where the encoder binds the batch's context.
+        state (BoundContext): where the encoder binds the batch's context.
         attention_builder: ``f(embed_dim, cfg) -> module`` replacing ``build_self_attention``, or None.
         input_builders (Dict[str, callable]): method name -> ``f(embed_dim) -> module`` applied
             to the layer input, in order (``module(x, ctx) -> x``).
@@ -53,7 +54,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
         self._attention_builder = attention_builder  # read by build_self_attention during __init__
         super().__init__(cfg, return_fc=return_fc)
         self._attention_builder = None
-        self.syntax_state = state
+        self.bound_context = state
         self.checkpoint = checkpoint
         #: ``torch.compile`` options of :meth:`layer_body` (``--syntax-compile``), or None: eager
         self.compile_options = compile_options
@@ -67,7 +68,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
         return self._attention_builder(embed_dim, cfg)
 
     def forward(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
-        ctx = self.syntax_state.current()
+        ctx = self.bound_context.current()
         if self.checkpoint and self.training and torch.is_grad_enabled():
             # same RNG state in the recomputation (dropout), so results are identical
             return torch.utils.checkpoint.checkpoint(self.forward_with_context, x, encoder_padding_mask, attn_mask,
@@ -77,7 +78,7 @@ class SyntaxEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
     def forward_with_context(self, x, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
                              ctx: SyntaxContext):
         """fairseq's layer forward with the batch's context ``ctx`` given explicitly."""
-        with self.syntax_state.bound(ctx):  # for the self-attention, which fairseq calls without it
+        with self.bound_context.bound(ctx):  # for the self-attention, which fairseq calls without it
             if self.compile_options is not None:  # --syntax-compile: the layer's computation, compiled
                 return compiled(SyntaxEncoderLayer.layer_body, self.compile_options)(
                     self, x, encoder_padding_mask, attn_mask, ctx)
@@ -99,31 +100,33 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         cfg (TransformerConfig): fairseq config carrying the syntax options as attributes.
         dictionary (Dictionary): source dictionary.
         embed_tokens (nn.Module): ``nn.Embedding`` or :class:`SourceFeatureEmbedding`.
+        methods (List[SyntaxMethod]): the syntax methods, built from ``cfg.syntax_attention`` by the model's
+            :func:`~syntax_nmt.models.syntax_transformer.parse_options`; None: built here (an encoder made on its
+            own).
     """
 
-    def __init__(self, cfg, dictionary, embed_tokens):
+    def __init__(self, cfg, dictionary, embed_tokens, methods: Optional[List[SyntaxMethod]] = None):
         # plain attributes used while fairseq's __init__ calls build_encoder_layer
-        self.syntax_state = SyntaxState()
-        self._methods = build_methods(cfg, cfg.encoder.layers)
+        self.bound_context = BoundContext()
+        #: the syntax methods (built objects, in --syntax-attention's order)
+        self.methods = list(methods) if methods is not None else build_methods(cfg, cfg.encoder.layers)
         self._layer_counter = 0
         self._compile = compile_options(cfg)
         super().__init__(cfg, dictionary, embed_tokens)
         self.feature_names = list(embed_tokens.names) if isinstance(embed_tokens, SourceFeatureEmbedding) else []
-        self.syntax_methods = [m.name for m in self._methods]
+        self.syntax_methods = [m.name for m in self.methods]
         self.syntax_modules = nn.ModuleDict()
-        for m in self._methods:
-            module = m.build_encoder_module(self, self.syntax_state)
+        for m in self.methods:
+            module = m.build_encoder_module(self, self.bound_context)
             if module is not None:
                 self.syntax_modules[m.name] = module
         #: the streams a training batch must carry (what the features, the methods and their losses read) ...
-        self.required_streams = list(self.feature_names)
-        for m in self._methods:
-            self.required_streams += [s for s in m.streams if s not in self.required_streams]
+        self.required_streams = required_streams(self.feature_names, self.methods)
         #: ... and, in eval mode, what the forward pass reads at inference, by reader, and their union
         #: (:mod:`~syntax_nmt.models.modules.inference_needs`): LISA alone needs none, so translates plain tokens
-        self.inference_needs = inference_needs(self.feature_names, self._methods)
+        self.inference_needs = inference_needs(self.feature_names, self.methods)
         self.inference_streams = inference_streams(self.inference_needs)
-        if self._methods:
+        if self.methods:
             ids = [int(i) for i in (getattr(cfg, "word_start_ids", "") or "").split(",") if i]
             self.register_buffer("word_start_ids", torch.tensor(ids, dtype=torch.long), persistent=False)
 
@@ -131,15 +134,15 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
     def build_encoder_layer(self, cfg):
         index = self._layer_counter
         self._layer_counter += 1
-        state = self.syntax_state
+        state = self.bound_context
         attention = None
         inputs = {}
-        for m in self._methods:
+        for m in self.methods:
             if index in m.attention_layers():
                 attention = (lambda m: lambda dim, c: m.build_self_attention(index, dim, c, state))(m)
-            probe = m.build_layer_input(index, cfg.encoder.embed_dim, cfg, state)
-            if probe is not None:
-                inputs[m.name] = (lambda mod: lambda dim: mod)(probe)
+            layer_input = m.build_layer_input(index, cfg.encoder.embed_dim, cfg, state)
+            if layer_input is not None:
+                inputs[m.name] = (lambda mod: lambda dim: mod)(layer_input)
         if attention is None and not inputs:
             return self.build_plain_encoder_layer(cfg)
         # checkpointed by the layer itself, not by fairseq's checkpoint_wrapper: that one recomputes
@@ -158,7 +161,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         """An encoder layer outside the stack (for modules that need one, e.g. SG-Net's): fairseq's layer whose
         self-attention is ``attention_builder(embed_dim, cfg)``, called with the batch's context
         (:meth:`SyntaxEncoderLayer.forward_with_context`); not checkpointed by itself."""
-        return SyntaxEncoderLayer(cfg, self.syntax_state, attention_builder, compile_options=self._compile)
+        return SyntaxEncoderLayer(cfg, self.bound_context, attention_builder, compile_options=self._compile)
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Checkpoints from before the method registry kept SG-Net at ``{name}.syntax_layer``
@@ -229,7 +232,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if not self.syntax_methods:
             return self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         ctx = self.syntax_context(src_tokens, streams)
-        with self.syntax_state.bound(ctx):  # the layers read it when fairseq calls them
+        with self.bound_context.bound(ctx):  # the layers read it when fairseq calls them
             out = self.forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         x = out["encoder_out"][0]
         for module in self.syntax_modules.values():

@@ -16,7 +16,9 @@ Neural Machine Translation"; Sockeye 3's ``--target-factors``).
   predict_factors` runs the decoder again over the hypothesis's tokens, step by step with its own predictions as
   factor inputs (one pass when the factors are not an input), which is what the search computed for it.
 
-Without factors the model keeps fairseq's own decoder (same parameters, same state-dict keys).
+Without factors the model keeps fairseq's own decoder (same parameters, same state-dict keys). The factors the model
+is built with are typed records (:class:`~syntax_nmt.data.signatures.TargetFactor`, in its arguments); the task's
+side of them (dictionaries, adoption from a checkpoint, the ``F-`` lines) is :mod:`syntax_nmt.targets.factors`.
 """
 
 from typing import Dict, List, Optional
@@ -29,16 +31,6 @@ from torch import Tensor, nn
 
 #: key of the decoder's ``extra`` dict holding the factor logits (name -> ``(B, T, |factor vocabulary|)``)
 FACTOR_LOGITS = "factor_logits"
-
-
-def parse_factor_dicts(value: Optional[str]) -> Dict[str, int]:
-    """``"pos:19:hash,dep:40:hash"`` (what the task records) -> ``{"pos": 19, "dep": 40}``, in order."""
-    sizes = {}
-    for item in (value or "").split(","):
-        if item:
-            name, size = item.split(":")[:2]
-            sizes[name] = int(size)
-    return sizes
 
 
 class FactoredTransformerDecoder(TransformerDecoder):

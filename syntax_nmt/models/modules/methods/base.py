@@ -14,7 +14,7 @@ three hooks, for the modules it contributes:
 Layer-input and encoder modules get the batch's
 :class:`~syntax_nmt.models.modules.syntax_context.SyntaxContext` as an argument; self-attention
 modules, which fairseq's layer calls without it, read it from the shared
-:class:`~syntax_nmt.models.modules.syntax_context.SyntaxState`, bound by the layer call that runs
+:class:`~syntax_nmt.models.modules.syntax_context.BoundContext`, bound by the layer call that runs
 them (so also when ``--checkpoint-activations`` recomputes the layer in the backward pass). Each method
 declares its options as a dataclass (``config``), which the model adds to its arguments.
 

@@ -124,9 +124,6 @@ class SGNet(SyntaxMethod):
     def build_encoder_module(self, encoder, state):
         cfg = self.cfg
         layer_cfg = sgnet_layer_config(cfg, cfg.sgnet_layer_norm)
-        # SGNetLayer recomputes the layer itself (checkpoint= below); fairseq's checkpoint_wrapper
-        # on the same layer would recompute it a second time
-        layer_cfg.checkpoint_activations = False
         attention = (lambda dim, c: SDOIAttention(dim, c.encoder.attention_heads, c.attention_dropout, state,
                                                   convention=cfg.sgnet_subword, q_noise=c.quant_noise.pq,
                                                   qn_block_size=c.quant_noise.pq_block_size))

@@ -1,0 +1,216 @@
+"""Paired significance tests whose unit is the test sentence, for systems translated by several training seeds.
+
+The translations of seeds 1..k of a system are not k independent samples of the test set: the k lines of one
+source sentence share its difficulty. Pooling them as k·N lines and resampling lines (what sacreBLEU's tests do
+when given the concatenation) over-states significance: k identical copies of one seed give a far smaller p-value
+than that seed alone. Here the unit is the sentence, as in MultEval (Clark et al., 2011):
+
+* **paired bootstrap** (a cluster bootstrap): a resample draws N sentences with replacement and carries every
+  seed's line of each drawn sentence, for the system and the baseline alike;
+* **approximate randomization** (stratified over the seeds): a trial swaps, sentence by sentence with probability
+  1/2, all the seeds' lines of the system with the baseline's.
+
+Both work on sacreBLEU's own per-sentence sufficient statistics (BLEU's n-gram matches and lengths, chrF's
+character and word n-gram counts), summed over a sentence's seeds, and compute every score with sacreBLEU's own
+functions, so the pooled corpus score (all k·N lines) is sacreBLEU's, and for one seed both tests are sacreBLEU's
+``--paired-bs`` / ``--paired-ar`` exactly (same statistic, same random draws, same p-value), but for one case: where
+the two corpus scores are equal (a system against itself) the p-value is 1, where sacreBLEU's ``_compute_p_value``
+counts the resamples whose statistic is ``> 0`` and so gives ``1/(n+1)``, "significant" (0.0010 bootstrap, 0.0001
+AR). The p-values are two-sided, as sacreBLEU's: the statistic is ``|score_system - score_baseline|``.
+
+Every system must have the translations of as many seeds as the baseline (the statistics of k seeds are sums of k
+lines per sentence: a comparison of 3 seeds with 1 is meaningless): refused here, not only by the command line.
+"""
+
+import os
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+#: sacreBLEU's default numbers of resamples (PairedTest._DEFAULT_SAMPLES) and its default seed (SACREBLEU_SEED)
+DEFAULT_SAMPLES = {"bs": 1000, "ar": 10000}
+DEFAULT_SEED = 12345
+#: how each test is named in captions
+TEST_NAMES = {"bs": "paired bootstrap resampling", "ar": "approximate randomization"}
+
+
+class PairedResult(NamedTuple):
+    """One paired test: corpus scores, the p-value, and (paired bootstrap only, else None) the bootstrap mean and
+    95 % confidence half-width of each side's resampled scores (sacreBLEU's ``estimate_ci``)."""
+    baseline: float
+    system: float
+    p_value: float
+    baseline_mean: Optional[float] = None
+    baseline_ci: Optional[float] = None
+    mean: Optional[float] = None
+    ci: Optional[float] = None
+
+
+def resampling_seed(seed: Optional[int] = None) -> Optional[int]:
+    """The tests' random seed: ``seed``, else ``$SACREBLEU_SEED`` (``none``: fresh entropy), else sacreBLEU's
+    default, 12345."""
+    if seed is not None:
+        return seed
+    env = os.environ.get("SACREBLEU_SEED", str(DEFAULT_SEED))
+    return None if env.lower() == "none" else int(env)
+
+
+def _metric(metric):
+    """A sacreBLEU metric: ``BLEU`` or ``chrF`` with sacreBLEU's defaults, or a configured metric object."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if not isinstance(metric, str):
+        return metric
+    return {"BLEU": BLEU, "chrF": CHRF}[metric]()
+
+
+def sentence_statistics(metric_name, hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> np.ndarray:
+    """``(N, K)``: sacreBLEU's sufficient statistics of metric ``metric_name`` (``BLEU`` or ``chrF``, or a
+    sacreBLEU metric object) of every test sentence, summed over its lines in ``hypotheses`` (one list of N lines
+    per seed).
+
+    Raises:
+        ValueError: a seed's hypotheses are not as many lines as the references.
+    """
+    metric = _metric(metric_name)
+    total = None
+    for k, hyps in enumerate(hypotheses):
+        if len(hyps) != len(references):
+            raise ValueError(f"seed {k + 1}'s translation has {len(hyps)} lines, the reference {len(references)}")
+        stats = np.array(metric._extract_corpus_statistics(list(hyps), [list(references)]))
+        total = stats if total is None else total + stats
+    return total
+
+
+def _reference_columns(metric) -> Optional[slice]:
+    """The columns of a metric's sentence statistics that depend on the reference alone (BLEU: its length;
+    chrF: its n-gram counts), hence equal for two systems of as many seeds on the same references."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if isinstance(metric, BLEU):
+        return slice(1, 2)
+    if isinstance(metric, CHRF):
+        return slice(1, None, 3)
+    return None
+
+
+def check_same_seeds(metric_name, baseline: np.ndarray, system: np.ndarray) -> None:
+    """Refuse statistics that are not of as many seeds' translations of the same references.
+
+    Raises:
+        ValueError: the reference columns (:func:`_reference_columns`) differ, e.g. 3 seeds' sums against 1's.
+    """
+    cols = _reference_columns(_metric(metric_name))
+    if cols is None:
+        return
+    b, s = baseline[:, cols].sum(), system[:, cols].sum()
+    if not np.array_equal(baseline[:, cols], system[:, cols]):
+        ratio = f" (the system's reference counts are {s / b:g} times the baseline's)" if b else ""
+        raise ValueError(f"the system's statistics are not of as many seeds' translations of the same references as "
+                         f"the baseline's{ratio}: give every system as many seeds as the baseline")
+
+
+def p_value(sample: np.ndarray, difference: float) -> float:
+    """The p-value of an observed ``difference`` given the resampled statistics ``sample``: sacreBLEU's
+    ``_compute_p_value``, ``(c + 1) / (n + 1)`` with ``c`` the resamples whose statistic exceeds the difference,
+    but 1 where the observed difference is 0 (equal scores: no evidence of a difference, where sacreBLEU's count of
+    ``> 0`` gives ``1/(n+1)``)."""
+    from sacrebleu.significance import _compute_p_value
+
+    if difference == 0:
+        return 1.0
+    return float(_compute_p_value(sample, difference))
+
+
+def corpus_score(metric_name, stats: np.ndarray) -> float:
+    """The corpus score of statistics ``(N, K)`` (sacreBLEU's: the sum over sentences, then the metric)."""
+    return _metric(metric_name)._compute_score_from_stats(stats.sum(0)).score
+
+
+def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str = "bs",
+                n_samples: int = 0, seed: Optional[int] = DEFAULT_SEED) -> PairedResult:
+    """Two-sided paired test of ``system`` against ``baseline``, both :func:`sentence_statistics` of the same N
+    sentences: ``(baseline score, system score, p-value, ...)`` (:class:`PairedResult`).
+
+    ``bs``: sacreBLEU's paired bootstrap (``_paired_bs_test``) on the sentences; ``ar``: its approximate
+    randomization (``_paired_ar_test``), swapping whole sentences. Scores, the p-value (``(c + 1) / (n + 1)``,
+    MultEval's; 1 where the scores are equal: :func:`p_value`) and the random draws (numpy's ``default_rng(seed)``)
+    are sacreBLEU's, so one seed gives sacreBLEU's p-value.
+
+    Args:
+        n_samples: resamples (``bs``) or trials (``ar``); 0: sacreBLEU's defaults, 1,000 and 10,000.
+        seed: the resampling seed (None: fresh entropy).
+
+    Raises:
+        ValueError: an unknown test, statistics of other shapes, or of another number of seeds
+            (:func:`check_same_seeds`).
+    """
+    from sacrebleu.significance import estimate_ci
+
+    if test not in DEFAULT_SAMPLES:
+        raise ValueError(f"unknown paired test {test!r}; choose from {', '.join(DEFAULT_SAMPLES)}")
+    if baseline.shape != system.shape:
+        raise ValueError(f"the baseline has statistics {baseline.shape}, the system {system.shape}")
+    check_same_seeds(metric_name, baseline, system)
+    metric = _metric(metric_name)
+    n = n_samples or DEFAULT_SAMPLES[test]
+    rng = np.random.default_rng(seed)
+    N = len(baseline)
+    base_score = metric._compute_score_from_stats(baseline.sum(0)).score
+    sys_score = metric._compute_score_from_stats(system.sum(0)).score
+    diff = abs(base_score - sys_score)
+    if test == "bs":
+        idxs = rng.choice(N, size=(n, N), replace=True)
+        b, s = baseline.astype("float32"), system.astype("float32")  # as sacreBLEU resamples them
+        scores_b = np.array([metric._compute_score_from_stats(x).score for x in b[idxs].sum(1)])
+        scores_s = np.array([metric._compute_score_from_stats(x).score for x in s[idxs].sum(1)])
+        sample = np.abs(scores_s - scores_b)
+        p = p_value(sample - sample.mean(), diff)
+        # sacreBLEU resamples the baseline alone with the same seed, hence the same draws
+        return PairedResult(base_score, sys_score, float(p), *estimate_ci(scores_b), *estimate_ci(scores_s))
+    else:
+        pos = rng.integers(2, size=(n, N), dtype=bool)
+        neg = ~pos
+        shuf_a, shuf_b = pos @ baseline + neg @ system, neg @ baseline + pos @ system
+        scores_a = np.array([metric._compute_score_from_stats(x).score for x in shuf_a])
+        scores_b = np.array([metric._compute_score_from_stats(x).score for x in shuf_b])
+        p = p_value(np.abs(scores_a - scores_b), diff)
+    return PairedResult(base_score, sys_score, float(p))
+
+
+def compare_systems(hypotheses: Dict[str, Sequence[Sequence[str]]], references: Sequence[str], baseline: str,
+                    metrics: Sequence[str] = ("BLEU",), tests: Sequence[str] = ("bs",), n_samples: int = 0,
+                    seed: Optional[int] = DEFAULT_SEED) -> Dict[str, Dict[str, Dict[str, float]]]:
+    """Every system against ``baseline``, the sentence as the unit: ``{system: {test: {metric: p}}}``.
+
+    Args:
+        hypotheses: system -> its translations, one list of lines per seed (seed ``s`` of a system is paired
+            with seed ``s`` of the baseline only through the sentence: all seeds of a sentence move together).
+        references: the N reference lines.
+
+    Raises:
+        ValueError: a system with another number of seeds than the baseline.
+    """
+    for name, hyps in hypotheses.items():
+        if len(hyps) != len(hypotheses[baseline]):
+            raise ValueError(f"{name} has {len(hyps)} seeds' translations, the baseline {baseline} "
+                             f"{len(hypotheses[baseline])}: give every system as many seeds as the baseline")
+    stats = {m: {name: sentence_statistics(m, hyps, references) for name, hyps in hypotheses.items()}
+             for m in metrics}
+    out: Dict[str, Dict[str, Dict[str, float]]] = {}
+    for name in hypotheses:
+        if name == baseline:
+            continue
+        out[name] = {t: {m: paired_test(m, stats[m][baseline], stats[m][name], t, n_samples, seed).p_value
+                         for m in metrics} for t in tests}
+    return out
+
+
+def caption(tests: Sequence[str], seeds: int, n_samples: int = 0, baseline: str = "the baseline") -> str:
+    """What a table's p-values are: two-sided, the unit, the number of resamples."""
+    parts = [f"{TEST_NAMES[t]} ({n_samples or DEFAULT_SAMPLES[t]:,} {'resamples' if t == 'bs' else 'trials'})"
+             for t in tests]
+    unit = ("the test sentence, each resample carrying (or each trial swapping) the lines of all "
+            f"{seeds} seeds of a sentence together" if seeds > 1 else "the test sentence")
+    return (f"p: two-sided paired tests against {baseline}, " + " and ".join(parts)
+            + f", on sacreBLEU's sentence statistics; unit: {unit}; p = 1 where the scores are equal; * p < 0.05.")
