@@ -59,10 +59,10 @@ demo: install
 bench: install
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m syntax_nmt.bench --out $(BENCH_DIR) $(BENCH_ARGS)
 
-# the encoders of the methods against the stock encoder at T = 32 ... 512 (syntax_nmt/bench_length.py)
+# the encoders of the methods against the stock encoder at T = 32 ... 512 (syntax_nmt/bench/length.py)
 BENCH_LENGTH_ARGS ?=
 bench-length: install
-	$(MALLOC_ENV) $(PY) -m syntax_nmt.bench_length --out $(BENCH_DIR) $(BENCH_LENGTH_ARGS)
+	$(MALLOC_ENV) $(PY) -m syntax_nmt.bench.length --out $(BENCH_DIR) $(BENCH_LENGTH_ARGS)
 
 clean:
 	rm -rf $(DEMO_DIR) $(BENCH_DIR) .pytest_cache mutants .hypothesis

@@ -369,11 +369,11 @@ def test_a_model_that_reads_the_parse_says_what_it_needs(lisa, tmp_path):
 
 
 def test_bench_parse_measures_both_ways_in_one_run(lisa, spacy_model, capsys):
-    """python -m syntax_nmt.bench_parse: sentences/s with the parser (here the tests' rule-based spaCy pipeline, in
+    """python -m syntax_nmt.bench.parse: sentences/s with the parser (here the tests' rule-based spaCy pipeline, in
     place of the external parse the data was annotated with) and without, the parser's share, the same hypotheses,
     and the parse-free subwords of the raw test source against the binarized test split (exit status 1 when they
     differ: here against the valid split)."""
-    from syntax_nmt import bench_parse
+    from syntax_nmt.bench import parse as bench_parse
 
     argv = ["--path", lisa.ckpt, "--data", lisa.data, "--input", lisa.paths["test"]["en"], "--rounds", "1",
             "--beam", "2", "--batch-size", "8", "--fixed-len", "6", "--annotate-parser-model", spacy_model,

@@ -1,9 +1,9 @@
-"""``make bench``'s in-process memory measure (syntax_nmt/bench_memory.py)."""
+"""``make bench``'s in-process memory measure (syntax_nmt/bench/memory.py)."""
 
 import pytest
 
 from conftest import USER_DIR
-from syntax_nmt.bench_memory import measure
+from syntax_nmt.bench.memory import measure
 
 
 @pytest.mark.parametrize("precision", [[], ["--fp16"]])

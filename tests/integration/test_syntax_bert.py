@@ -469,7 +469,7 @@ def test_child_masks_are_gathers_when_ancestor_words_are_one_piece():
     """Under the default choice, at the lengths of real batches: every child mask (the key is the query's
     ancestor at distance d) has at most one key per row when words are one piece, so it is a gather, at that
     key."""
-    from syntax_nmt.bench_length import random_parse
+    from syntax_nmt.bench.length import random_parse
 
     nprng = __import__("numpy").random.default_rng(0)
     T, B, D = 128, 4, 3
@@ -574,7 +574,7 @@ def test_topical_mixture_writes_the_sub_networks_gradient_once():
     for each use of ``A_j``, their sum, a copy)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from syntax_nmt.bench_length import written_bytes
+    from syntax_nmt.bench.length import written_bytes
 
     class Written(TorchDispatchMode):
         total = 0

@@ -1,4 +1,4 @@
-"""The length-scaling bench (syntax_nmt/bench_length.py): its trees, its streams, its table and a tiny run."""
+"""The length-scaling bench (syntax_nmt/bench/length.py): its trees, its streams, its table and a tiny run."""
 
 import json
 import subprocess
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from syntax_nmt import bench_length as bl
+from syntax_nmt.bench import length as bl
 from syntax_nmt.syntax.tree import word_tree
 
 
@@ -98,7 +98,7 @@ def test_verdicts_compare_with_the_targets():
 def test_tiny_run_writes_consistent_results(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+        [sys.executable, "-m", "syntax_nmt.bench.length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
          "--layers", "2", "--dim", "16", "--heads", "2", "--repeats", "1", "--threads", "1", "--cpu",
          "--systems", "sla,syntax_bert,seprem,lisa,sgnet"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -132,11 +132,11 @@ def test_tiny_run_writes_consistent_results(tmp_path):
      "more than the"),
 ])
 def test_user_errors_are_one_line(tmp_path, argv, message):
-    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(tmp_path), *argv],
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench.length", "--out", str(tmp_path), *argv],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("python -m syntax_nmt.bench_length: error:") and message in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("python -m syntax_nmt.bench.length: error:") and message in lines[0]
 
 
 def test_memory_floor_is_below_what_a_step_keeps():
@@ -159,7 +159,7 @@ def test_stats_table_buckets_and_means():
 
 
 def test_parse_stats_of_a_missing_file_is_a_one_line_error(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench_length", "--parse-stats", str(tmp_path / "no.txt")],
+    proc = subprocess.run([sys.executable, "-m", "syntax_nmt.bench.length", "--parse-stats", str(tmp_path / "no.txt")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no.txt" in proc.stderr
 
@@ -171,7 +171,7 @@ def test_count_ops_and_bytes_count_the_accelerator_paths(tmp_path):
     operations that write the most beyond it."""
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+        [sys.executable, "-m", "syntax_nmt.bench.length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
          "--layers", "2", "--dim", "16", "--heads", "2", "--count-ops", "--count-bytes", "--systems",
          "sla,syntax_bert"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -258,7 +258,7 @@ def test_tiny_compiled_run(tmp_path):
     """``--compile``: the stock and a method's encoder timed with their layers compiled (inductor; minutes)."""
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "syntax_nmt.bench_length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
+        [sys.executable, "-m", "syntax_nmt.bench.length", "--out", str(out), "--lengths", "8", "16", "--tokens", "32",
          "--layers", "2", "--dim", "16", "--heads", "2", "--repeats", "1", "--threads", "1", "--cpu",
          "--systems", "syntax_bert", "--compile"], capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]

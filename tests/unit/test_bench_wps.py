@@ -2,7 +2,7 @@
 
 import pytest
 
-from syntax_nmt.bench import train_wps
+from syntax_nmt.bench.model import train_wps
 
 
 def _epoch(n, wps, updates, total):

@@ -90,8 +90,8 @@ def test_a_method_registered_later_joins_the_table(monkeypatch):
                                    *CRIT, "--toy-loss-weight", "0.5"]
     assert "toy" in S.default_systems()
     # its extra system, outside the default comparison, and its targets: the benches judge it
-    from syntax_nmt import bench
-    from syntax_nmt import bench_length as bl
+    from syntax_nmt.bench import model as bench
+    from syntax_nmt.bench import length as bl
 
     assert table["toy-fast"].args() == ["--source-features", "", "--syntax-attention", "toy", "--toy-fast",
                                         "--toy-strength", "2", *CRIT, "--toy-loss-weight", "0.5"]

@@ -10,7 +10,7 @@ with ``fairseq-generate``. It reports, per system and as ratios to the stock
   (:func:`train_wps`), and wall-clock seconds;
 * generation speed: sentences/s of ``fairseq-generate`` (beam 4), every hypothesis
   forced to the same length so that all systems do the same decoding work;
-* training memory of the model (:mod:`syntax_nmt.bench_memory`, in-process on the same data
+* training memory of the model (:mod:`syntax_nmt.bench.memory`, in-process on the same data
   and arguments): on a GPU the peak CUDA allocation over real training steps; on the CPU
   parameters + gradients + Adam state + the activations saved for the backward pass. The
   peak resident set size of the whole ``fairseq-train`` process is reported beside it, but
@@ -147,14 +147,14 @@ class Bench(DataPipeline):
                            "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "10",
                            "--num-workers", "0", "--disable-validation", "--no-progress-bar"], train_log)
         proc = subprocess.run(
-            [sys.executable, "-m", "syntax_nmt.bench_memory", "--steps", "3", self.path("data-bin"),
+            [sys.executable, "-m", "syntax_nmt.bench.memory", "--steps", "3", self.path("data-bin"),
              "--user-dir", user_dir(), "--task", task, "--arch", arch, *OPTIM_ARGS, *map(str, extra),
              *map(str, self.model_args()), "--max-tokens", str(a.max_tokens), "--seed", str(a.seed),
              *(["--fp16"] if a.fp16 else [])], capture_output=True, text=True)
         if proc.returncode == 0:
             mem = json.loads(proc.stdout.strip().splitlines()[-1])
         else:  # the speed figures stand without it: say why, and carry on
-            print(f"    WARNING: {name}: the memory measure (python -m syntax_nmt.bench_memory) failed "
+            print(f"    WARNING: {name}: the memory measure (python -m syntax_nmt.bench.memory) failed "
                   f"({proc.returncode}); its memory is NaN. Its error:\n{proc.stderr[-3000:]}", flush=True)
             mem = {"model_train_mib": float("nan"), "activations_mib": float("nan")}
         text = open(train_log, encoding="utf-8").read()
@@ -314,7 +314,7 @@ def measure_raw_text(bench: Bench, name) -> Dict[str, float]:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(prog="python -m syntax_nmt.bench", description=__doc__.splitlines()[0],
                                 epilog="example:\n  python -m syntax_nmt.bench --out bench-out --max-update 100",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="bench-out")
