@@ -17,11 +17,6 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-#: Pages linked before they exist, each with the reason; a link to one of them is not checked while the file is
-#: missing (once it exists it is checked like any other). Remove an entry when its page has landed.
-PENDING_PAGES = {
-    "docs/deploy.md": "parse-free inference and deployment, written by another engineer under issue 47",
-}
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -119,8 +114,6 @@ def broken_links(page):
         full = os.path.join(ROOT, target)
         where = f"{page}:{number}: ({dest})"
         if path and not os.path.exists(full):
-            if target.replace(os.sep, "/") in PENDING_PAGES and not anchor:
-                continue
             problems.append(f"{where} {target} does not exist")
             continue
         if anchor and target.endswith(".md") and os.path.isfile(full):
