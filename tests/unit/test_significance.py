@@ -111,3 +111,19 @@ def test_compare_systems_and_caption():
         sig.sentence_statistics("BLEU", [base[0], base[1][:-1]], refs)
     with pytest.raises(ValueError, match="unknown paired test"):
         sig.paired_test("BLEU", np.zeros((2, 10)), np.zeros((2, 10)), "t-test")
+
+
+@pytest.mark.parametrize("test", ["bs", "ar"])
+def test_the_p_value_is_two_sided(test):
+    """A system worse than the baseline by a margin gets the p-value of one better by it: swapping the two sides
+    swaps the scores and keeps the p-value (a one-sided test would give the worse side a p-value near 1)."""
+    refs, base, _ = _corpus(n=60)
+    system = [[r if i % 10 == 0 else x for i, (r, x) in enumerate(zip(refs, lines))] for lines in base]
+    for metric in ("BLEU", "chrF"):
+        b = sig.sentence_statistics(metric, base, refs)
+        s = sig.sentence_statistics(metric, system, refs)
+        better = sig.paired_test(metric, b, s, test, n_samples=300, seed=5)
+        worse = sig.paired_test(metric, s, b, test, n_samples=300, seed=5)
+        assert better.system > better.baseline, metric
+        assert (worse.baseline, worse.system) == (better.system, better.baseline)
+        assert worse.p_value == better.p_value < 0.05, (metric, better.p_value, worse.p_value)
