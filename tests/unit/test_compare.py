@@ -148,3 +148,43 @@ def test_recipe_report_names_a_missing_score_in_one_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (
         f"python -m syntax_nmt.recipes.report: error: {tmp_path}/valid/transformer.seed1.json is missing: "
         "translate and score transformer seed 1 on valid first")
+
+
+def test_each_seed_is_read_from_its_own_file(tmp_path):
+    """Seeds whose translations differ: the pooled test is the one on the sum of each seed's own statistics, each
+    seed's own p-value is its own file's, and the pooled files hold seed 1's lines then seed 2's (reading seed 1's
+    file for every seed would give seed 1's evidence twice)."""
+    import random
+
+    from syntax_nmt.evaluation import significance as sig
+
+    rng = random.Random(5)
+    words = "a man dog woman runs sits in on the park street water ball red big with two near".split()
+    refs = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 10))) for _ in range(40)]
+    (tmp_path / "ref.de").write_text("\n".join(refs) + "\n")
+    lines, hyps = {}, {}
+    for name, rate in (("base", 0.4), ("good", 0.3)):
+        for s in (1, 2):
+            lines[(name, s)] = [" ".join(w if rng.random() > rate else rng.choice(words) for w in x.split())
+                                for x in refs]
+            path = tmp_path / f"{name}.seed{s}.detok"
+            path.write_text("\n".join(lines[(name, s)]) + "\n")
+            hyps[(name, s)] = str(path)
+    runs = {key: {"sacrebleu": BLEU().corpus_score(hyp, [refs]).score} for key, hyp in lines.items()}
+    rows = compare.summarize(runs, ["base", "good"], [1, 2])
+    compare.significance(rows, hyps, str(tmp_path / "ref.de"), [1, 2], tests=("bs",), seed=3, n_samples=200,
+                         pooled_dir=str(tmp_path / "pooled"))
+
+    def stats(name, seeds):
+        return sig.sentence_statistics("BLEU", [lines[(name, s)] for s in seeds], refs)
+
+    def p(seeds):
+        return sig.paired_test("BLEU", stats("base", seeds), stats("good", seeds), "bs", 200, 3).p_value
+
+    own = [p([1]), p([2])]
+    assert own[0] != own[1] and p([1, 2]) != p([1, 1])  # the seeds' evidence differs
+    assert rows[1]["p"]["bs"]["sacrebleu"] == rows[1]["p_pooled"] == p([1, 2])
+    assert rows[1]["p_per_seed"] == own
+    for name in ("base", "good"):
+        assert (tmp_path / "pooled" / f"{name}.detok").read_text().splitlines() == \
+            lines[(name, 1)] + lines[(name, 2)]

@@ -71,3 +71,39 @@ def test_p_values_take_the_sentence_as_the_unit(report):
     assert lisa["wins"] == sum(a > b for a, b in zip(lisa["sacrebleu"], res["splits"]["test2016"][0]["sacrebleu"]))
     assert len(lisa["p_per_seed"]) == 3
     assert "two-sided paired tests against transformer" in md and "unit: the test sentence" in md
+
+
+def test_pack_and_the_per_seed_files_are_each_seeds_own(report, tmp_path):
+    """Every seed's own file is kept (pack), and each seed's own training record and tag accuracy are read: the
+    kept translations are the sample's bytes seed by seed (the sample was kept by pack), and per-seed values that
+    differ come back in the seeds' order (reading seed 1's file for every seed would repeat its value)."""
+    import shutil
+
+    from syntax_nmt.recipes import report as recipe
+
+    out, _, _ = report
+    evald, ckpt, kept = tmp_path / "eval", tmp_path / "ckpt", tmp_path / "kept"
+    shutil.copytree(out / "test2016", evald / "test2016")
+    for i, name in enumerate(SYSTEMS):
+        for s in SEEDS:
+            (ckpt / name / f"seed{s}").mkdir(parents=True)
+            (ckpt / name / f"seed{s}" / ".done").write_text(json.dumps({"wall_seconds": 100 * i + s,
+                                                                        "cpu_seconds": 2 * s}))
+            (evald / "test2016" / f"{name}.seed{s}.factors.json").write_text(
+                json.dumps({"pos": {"accuracy": 90.0 + 10 * i + s}}))
+    assert recipe.pack(str(evald), str(kept), SYSTEMS, SEEDS, ["test2016"], str(ckpt)) == 12
+    for i, name in enumerate(SYSTEMS):
+        for s in SEEDS:
+            for form in recipe.KEPT:
+                mine = kept / "test2016" / f"{name}.seed{s}.{form}.gz"
+                sample = os.path.join(SAMPLE, "translations", "test2016", f"{name}.seed{s}.{form}.gz")
+                with open(sample, "rb") as f:
+                    assert mine.read_bytes() == f.read(), (name, s, form)
+            assert json.loads((kept / "training" / f"{name}.seed{s}.json").read_text())["wall_seconds"] == 100 * i + s
+            assert json.loads((kept / "test2016" / f"{name}.seed{s}.factors.json").read_text()) == \
+                {"pos": {"accuracy": 90.0 + 10 * i + s}}
+        assert [recipe._timing(str(ckpt), name, s) for s in SEEDS] == \
+            [{"train_seconds": 100 * i + s, "train_cpu_seconds": 2 * s} for s in SEEDS]
+        assert [recipe._timing(str(kept), name, s)["train_seconds"] for s in SEEDS] == [100 * i + s for s in SEEDS]
+    assert recipe.factor_accuracies(str(evald), SYSTEMS, SEEDS, ["test2016"]) == \
+        {"test2016": {name: [90.0 + 10 * i + s for s in SEEDS] for i, name in enumerate(SYSTEMS)}}
