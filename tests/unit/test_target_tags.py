@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from syntax_nmt.annotate.target_tags import cli_main, interleave, strip
+from syntax_nmt.annotate.target_tags import cli_main, interleave, separate_tags, strip, strip_generate_line
 
 TARGET = ["la fem@@ me", "un chat"]
 FILES = {"fr": TARGET, "tgt.fr": TARGET, "tgt.pos": ["DET NOUN NOUN", "DET NOUN"],
@@ -114,3 +114,27 @@ def test_the_subword_scheme_of_a_dictionary():
     assert scheme_of_pieces(["la", "femme", "@@"]) == "none"  # "@@" alone is a word
     with pytest.raises(ValueError, match="holds BPE pieces \\('fem@@'\\) and sentencepiece pieces"):
         scheme_of_pieces(["fem@@", "\u2581la"])
+
+
+def test_interleave_tags_every_word_and_strip_removes_tags_glued_to_a_word():
+    """One tag before every word's first piece, single-piece words (``O``) included; ``strip`` removes tags that
+    subword removal glued to a word (``la⟨NOUN⟩ femme`` after sentencepiece, ``fem⟨NOUN⟩ me`` after BPE), in
+    fairseq-generate's H-/D- lines and plain lines, and leaves the other lines alone."""
+    o, c = "\u27e8", "\u27e9"
+    tokens = ["la", "fem@@", "me", "dort", "pro@@", "fon@@", "dément", "."]
+    tags = ["DET", "NOUN", "NOUN", "VERB", "ADV", "ADV", "ADV", "PUNCT"]
+    positions = ["O", "B", "E", "O", "B", "M", "E", "O"]
+    assert interleave(tokens, tags, positions) == [
+        f"{o}DET{c}", "la", f"{o}NOUN{c}", "fem@@", "me", f"{o}VERB{c}", "dort", f"{o}ADV{c}", "pro@@", "fon@@",
+        "dément", f"{o}PUNCT{c}", "."]
+    assert interleave(["chat"], ["NOUN"], ["O"]) == [f"{o}NOUN{c}", "chat"]
+    assert strip(f"{o}DET{c} la {o}NOUN{c} femme") == "la femme"
+    assert strip(f"la{o}NOUN{c} femme {o}VERB{c}dort") == "la femme dort"
+    assert strip(f"{o}DET{c} la fem{o}NOUN{c} me") == "la fem me"
+    assert strip(f"la fem{o}NOUN{c}me") == "la fem me"  # sentencepiece: a tag inside a word splits it, as with BPE
+    assert strip(f"a {o} b {c} c") == f"a {o} b {c} c"  # not a tag: brackets around spaces
+    assert separate_tags(f"la{o}NOUN{c} femme") == f"la {o}NOUN{c} femme"
+    assert strip_generate_line(f"H-3\t-0.25\t{o}DET{c} la{o}NOUN{c} femme") == "H-3\t-0.25\tla femme"
+    assert strip_generate_line(f"D-3\t-0.25\tfem{o}NOUN{c} me") == "D-3\t-0.25\tfem me"
+    assert strip_generate_line(f"T-3\t{o}DET{c} la") == f"T-3\t{o}DET{c} la"
+    assert strip_generate_line(f"{o}DET{c} la{o}NOUN{c} femme") == "la femme"
