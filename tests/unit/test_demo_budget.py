@@ -1,6 +1,7 @@
 """The demo's time budget: the rule that chooses seeds and systems, on simulated timings (no training)."""
 
 import itertools
+import os
 import random
 
 import pytest
@@ -136,6 +137,25 @@ def test_jobs_trained_to_other_updates_cost_what_is_left():
     # 400: 60 left + 100 (sgnet) > 80; 300: 60 + 10 (translated again) + 10 + 67.5; 200: 60 + 10 + 10 + 45 > 80 too
     assert plan.fits is False and plan.updates is None
 
+
+
+def test_a_cut_costs_the_retranslation_of_a_running_job_trained_further():
+    """A job still training to 400 updates when the plan cuts to 300 holds its worker, then is translated again
+    with its model at 300: that translation is in the plan's end (and decides which cut fits)."""
+    seconds, gen = {"transformer": 100.0, "sgnet": 100.0}, {"transformer": 10.0, "sgnet": 10.0}
+
+    def plan(budget):
+        return b.plan_budget(seconds, ["transformer", "sgnet"], 1, now=0, budget=budget, max_update=400,
+                             generate_seconds=gen, running={("transformer", 1): 40.0}, min_seeds=1, max_seeds=1,
+                             trained={("transformer", 1): 400})
+
+    # 400: 60 left + 100 (sgnet) = 160; 300: 60 + 10 (transformer translated again) + 10 + 67.5 = 147.5; 200: 125
+    p = plan(150)
+    assert (p.updates, p.end, p.fits) == (300, 147.5, True)
+    p = plan(140)
+    assert (p.updates, p.end, p.fits) == (200, 125.0, True)
+    p = plan(160)
+    assert (p.updates, p.end, p.fits) == (None, 160.0, True)  # no cut: nothing translated again
 
 def test_the_cut_never_plans_past_the_budget_and_is_the_last_resort_before_fewer_systems():
     """On random timings: fewer updates only when one seed of every system does not fit with the full updates, the
@@ -434,3 +454,31 @@ def test_run_hands_every_logged_line_to_on_line(tmp_path):
     pipeline.Demo(args).run([sys.executable, "-c", "print('a num_updates=3'); print('b')"], log=str(tmp_path / "log"),
                         quiet=True, on_line=lines.append)
     assert lines == ["a num_updates=3\n", "b\n"] and (tmp_path / "log").read_text() == "a num_updates=3\nb\n"
+
+
+
+def test_a_translation_is_never_reused_for_another_checkpoint(tmp_path, monkeypatch):
+    """The test set is translated again whenever the model to score is another checkpoint of the training (a cut
+    to 300 or 200 updates of a training that ran to 400, or back to its last model), and only then."""
+    from syntax_nmt.evaluation import evaluate
+
+    args = cli.get_parser().parse_args(["--out", str(tmp_path)])
+    d = pipeline.Demo(args)
+    folder = tmp_path / "checkpoints" / "sgnet" / "seed1"
+    folder.mkdir(parents=True)
+    for name in ("checkpoint_2_200.pt", "checkpoint_3_300.pt", "checkpoint_last.pt"):
+        (folder / name).write_text(name)
+    d.mark("train-sgnet-seed1", seconds=100.0, cpu_seconds=100.0, updates=400)
+    translated = []
+
+    def run(cmd, log=None, quiet=False, env=None, on_line=None):
+        cmd = [str(c) for c in cmd]
+        translated.append(os.path.basename(cmd[cmd.index("--path") + 1]))
+        return 1.0
+
+    d.run = run
+    monkeypatch.setattr(evaluate, "score", lambda gen, *a: {"gen": gen})
+    for updates in (None, None, 300, 300, 200, 400, None):
+        d.generate("sgnet", 1, updates=updates)
+    assert translated == ["checkpoint_last.pt", "checkpoint_3_300.pt", "checkpoint_2_200.pt", "checkpoint_last.pt"]
+    assert d.info("generate-sgnet-seed1")["updates"] == 400
