@@ -26,7 +26,8 @@ splitting each word's span into a head and dependent chunks, with parameters cho
 maximum and mean depth, mean dependency distance, share of adjacent heads and fan-out follow what
 en_core_web_sm 3.8.0 gives on long English sentences (the table in the README, made with
 ``--tree-stats``); each word has ``1 + Geometric`` subwords (``--pieces-per-word``, default 1.25,
-WMT-like BPE). Writes ``OUT/bench-length.json`` and ``OUT/bench-length.png``.
+WMT-like BPE). Writes ``OUT/bench-length.json`` (the setup, the device and its name, the arguments and the rows) and
+``OUT/bench-length.png``.
 """
 
 import argparse
@@ -681,8 +682,11 @@ def cli_main(argv=None) -> int:
              f"{a.precision} on {device}{'' if device == 'cuda' else f' ({torch.get_num_threads()} threads)'}, "
              f"median of {a.repeats}{f', layers compiled (torch.compile, mode {a.compile_mode})' if a.compile else ''}")
     print(f"\n=== encoder forward + backward against the stock encoder ({setup})\n{table(rows)}")
+    from syntax_nmt.recipes.training_record import device_name
+
     with open(os.path.join(a.out, "bench-length.json"), "w") as f:
-        json.dump({"setup": setup, "args": {k: v for k, v in vars(a).items()}, "rows": rows}, f, indent=2)
+        json.dump({"setup": setup, "device": device, "device_name": device_name(device), "torch": torch.__version__,
+                   "args": {k: v for k, v in vars(a).items()}, "rows": rows}, f, indent=2)
     plot(rows, os.path.join(a.out, "bench-length.png"), f"syntax-nmt length-scaling bench: {setup}")
     print(f"bench-length finished in {time.time() - start:.0f}s; bench-length.json and bench-length.png in {a.out}")
     return 0

@@ -18,6 +18,11 @@ with ``fairseq-generate``. It reports, per system and as ratios to the stock
   the CPU allocator's caches (see the README);
 * parameter counts.
 
+Every row also records the device it was measured on (``device``, ``device_name``: the GPU's name, or the CPU's), the
+precision (``fp16`` with ``--fp16``, else ``fp32``) and whether the syntax systems' encoder layers were compiled
+(``--compile``: ``--syntax-compile``; the stock transformer has no such option and runs eagerly). ``bench.json`` is
+written again after every system, so a run cut short keeps the systems it measured.
+
 Targets: each method's own (``bench_targets``: ratio >= value, ``bench_max_targets``: ratio <= value, on its
 class; :func:`targets`) and ``SYSTEM_TARGETS``.
 Results are also written to ``BENCH_DIR/bench.json`` and plotted to ``bench.png``.
@@ -36,6 +41,7 @@ from syntax_nmt.utils import exe, user_dir
 from syntax_nmt.demo.data import DataPipeline
 from syntax_nmt.demo.report import count_params
 from syntax_nmt.demo.settings import OPTIM_ARGS, system_command
+from syntax_nmt.models.modules.compiled import COMPILE_MODES
 from syntax_nmt.systems import default_systems, extra_systems, parse_systems
 from syntax_nmt.systems import get as get_system
 
@@ -134,9 +140,31 @@ class Bench(DataPipeline):
                 "--encoder-attention-heads", a.heads, "--decoder-attention-heads", a.heads,
                 "--share-decoder-input-output-embed", "--dropout", "0.1"]
 
+    def system_command(self, name: str):
+        """``(task, arch, options)`` of system ``name`` (:func:`~syntax_nmt.demo.settings.system_command`), with
+        ``--compile``: ``--syntax-compile`` added for every system but the stock ones (fairseq's ``transformer``
+        knows no such option: the reference stays eager)."""
+        task, arch, extra = system_command(name, layers=self.args.layers)
+        if getattr(self.args, "compile", False) and not get_system(name).stock:
+            extra = [*extra, "--syntax-compile", "--syntax-compile-mode", self.args.compile_mode]
+        return task, arch, extra
+
+    def device(self) -> Dict[str, str]:
+        """Where ``fairseq-train`` and ``fairseq-generate`` run (a CUDA device when torch sees one: the bench passes
+        no ``--cpu``), its name, the precision and whether the syntax layers are compiled."""
+        import torch
+
+        from syntax_nmt.recipes.training_record import device_name
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        compiled = bool(getattr(self.args, "compile", False))
+        return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
+                "precision": "fp16" if self.args.fp16 else "fp32", "compiled": compiled,
+                **({"compile_mode": self.args.compile_mode} if compiled else {})}
+
     def measure(self, name: str) -> Dict[str, float]:
         a = self.args
-        task, arch, extra = system_command(name, layers=self.args.layers)
+        task, arch, extra = self.system_command(name)
         save = self.path("checkpoints", name)
         train_log, gen_log = self.path(f"train-{name}.log"), self.path(f"gen-{name}.log")
         print(f"--- {name}: train {a.max_update} updates", flush=True)
@@ -174,6 +202,10 @@ class Bench(DataPipeline):
                "gen_sps": sps, "params": count_params(os.path.join(save, "checkpoint_last.pt"))}
         if gpu:
             row["gpu_gb_free_min"] = min(float(g) for g in gpu)
+        row.update(self.device())
+        if row["compiled"] and get_system(name).stock:
+            row["compiled"] = False
+            row.pop("compile_mode", None)
         print(f"    {json.dumps(row)}", flush=True)
         return row
 
@@ -183,17 +215,25 @@ class Bench(DataPipeline):
         self.annotate()
         self.binarize()
         self.header(f"train and translate: {', '.join(self.args.systems)}")
-        rows = [self.measure(s) for s in self.args.systems]
+        rows = []
+        for s in self.args.systems:
+            rows.append(self.measure(s))
+            self.write_json(rows)  # after every system: a run cut short keeps what it measured
+        self.print_table(rows)
+        self.plot(rows)
+        if not self.args.no_raw_text:
+            measure_raw_text(self, next((s for s in self.args.systems if not get_system(s).stock), None))
+        print(f"bench finished in {time.time() - start:.0f}s; bench.json and bench.png in {self.out}")
+
+    def write_json(self, rows) -> None:
+        """``bench.json``: the rows so far, with their ratios to the first (the reference)."""
         base = rows[0]
         for r in rows:
             for k in ("train_wps", "gen_sps", "model_mem_mib", "peak_rss_mib", "params"):
                 r[f"{k}_ratio"] = r[k] / base[k]
-        self.print_table(rows)
-        with open(self.path("bench.json"), "w") as f:
-            json.dump(rows, f, indent=2)
-        self.plot(rows)
-        measure_raw_text(self, next((s for s in self.args.systems if not get_system(s).stock), None))
-        print(f"bench finished in {time.time() - start:.0f}s; bench.json and bench.png in {self.out}")
+        from syntax_nmt.utils import atomic_write_json
+
+        atomic_write_json(self.path("bench.json"), rows, indent=2)
 
     def print_table(self, rows):
         base = rows[0]["system"]
@@ -337,6 +377,14 @@ def get_parser() -> argparse.ArgumentParser:
                    "lines (1.0: about 27 words on average, the longest near 100; see syntax-nmt-synth --join). "
                    "--train etc. still count sentences; raise --gen-len to match (e.g. 40)")
     p.add_argument("--fp16", action="store_true", help="train and translate in fp16 (on a GPU)")
+    p.add_argument("--compile", action="store_true",
+                   help="train and translate every syntax system with its encoder layers compiled (--syntax-compile; "
+                   "the stock transformer, fairseq's own model, has no such option and stays eager)")
+    p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
+                   help="torch.compile's mode with --compile (--syntax-compile-mode)")
+    p.add_argument("--no-raw-text", action="store_true",
+                   help="skip the raw-text translation measure (fairseq-interactive and spaCy; e.g. where spaCy is "
+                   "not installed)")
     p.add_argument("--verbose", action="store_true")
     return p
 
