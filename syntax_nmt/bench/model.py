@@ -151,14 +151,18 @@ class Bench(DataPipeline):
 
     def device(self) -> Dict[str, str]:
         """Where ``fairseq-train`` and ``fairseq-generate`` run (a CUDA device when torch sees one: the bench passes
-        no ``--cpu``), its name, the precision and whether the syntax layers are compiled."""
+        no ``--cpu``), its name, the precision, whether the syntax layers are compiled, and the run's setup."""
         import torch
 
         from syntax_nmt.recipes.training_record import device_name
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
         compiled = bool(getattr(self.args, "compile", False))
-        return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
+        a = self.args
+        setup = (f"{a.layers} layers, width {a.dim}, {a.heads} heads, {a.max_update} updates of {a.max_tokens} tokens, "
+                 f"{a.train} training sentences{f' joined (--join {a.join})' if a.join else ''}, generation beam 4 "
+                 f"at length {a.gen_len}")
+        return {"setup": setup, "device": device, "device_name": device_name(device), "torch": torch.__version__,
                 "precision": "fp16" if self.args.fp16 else "fp32", "compiled": compiled,
                 **({"compile_mode": self.args.compile_mode} if compiled else {})}
 
