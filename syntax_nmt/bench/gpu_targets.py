@@ -85,7 +85,8 @@ def load(path: str, label: Optional[str] = None) -> Dict:
         compiled = bool(args.get("compile", False))
         common = {"device": _device_label(device, data.get("device_name")),
                   "on_gpu": None if device is None else device == "cuda", "precision": precision or "not recorded",
-                  "compiled": compiled, "file": file}
+                  "compiled": compiled, "file": file, **({"compile_mode": args.get("compile_mode", "default")}
+                                                         if compiled else {})}
         rows = [{**r, **common} for r in data["rows"]]
         return {"kind": "encoder", "file": file, "setup": setup, "rows": rows}
     if isinstance(data, list) and data and all(isinstance(r, dict) and "system" in r and "train_wps_ratio" in r

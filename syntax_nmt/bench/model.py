@@ -178,12 +178,14 @@ class Bench(DataPipeline):
                            "--max-update", a.max_update, "--seed", a.seed, "--save-dir", save,
                            "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "10",
                            "--num-workers", "0", "--disable-validation", "--no-progress-bar"], train_log)
-        proc = subprocess.run(
+        proc = None if a.no_memory else subprocess.run(
             [sys.executable, "-m", "syntax_nmt.bench.memory", "--steps", "3", self.path("data-bin"),
              "--user-dir", user_dir(), "--task", task, "--arch", arch, *OPTIM_ARGS, *map(str, extra),
              *map(str, self.model_args()), "--max-tokens", str(a.max_tokens), "--seed", str(a.seed),
              *(["--fp16"] if a.fp16 else [])], capture_output=True, text=True)
-        if proc.returncode == 0:
+        if proc is None:  # --no-memory
+            mem = {"model_train_mib": float("nan"), "activations_mib": float("nan")}
+        elif proc.returncode == 0:
             mem = json.loads(proc.stdout.strip().splitlines()[-1])
         else:  # the speed figures stand without it: say why, and carry on
             print(f"    WARNING: {name}: the memory measure (python -m syntax_nmt.bench.memory) failed "
@@ -386,6 +388,9 @@ def get_parser() -> argparse.ArgumentParser:
                    "the stock transformer, fairseq's own model, has no such option and stays eager)")
     p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
                    help="torch.compile's mode with --compile (--syntax-compile-mode)")
+    p.add_argument("--no-memory", action="store_true",
+                   help="skip the training memory measure (python -m syntax_nmt.bench.memory, a process per system): "
+                   "its figures are NaN")
     p.add_argument("--no-raw-text", action="store_true",
                    help="skip the raw-text translation measure (fairseq-interactive and spaCy; e.g. where spaCy is "
                    "not installed)")
