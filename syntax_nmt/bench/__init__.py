@@ -7,14 +7,16 @@
 * :mod:`~syntax_nmt.bench.memory` (``python -m syntax_nmt.bench.memory``): the in-process training memory measure
   that ``make bench`` runs per system;
 * :mod:`~syntax_nmt.bench.parse` (``python -m syntax_nmt.bench.parse``): raw-text translation with and without the
-  parser.
+  parser;
+* :mod:`~syntax_nmt.bench.gpu_targets` (``python -m syntax_nmt.bench.gpu_targets FILES...``): issue 49's GPU targets
+  against the JSON files of the two benches (``scripts/gpu/bench_all.sh`` writes them on a GPU).
 
 The old paths (``syntax_nmt.bench_length``, ``syntax_nmt.bench_memory``, ``syntax_nmt.bench_parse``) are aliases of
 these modules, and the names of the old ``syntax_nmt.bench`` module (e.g. ``train_wps``) are read here from
 :mod:`~syntax_nmt.bench.model`.
 """
 
-_SUBMODULES = {"model", "length", "memory", "parse"}
+_SUBMODULES = {"model", "length", "memory", "parse", "gpu_targets"}
 
 
 def __getattr__(name):
