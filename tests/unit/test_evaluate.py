@@ -482,3 +482,11 @@ def test_parse_uas_counts_the_words_whose_head_is_the_references(tmp_path):
                                 conllu=str(tmp_path / "gold.conllu"))
     with pytest.raises(ValueError, match="no G- line"):
         evaluate.parse_accuracy(write(tmp_path / "none.out", GEN_PARSE[:2]), conllu=str(tmp_path / "gold.conllu"))
+
+
+def test_the_signature_alone_is_the_scores_one():
+    """bleu_signature() without a score first (the analyses' length and noise tables; sacreBLEU refuses a signature
+    before it knows the number of references) equals the one detok_bleu returns, and an empty bucket's."""
+    signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+    assert evaluate.bleu_signature() == signature == evaluate.detok_bleu(["a b"], ["a b"])[2]
+    assert evaluate.detok_bleu([], [])[2] == signature
