@@ -20,7 +20,8 @@ from syntax_nmt.annotate.target_tags import is_tag
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "multi30k_en_fr"
 SYSTEMS = ["transformer", "factors", "interleaved", "lisa", "lisa+factors"]
 
-pytestmark = pytest.mark.e2e
+# slow (2.5 CPU-minutes, the fixture trains all five systems; issue 47: `make test` within 8 minutes): `make test-slow`
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -320,6 +320,7 @@ def test_a_finished_training_met_with_other_settings_stops_the_run(recipe_run):
     assert ckpt.stat().st_mtime_ns == before and "  trained " not in proc.stdout
 
 
+@pytest.mark.slow  # 20-40 s of retraining and retranslating (make test-slow; issue 47: make test within 8 min)
 def test_averaging_more_checkpoints_than_saved_is_an_error(recipe_run):
     """Issue 44: the gpu preset averages the last 10 epoch checkpoints; a training that saved fewer is not marked
     done (never a silent average of fewer), and evaluate refuses it."""
@@ -380,6 +381,7 @@ def test_another_parser_without_the_annotate_stage_stops_the_run(recipe_run, tmp
     assert results.stat().st_mtime_ns == before
 
 
+@pytest.mark.slow  # 20-40 s of retraining and retranslating (make test-slow; issue 47: make test within 8 min)
 def test_stale_translations_and_trainings_are_redone_or_refused(recipe_run):
     """Issue 34: a translation older than its training's end is made again; a data directory made again after a
     training makes that training stale, which evaluate refuses. (Last test of the module: it leaves the trainings
