@@ -127,3 +127,95 @@ def test_the_p_value_is_two_sided(test):
         assert better.system > better.baseline, metric
         assert (worse.baseline, worse.system) == (better.system, better.baseline)
         assert worse.p_value == better.p_value < 0.05, (metric, better.p_value, worse.p_value)
+
+
+# --- issue 48: what the mutation run of significance.py left alive (84.9 % killed before these) ---
+
+
+@pytest.mark.parametrize("metric", ["BLEU", "chrF"])
+def test_statistics_of_other_seed_counts_are_refused_naming_the_ratio(metric):
+    """3 seeds' statistics against 1 seed's of the same references: refused, with the reference counts' ratio."""
+    refs, base, system = _corpus(n=12)
+    one = sig.sentence_statistics(metric, base[:1], refs)
+    three = sig.sentence_statistics(metric, system, refs)
+    sig.check_same_seeds(metric, one, sig.sentence_statistics(metric, system[:1], refs))  # same seeds: accepted
+    with pytest.raises(ValueError) as e:
+        sig.check_same_seeds(metric, one, three)
+    assert str(e.value) == ("the system's statistics are not of as many seeds' translations of the same references as "
+                            "the baseline's (the system's reference counts are 3 times the baseline's): give every "
+                            "system as many seeds as the baseline")
+    with pytest.raises(ValueError, match="3 times the baseline's"):
+        sig.paired_test(metric, one, three)
+    # a baseline whose reference counts are all 0 (empty references) gives no ratio
+    empty = np.zeros_like(one)
+    with pytest.raises(ValueError) as e:
+        sig.check_same_seeds(metric, empty, three)
+    assert "times" not in str(e.value) and str(e.value).startswith("the system's statistics are not of as many")
+
+
+def test_the_reference_columns_are_the_ones_that_depend_on_the_references_alone():
+    assert sig._reference_columns(BLEU()) == slice(1, 2)
+    assert sig._reference_columns(CHRF()) == slice(1, None, 3)
+    assert sig._reference_columns(object()) is None
+
+
+def test_p_value_is_one_only_for_equal_scores():
+    sample = np.array([0.5, -0.5, 2.0, 0.0])
+    from sacrebleu.significance import _compute_p_value
+
+    assert sig.p_value(sample, 0.0) == 1.0
+    assert sig.p_value(sample, 1.0) == float(_compute_p_value(sample, 1.0)) == 2 / 5
+
+
+@pytest.mark.parametrize("value,expected", [("none", None), ("None", None), ("NONE", None), ("7", 7)])
+def test_the_resampling_seed_from_the_environment(monkeypatch, value, expected):
+    monkeypatch.setenv("SACREBLEU_SEED", value)
+    assert sig.resampling_seed() == expected and sig.resampling_seed(3) == 3
+    monkeypatch.delenv("SACREBLEU_SEED")
+    assert sig.resampling_seed() == sig.DEFAULT_SEED == 12345
+
+
+def test_the_default_test_is_the_bootstrap_and_bad_calls_say_what_is_wrong():
+    refs, base, system = _corpus(n=30)
+    b, s = (sig.sentence_statistics("BLEU", x[:1], refs) for x in (base, system))
+    assert sig.paired_test("BLEU", b, s) == sig.paired_test("BLEU", b, s, "bs")
+    with pytest.raises(ValueError) as e:
+        sig.paired_test("BLEU", b, s, "zz")
+    assert str(e.value) == f"unknown paired test 'zz'; choose from {', '.join(sig.DEFAULT_SAMPLES)}"
+    with pytest.raises(ValueError) as e:
+        sig.paired_test("BLEU", b, s[:-1])
+    assert str(e.value) == f"the baseline has statistics {b.shape}, the system {s[:-1].shape}"
+
+
+def test_compare_systems_passes_its_resamples_and_seed_to_each_test(monkeypatch):
+    refs, base, system = _corpus(n=40)
+    calls = []
+    real = sig.paired_test
+
+    def spy(metric, b, s, test, n_samples, seed):
+        calls.append((metric, test, n_samples, seed))
+        return real(metric, b, s, test, n_samples, seed)
+
+    monkeypatch.setattr(sig, "paired_test", spy)
+    sig.compare_systems({"base": base, "sys": system}, refs, "base", metrics=("BLEU",), tests=("bs", "ar"),
+                        n_samples=50, seed=3)
+    assert calls == [("BLEU", "bs", 50, 3), ("BLEU", "ar", 50, 3)]
+    calls.clear()
+    sig.compare_systems({"base": base, "sys": system}, refs, "base")
+    assert calls == [("BLEU", "bs", 0, sig.DEFAULT_SEED)]
+    with pytest.raises(ValueError) as e:
+        sig.compare_systems({"base": base, "sys": system[:2]}, refs, "base")
+    assert str(e.value) == ("sys has 2 seeds' translations, the baseline base 3: give every system as many seeds as "
+                            "the baseline")
+
+
+def test_the_caption_names_the_unit_the_tests_and_the_baseline():
+    one = sig.caption(["bs"], 1)
+    assert one == ("p: two-sided paired tests against the baseline, paired bootstrap resampling (1,000 resamples), "
+                   "on sacreBLEU's sentence statistics; unit: the test sentence; p = 1 where the scores are equal; "
+                   "* p < 0.05.")
+    two = sig.caption(["bs", "ar"], 2, baseline="transformer")
+    assert two.startswith("p: two-sided paired tests against transformer, paired bootstrap resampling (1,000 "
+                          "resamples) and approximate randomization (10,000 trials), on sacreBLEU's")
+    assert "unit: the test sentence, each resample carrying (or each trial swapping) the lines of all 2 seeds of a "\
+           "sentence together;" in two
