@@ -138,3 +138,21 @@ def test_interleave_tags_every_word_and_strip_removes_tags_glued_to_a_word():
     assert strip_generate_line(f"D-3\t-0.25\tfem{o}NOUN{c} me") == "D-3\t-0.25\tfem me"
     assert strip_generate_line(f"T-3\t{o}DET{c} la") == f"T-3\t{o}DET{c} la"
     assert strip_generate_line(f"{o}DET{c} la{o}NOUN{c} femme") == "la femme"
+
+
+def test_strip_generate_line_keeps_every_other_line_of_fairseq_generate():
+    """Only H- and D- lines (three tab-separated fields: id, score, text) lose their tags; fairseq-generate's other
+    lines (S/T/P/F/W/A/I, the closing ``Generate ...`` score line) are kept byte for byte, tag-shaped tokens and tabs
+    included; a text field holding a tab keeps it (the split is on the first two tabs)."""
+    from syntax_nmt.annotate.target_tags import CLOSE, OPEN
+
+    o, c = OPEN, CLOSE
+    tagged = f"{o}DET{c} la\t{o}NOUN{c} femme"
+    for kind in ("S", "T", "P", "F", "W", "A", "I"):
+        line = f"{kind}-3\t{tagged}"
+        assert strip_generate_line(line) == line
+    score_line = f"Generate test with beam=5: BLEU4 = 1.00, {o}X{c}\t(BP=1.000)"
+    assert strip_generate_line(score_line) == score_line
+    assert strip_generate_line(f"H-3\t-0.25\t{o}DET{c} la\t{o}NOUN{c} femme") == "H-3\t-0.25\tla femme"
+    assert strip_generate_line(f"H-3 -0.25 {o}DET{c} la") == "H-3 -0.25 la"  # not generate's: a plain line
+    assert strip_generate_line(f"x\ty\t{o}DET{c} la") == "x y la"  # a plain line with tabs: stripped whole
