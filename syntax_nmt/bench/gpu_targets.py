@@ -137,21 +137,31 @@ def _missing(columns: List[str], **known) -> Dict:
     return row
 
 
+def _model_systems(results: List[Dict]):
+    """``(system, its rows of the model bench's files, reference_of)`` for the table's systems and any other
+    measured one (not the reference); ``reference_of(row)`` is the reference's row of the same file."""
+    model_rows = [r for res in results if res["kind"] == "model" for r in res["rows"]]
+    systems = list(MODEL_SYSTEMS) + [r["system"] for r in model_rows
+                                     if r["system"] not in MODEL_SYSTEMS and r["system"] != r["reference"]]
+
+    def reference_of(row: Dict) -> Dict:
+        return next(x for x in model_rows if x["file"] == row["file"] and x["system"] == row["reference"])
+
+    for name in dict.fromkeys(systems):
+        yield name, [r for r in model_rows if r["system"] == name], reference_of
+
+
 def train_table(results: List[Dict]) -> Dict:
     """Whole-model training words/s (and training memory) per system and file."""
     cols = ["system", "path", "ratio", "target", "verdict", "words/s (system / reference)", "training memory ratio",
             "device", "precision", "file"]
     rows = []
-    model_rows = [r for res in results if res["kind"] == "model" for r in res["rows"]]
-    systems = list(MODEL_SYSTEMS) + [r["system"] for r in model_rows
-                                     if r["system"] not in MODEL_SYSTEMS and r["system"] != r["reference"]]
-    for name in dict.fromkeys(systems):
-        found = [r for r in model_rows if r["system"] == name]
+    for name, found, reference_of in _model_systems(results):
         target = TRAIN_TARGETS.get(name)
         if not found:
             rows.append(_missing(cols, system=name, target=_target(target, ">="), path="eager"))
         for r in found:
-            ref = next(x for x in model_rows if x["file"] == r["file"] and x["system"] == r["reference"])
+            ref = reference_of(r)
             rows.append({"system": name, "path": _path(r), "ratio": _f(r["train_wps_ratio"]),
                          "target": _target(target, ">="), "verdict": _verdict(r["train_wps_ratio"], target, True, r,
                                                                              "fp16"),
@@ -178,15 +188,11 @@ def _target(target: Optional[float], sign: str) -> str:
 def generate_table(results: List[Dict]) -> Dict:
     cols = ["system", "path", "ratio", "sentences/s (system / reference)", "device", "precision", "file"]
     rows = []
-    model_rows = [r for res in results if res["kind"] == "model" for r in res["rows"]]
-    systems = list(MODEL_SYSTEMS) + [r["system"] for r in model_rows
-                                     if r["system"] not in MODEL_SYSTEMS and r["system"] != r["reference"]]
-    for name in dict.fromkeys(systems):
-        found = [r for r in model_rows if r["system"] == name]
+    for name, found, reference_of in _model_systems(results):
         if not found:
             rows.append(_missing(cols, system=name, path="eager"))
         for r in found:
-            ref = next(x for x in model_rows if x["file"] == r["file"] and x["system"] == r["reference"])
+            ref = reference_of(r)
             rows.append({"system": name, "path": _path(r), "ratio": _f(r["gen_sps_ratio"]),
                          "sentences/s (system / reference)": f"{r['gen_sps']:.1f} / {ref['gen_sps']:.1f}",
                          "device": r["device"], "precision": r["precision"], "file": r["file"]})
