@@ -35,6 +35,8 @@
 #   NOISE_SYSTEM    the system of the noise stage                          [the best on validation]
 #   NOISE_RATES     fractions of words whose head is corrupted (training, validation and test)  [0.3 1.0]
 #   PYTHON          python with fairseq, syntax_nmt and the recipe's dependencies    [python]
+#   SYSTEMS_CACHE   a directory keeping the table of systems between runs (stale once syntax_nmt changes)
+#                   [a fresh one per run]
 #   CPU             1: train and translate on the CPU                            [1 if torch sees no GPU]
 #   MAX_TOKENS, LR, WARMUP, DROPOUT, MAX_UPDATE, ...: see examples/common/train.sh; BEAM, LENPEN, ...: generate.sh
 # Outputs, with T = bpe$BPE_MERGES and P = $PRESET: WORK/download, WORK/work (tokenization cache),
@@ -76,10 +78,13 @@ fi
 if [[ -z "${JOBS:-}" ]]; then JOBS=1; if [[ "$CPU" == 1 ]]; then JOBS=$(nproc); fi; fi
 THREADS=${THREADS:-$(( $(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1 ))}
 export PYTHON PRESET CPU TGT_LANG TGT_SPACY_MODEL
-# the table of systems is read once per system in this run (examples/common/systems.sh)
-SYSTEMS_CACHE=$(mktemp -d)
+# the table of systems is read once per system in this run (examples/common/systems.sh), in a directory of its own
+# unless SYSTEMS_CACHE names one (kept: the tests read the table once for all their runs)
+if [[ -z "${SYSTEMS_CACHE:-}" ]]; then
+    SYSTEMS_CACHE=$(mktemp -d)
+    trap 'rm -rf "$SYSTEMS_CACHE"' EXIT
+fi
 export SYSTEMS_CACHE
-trap 'rm -rf "$SYSTEMS_CACHE"' EXIT
 
 TAG="bpe$BPE_MERGES"
 DOWNLOAD="$WORK/download"
