@@ -188,3 +188,54 @@ def test_each_seed_is_read_from_its_own_file(tmp_path):
     for name in ("base", "good"):
         assert (tmp_path / "pooled" / f"{name}.detok").read_text().splitlines() == \
             lines[(name, 1)] + lines[(name, 2)]
+
+
+def test_summarize_rows_are_exactly_the_keys_given():
+    """A row holds the seeds, the first run's sentence count and signature, and each time key only when every seed
+    has it (a missing time is absent, never a list with holes)."""
+    runs = {("a", 1): {"sacrebleu": 10.0, "sentences": 7, "signature": "sig-a", "train_cpu_seconds": 4.0,
+                       "generate_cpu_seconds": 2.0},
+            ("a", 3): {"sacrebleu": 14.0, "sentences": 7, "signature": "sig-b", "train_cpu_seconds": 6.0,
+                       "generate_cpu_seconds": 3.0, "train_seconds": 9.0}}
+    (row,) = compare.summarize(runs, ["a"], [1, 3])
+    assert row == {"system": "a", "seeds": [1, 3], "sentences": 7, "signature": "sig-a", "sacrebleu": [10.0, 14.0],
+                   "sacrebleu_mean": 12.0, "sacrebleu_sd": pytest.approx(8 ** 0.5), "mean": 12.0,
+                   "sd": pytest.approx(8 ** 0.5), "train_cpu_seconds": [4.0, 6.0], "generate_cpu_seconds": [2.0, 3.0]}
+
+
+def test_seeds_better_counts_strict_wins_and_needs_both_rows(tmp_path):
+    """``wins``: seeds in which the system *beats* the baseline's same seed (a tie is no win); no count when the
+    baseline row has no per-seed scores. Calling it again over the same pooled directory is fine."""
+    hyps = _files(tmp_path)
+    rows = [{"system": "base", "sacrebleu": [20.0, 30.0]}, {"system": "good", "sacrebleu": [20.0, 31.0]}]
+    for _ in range(2):  # the pooled directory exists the second time
+        compare.significance(rows, hyps, str(tmp_path / "ref.de"), [1, 2], pooled_dir=str(tmp_path / "pooled"),
+                             seed=3, n_samples=50)
+    assert rows[1]["wins"] == 1
+    rows = [{"system": "base"}, {"system": "good", "sacrebleu": [20.0, 31.0]}]
+    compare.significance(rows, hyps, str(tmp_path / "ref.de"), [1, 2], seed=3, n_samples=50, per_seed=False)
+    assert "wins" not in rows[1] and "p_per_seed" not in rows[1] and 0 <= rows[1]["p_pooled"] <= 1
+
+
+def test_a_p_value_of_exactly_005_is_not_significant():
+    assert compare.significant(0.0499) and not compare.significant(0.05) and not compare.significant(None)
+
+
+def test_table_of_metrics_without_a_label_names_them_by_key():
+    """A metric outside :data:`LABELS` is shown by its key in every header; the per-seed cell lists each seed's
+    score with two decimals, separated by one space."""
+    rows = [{"system": "a", "ter": [50.0, 52.5], "ter_mean": 51.25, "ter_sd": 1.77},
+            {"system": "b", "ter": [40.0, 41.0], "ter_mean": 40.5, "ter_sd": 0.71, "p": {"bs": {"ter": 0.5}},
+             "p_per_seed": [0.04, 0.2]}]
+    text = compare.results_table(rows, ("ter",), ("bs",), ("ter", "sacrebleu"))
+    assert text.splitlines()[0] == ("| system | ter mean ± sd | ter per seed | Δ a | p bs ter | p bs sacreBLEU | "
+                                    "p per seed (bs ter) |")
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[2:]]
+    assert cells == [["a", "51.25 ± 1.77", "50.00 52.50", "", "", "", ""],
+                     ["b", "40.50 ± 0.71", "40.00 41.00", "-10.75", "0.5000", "", "0.040* 0.200"]]
+
+
+def test_noise_bound_weighs_each_side_by_its_own_sd_and_seeds():
+    a = {"sacrebleu": [1.0, 5.0], "sacrebleu_sd": 2.0}
+    b = {"sacrebleu": [1.0, 2.0, 3.0, 4.0], "sacrebleu_sd": 3.0}
+    assert compare.noise_bound(a, b) == pytest.approx(2 * (4 / 2 + 9 / 4) ** 0.5)
