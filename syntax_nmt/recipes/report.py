@@ -380,6 +380,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     try:
         seeds = [int(s) for s in _words(a.seeds)]
         if a.best_on_valid:
+            if not splits:
+                fail(PROG, "--best-on-valid needs --splits (the first is the one compared)")
             print(best_on_valid(a.eval, splits[0]))
             return
         tests = _words(a.tests)
