@@ -239,3 +239,74 @@ def test_noise_bound_weighs_each_side_by_its_own_sd_and_seeds():
     a = {"sacrebleu": [1.0, 5.0], "sacrebleu_sd": 2.0}
     b = {"sacrebleu": [1.0, 2.0, 3.0, 4.0], "sacrebleu_sd": 3.0}
     assert compare.noise_bound(a, b) == pytest.approx(2 * (4 / 2 + 9 / 4) ** 0.5)
+
+
+class _Recorder:
+    """Stands in for matplotlib's pyplot, figure and axes: records every call (name, args, kwargs)."""
+
+    def __init__(self, calls, name=""):
+        self._calls, self._name = calls, name
+
+    def __getattr__(self, attr):
+        name = f"{self._name}.{attr}" if self._name else attr
+
+        def call(*args, **kwargs):
+            self._calls.append((name, args, kwargs))
+            if attr == "subplots":
+                self._calls.append(("figwidth", kwargs["figsize"][0], {}))
+                return _Recorder(self._calls, "fig"), _Recorder(self._calls, "ax")
+            if attr == "get_figwidth":
+                return next(c[1] for c in self._calls if c[0] == "figwidth")
+            return None
+
+        return call
+
+
+def test_the_bar_chart_draws_the_rows_numbers(monkeypatch):
+    """plot_bars: one bar per row at its mean with its sd as error bar, the seeds as dots, the mean (and ``*`` for
+    p < 0.05) above the highest of bar+sd and seeds, the baseline's mean as a dotted line, the axis from a whole
+    number that the label names, the title wrapped to the figure's width; the chart's every call is compared."""
+    import syntax_nmt.utils
+
+    calls = []
+    monkeypatch.setattr(syntax_nmt.utils, "pyplot", lambda: _Recorder(calls))
+    rows = [{"system": "base", "chrf": [30.0, 32.0], "chrf_mean": 31.0, "chrf_sd": 1.5},
+            {"system": "good", "chrf": [34.0, 36.5], "chrf_mean": 35.25, "chrf_sd": 0.5, "p_pooled": 0.01},
+            {"system": "same", "chrf": [31.0, 31.0], "chrf_mean": 31.0, "chrf_sd": 0.0, "p_pooled": 0.05}]
+    title = "a title long enough to be wrapped at the width of the figure, which is six inches for three rows\nsecond"
+    compare.plot_bars(rows, "out.png", title, "chrf")
+    # low 30, high 36.5: bottom floor(30 - 0.3 * 6.5 - 1) = 27; top 36.5 + 0.15 * 6.5 + 1
+    width = 6.0
+    assert calls[:-1] == [
+        ("subplots", (), {"figsize": (width, 4.5)}),
+        ("figwidth", width, {}),
+        ("ax.bar", ([0, 1, 2], [31.0, 35.25, 31.0]), {"yerr": [1.5, 0.5, 0.0], "capsize": 4,
+                                                       "color": ["tab:gray", "tab:blue", "tab:blue"], "alpha": 0.8}),
+        ("ax.scatter", ([0, 0], [30.0, 32.0]), {"color": "black", "s": 12, "zorder": 3}),
+        ("ax.annotate", ("31.00", (0, 32.5)), {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
+                                              "va": "bottom", "fontsize": 8}),
+        ("ax.scatter", ([1, 1], [34.0, 36.5]), {"color": "black", "s": 12, "zorder": 3}),
+        ("ax.annotate", ("35.25*", (1, 36.5)), {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
+                                               "va": "bottom", "fontsize": 8}),
+        ("ax.scatter", ([2, 2], [31.0, 31.0]), {"color": "black", "s": 12, "zorder": 3}),
+        ("ax.annotate", ("31.00", (2, 31.0)), {"xytext": (0, 3), "textcoords": "offset points", "ha": "center",
+                                              "va": "bottom", "fontsize": 8}),
+        ("ax.axhline", (31.0,), {"color": "black", "linewidth": 0.8, "linestyle": ":"}),
+        ("ax.set_ylim", (27, 36.5 + 0.15 * 6.5 + 1.0), {}),
+        ("ax.set_xticks", ([0, 1, 2],), {}),
+        ("ax.set_xticklabels", (["base", "good", "same"],), {"rotation": 30, "ha": "right"}),
+        ("ax.set_ylabel", ("chrF (mean ± sd over seeds; dots: seeds)\n(axis from 27)",), {}),
+        ("fig.get_figwidth", (), {}),
+        ("ax.set_title", ("a title long enough to be wrapped at the width of the figure,\nwhich is six inches for "
+                          "three rows\nsecond\n* paired test p < 0.05 against base",), {"fontsize": 9}),
+        ("fig.tight_layout", (), {}),
+        ("fig.savefig", ("out.png",), {"dpi": 110}),
+    ]
+    assert calls[-1][0] == "close" and calls[-1][1][0]._name == "fig"  # the figure is closed
+    # more rows widen the figure; scores near 0 start the axis at 0, and the label says nothing of it
+    calls.clear()
+    many = [{"system": f"s{i}", "sacrebleu": [0.5 * i], "sacrebleu_mean": 0.5 * i, "sacrebleu_sd": 0.0}
+            for i in range(6)]
+    compare.plot_bars(many, "o.png", "t", ylabel="BLEU")
+    assert calls[0] == ("subplots", (), {"figsize": (1.1 * 6 + 2, 4.5)})
+    assert ("ax.set_ylim", (0.0, 2.5 + 0.15 * 2.5 + 1.0), {}) in calls and ("ax.set_ylabel", ("BLEU",), {}) in calls
