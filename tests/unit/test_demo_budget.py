@@ -79,13 +79,13 @@ def test_slower_machines_get_one_seed_then_fewer_systems(factor, systems, seeds)
     assert (f"dropping {', '.join(SYSTEMS[systems:])}" in plan.why) == (systems < 9)
 
 
-def cut(factor, systems=SYSTEMS, workers=2, generate=0.1):
+def cut(factor, systems=SYSTEMS, workers=2, generate=0.1, max_update=400):
     """As :func:`calibrated`, with ``--max-update 400`` (a plan may cut to 300 or 200 updates) and a tenth of every
     job translating."""
     job = 100.0 * factor
     first = [(n, 1) for n in systems[:workers]]
     return b.plan_budget({n: job for n, _ in first}, systems, workers, now=120 * factor + job, budget=1200,
-                         reserve=b.reserve_seconds(factor), done=first, max_update=400,
+                         reserve=b.reserve_seconds(factor), done=first, max_update=max_update,
                          generate_seconds={n: generate * job for n, _ in first})
 
 
@@ -193,7 +193,7 @@ def test_the_cut_never_plans_past_the_budget_and_is_the_last_resort_before_fewer
     assert cuts > 10
 
 
-@pytest.mark.parametrize("over, kept", [(30, True), (44, True), (46, False), (120, False)])
+@pytest.mark.parametrize("over, kept", [(30, True), (44, True), (45, True), (46, False), (120, False)])
 def test_the_plan_in_force_is_kept_when_the_rules_next_choice_throws_trained_models_away(over, kept):
     """A real run's end (2026-11-26): all 9 systems trained at the cut (200 updates), the first two at 400 and
     left to translate again (60 s each here): that overran the budget by seconds, and the rule's next choice, the two
@@ -209,7 +209,8 @@ def test_the_plan_in_force_is_kept_when_the_rules_next_choice_throws_trained_mod
     if kept:
         assert (len(plan.systems), plan.seeds, plan.updates) == (9, 1, 200) and not plan.fits
         assert plan.finish == pytest.approx(1200 + over)
-        assert "KEPT: the plan in force ends at" in plan.why and "OVER THE BUDGET" not in plan.why
+        assert plan.why.startswith(f"KEPT: the plan in force ends at {(1200 + over) / 60:.1f} min, less than half "
+                                   "the reserve past the budget; ") and "OVER THE BUDGET" not in plan.why
     else:  # the two systems with nothing left to do
         assert (plan.systems, plan.updates) == (tuple(SYSTEMS[:2]), None) and "KEPT" not in plan.why
     # without a plan in force (the first plan), the rule alone decides: fewer systems
@@ -482,3 +483,214 @@ def test_a_translation_is_never_reused_for_another_checkpoint(tmp_path, monkeypa
         d.generate("sgnet", 1, updates=updates)
     assert translated == ["checkpoint_last.pt", "checkpoint_3_300.pt", "checkpoint_2_200.pt", "checkpoint_last.pt"]
     assert d.info("generate-sgnet-seed1")["updates"] == 400
+
+
+# --- issue 48: the rule's plans and their texts, exactly (each number derived by hand in the comments) ---
+
+ONE_SEED_WHY = ("and with one seed the table cannot show whether a difference is larger than the variation between "
+                "training seeds (the paired test, the test sentence its unit, only says that two models' translations "
+                "differ)")
+
+
+def kept_for(end, budget, trainings, reserve):
+    return (f"expected end {end} min of the {budget} min budget (trainings until {trainings} min, {reserve} min kept "
+            "for the report and the analyses)")
+
+
+@pytest.mark.parametrize("plan, expected", [
+    # step 1, 2 of 5 seeds: 220 + 8 x 100 = 1020 (+ 90 = 1110); 3 seeds: 220 + 13 x 100 + 90 = 1610 = 26.8 min
+    (lambda: calibrated(1.0), ((SYSTEMS, 2, None, 1020, 1110, True),
+                               "every system with 2 seeds; 3 seeds would end at 26.8 min; "
+                               + kept_for("18.5", "20.0", "17.0", "1.5"))),
+    # step 1 at max_seeds (nothing more to say): 55 + 22 x 25 = 605 (+ 90 = 695 = 11.6 min)
+    (lambda: calibrated(0.25), ((SYSTEMS, 5, None, 605, 695, True),
+                                "every system with 5 seeds; " + kept_for("11.6", "20.0", "10.1", "1.5"))),
+    # step 2: 330 + 4 x 150 = 930 (+ 135 = 1065 = 17.75 min); 2 seeds: 330 + 8 x 150 + 135 = 1665 = 27.75 min
+    (lambda: calibrated(1.5), ((SYSTEMS, 1, None, 930, 1065, True),
+                               "every system with 1 seed; ONE SEED: 2 seeds of all 9 systems would end at 27.8 min, "
+                               + ONE_SEED_WHY + "; " + kept_for("17.8", "20.0", "15.5", "2.2"))),
+    # step 4 with 2 seeds: 550 + 250 = 800 (+ 225 = 1025); 2 seeds of all 9: 550 + 8 x 250 + 225 = 2775 = 46.25 min
+    (lambda: calibrated(2.5), ((SYSTEMS[:2], 2, None, 800, 1025, True),
+                               "the first 2 of the 9 systems with 2 seeds, dropping sgnet, syntax+sgnet, sla, "
+                               "syntax_bert, seprem, lisa, all (2 seeds of all 9 would end at 46.2 min); "
+                               + kept_for("17.1", "20.0", "13.3", "3.8"))),
+    # the same with --max-update 400: one seed of all 9 at 200 updates: 550 + 575 + 225 = 1350 = 22.5 min
+    (lambda: cut(2.5), ((SYSTEMS[:2], 2, None, 800, 1025, True),
+                        "the first 2 of the 9 systems with 2 seeds, dropping sgnet, syntax+sgnet, sla, syntax_bert, "
+                        "seprem, lisa, all (2 seeds of all 9 would end at 46.2 min, one seed of all 9 at 200 updates "
+                        "at 22.5 min); " + kept_for("17.1", "20.0", "13.3", "3.8"))),
+    # step 4 with one seed; --max-update 6 has one mark (3): 660 + 0 (+ 270 = 930); one seed of all 9 at 3 updates:
+    # 660 + [30, 30] + 4 x 165 + 270 = 1620 = 27 min; 2 seeds of the first 2: 660 + 300 + 270 = 1230 = 20.5 min
+    (lambda: cut(3.0, max_update=6), ((SYSTEMS[:2], 1, None, 660, 930, True),
+                                      "the first 2 of the 9 systems with 1 seed, dropping sgnet, syntax+sgnet, sla, "
+                                      "syntax_bert, seprem, lisa, all (2 seeds of all 9 would end at 55.5 min, one seed "
+                                      "of all 9 at 3 updates at 27.0 min); ONE SEED: 2 seeds of the first 2 systems "
+                                      "would end at 20.5 min, " + ONE_SEED_WHY + "; "
+                                      + kept_for("15.5", "20.0", "11.0", "4.5"))),
+    # step 5, the user's systems: one seed of all 9: 440 + 4 x 200 = 1240 (+ 180 = 1420 = 23.7 min), over the budget
+    (lambda: calibrated(2.0, adapt=False), ((SYSTEMS, 1, None, 1240, 1420, False),
+                                            "OVER THE BUDGET: even one seed of 9 systems ends at 23.7 min; every system "
+                                            "with 1 seed; ONE SEED: 2 seeds of all 9 systems would end at 37.0 min, "
+                                            + ONE_SEED_WHY + "; " + kept_for("23.7", "20.0", "20.7", "3.0"))),
+    # step 5, the default systems: the first two done, 70 s left of the budget: 1130 + 0 + 90 = 1220 = 20.3 min
+    (lambda: b.plan_budget({"transformer": 900.0, "syntax-infused": 900.0}, SYSTEMS, 2, now=1130, budget=1200,
+                           reserve=90, done=[("transformer", 1), ("syntax-infused", 1)]),
+     ((SYSTEMS[:2], 1, None, 1130, 1220, False),
+      "OVER THE BUDGET: even one seed of the first 2 systems ends at 20.3 min; the first 2 of the 9 systems with 1 seed, "
+      "dropping sgnet, syntax+sgnet, sla, syntax_bert, seprem, lisa, all (2 seeds of all 9 would end at 140.3 min); "
+      "ONE SEED: 2 seeds of the first 2 systems would end at 35.3 min, " + ONE_SEED_WHY + "; "
+      + kept_for("20.3", "20.0", "18.8", "1.5"))),
+])
+def test_each_step_of_the_rule_gives_exactly_this_plan_and_says_why(plan, expected):
+    plan = plan()
+    (systems, seeds, updates, end, finish, fits), why = expected
+    assert (plan.systems, plan.seeds, plan.updates, plan.fits) == (tuple(systems), seeds, updates, fits)
+    assert (plan.end, plan.finish) == (pytest.approx(end), pytest.approx(finish))
+    assert plan.why == why
+
+
+def test_the_cut_without_measured_translations_scales_whole_jobs_and_lists_no_job_trained_further():
+    """Step 3 with nothing trained yet and no translating measured: a job at 300 of 400 updates costs 3/4 of it."""
+    plan = b.plan_budget({"a": 100.0, "b": 100.0}, ["a", "b"], 1, now=0, budget=160, max_update=400)
+    # 400 updates: 200 > 160; 300: 75 + 75 = 150
+    assert (plan.systems, plan.seeds, plan.updates, plan.end, plan.fits) == (("a", "b"), 1, 300, 150, True)
+    assert plan.why == (
+        "every system with 1 seed; ONE SEED: 2 seeds of all 2 systems would end at 6.7 min, " + ONE_SEED_WHY
+        + "; FEWER UPDATES: 300 of the 400 updates (one seed of every system with 400 updates would end at 3.3 min), "
+        "so the scores are those of less-trained models and do not compare with a table of the full budget; "
+        + kept_for("2.5", "2.7", "2.5", "0.0"))
+
+
+def test_finished_jobs_trained_to_other_updates_cost_their_own_system_and_what_is_left():
+    """a seed 1 trained to 400, b seed 1 (80 s a job, 10 of them translating) to 300: at 400 updates b trains on from
+    300 (10 + 70 / 4 = 27.5) and c trains (100): 127.5 > 100; at 300 a is translated again (10), b is done, c trains
+    to 300 (10 + 90 x 3/4 = 77.5): 87.5. Only a, trained further than the cut, is scored with its model at 300."""
+    plan = b.plan_budget({"a": 100.0, "b": 80.0, "c": 100.0}, ["a", "b", "c"], 1, now=0, budget=100, max_update=400,
+                         generate_seconds={"a": 10.0, "b": 10.0, "c": 10.0}, done=[("a", 1), ("b", 1)],
+                         trained={("a", 1): 400, ("b", 1): 300})
+    assert (plan.systems, plan.seeds, plan.updates, plan.end, plan.fits) == (("a", "b", "c"), 1, 300, 87.5, True)
+    assert "(one seed of every system with 400 updates would end at 2.1 min)" in plan.why  # 127.5 s
+    assert "; a seed 1, trained further before the cut, is scored with its model at update 300; expected end 1.5 " \
+        "min" in plan.why
+
+
+def test_a_running_job_of_a_fast_system_holds_its_worker_for_its_own_estimate_and_is_translated_again_at_a_cut():
+    """One worker, at 100 s: a (100 s, 30 translating) seed 1 done, b (50 s, 5 translating) seed 1 running for 10 s,
+    both to 400 updates; c, d, e not measured (as a). 400 updates: 40 + 3 x 100 = 340 (> 280); 300: 40 + 30 + 5 +
+    3 x 82.5 = 322.5 (> 280); 200: 40 + 30 + 5 + 3 x 65 = 270."""
+    plan = b.plan_budget({"a": 100.0, "b": 50.0}, ["a", "b", "c", "d", "e"], 1, now=100, budget=380, max_update=400,
+                         generate_seconds={"a": 30.0, "b": 5.0}, done=[("a", 1)], running={("b", 1): 10.0},
+                         trained={("a", 1): 400, ("b", 1): 400})
+    assert (len(plan.systems), plan.seeds, plan.updates, plan.end, plan.fits) == (5, 1, 200, 370, True)
+    assert "(one seed of every system with 400 updates would end at 7.3 min)" in plan.why  # 440 s
+    assert "; a seed 1, b seed 1, trained further before the cut, are scored with their model at update 200" in plan.why
+
+
+def test_a_running_job_the_plan_no_longer_lists_holds_its_worker_for_what_is_left_of_its_own_estimate():
+    """b seed 2 (40 s a job) has run 10 s: one seed of both systems, all done, ends when it does, at 30 s; two seeds
+    would train a seed 2 (100 s) beside it."""
+    plan = b.plan_budget({"a": 100.0, "b": 40.0}, ["a", "b"], 2, now=0, budget=50, done=[("a", 1), ("b", 1)],
+                         running={("b", 2): 10.0})
+    assert (plan.systems, plan.seeds, plan.end, plan.fits) == (("a", "b"), 1, 30, True)
+
+
+def test_the_plan_in_force_with_more_seeds_is_kept_over_one_seed():
+    """Step 1 with 2 seeds in force, 3 x 2 x 100 s on one worker: 600 + 40 = 640 is 10 s past the budget (630), less
+    than half the reserve (20): kept, although the rule alone takes one seed (340)."""
+    seconds, systems = {n: 100.0 for n in "abc"}, ["a", "b", "c"]
+    current = b.Plan(tuple(systems), 2, 0.0, 0.0, True, "")
+    plan = b.plan_budget(seconds, systems, 1, now=0, budget=630, reserve=40, max_update=400, current=current)
+    assert (plan.systems, plan.seeds, plan.updates, plan.end, plan.finish, plan.fits) == \
+        (tuple(systems), 2, None, 600, 640, False)
+    assert plan.why == ("KEPT: the plan in force ends at 10.7 min, less than half the reserve past the budget; the "
+                        "rule's next choice would throw trained models away; every system with 2 seeds; 3 seeds would "
+                        "end at 15.7 min; " + kept_for("10.7", "10.5", "10.0", "0.7"))
+    plan = b.plan_budget(seconds, systems, 1, now=0, budget=630, reserve=40, max_update=400)
+    assert (plan.seeds, plan.updates, plan.end, plan.fits) == (1, None, 300, True)
+
+
+def test_the_plan_in_force_with_fewer_systems_and_two_seeds_is_kept_over_more_systems_with_one():
+    """Seed 1 of a..d done, 100 s a job, one worker, reserve 500, budget 560: the rule alone takes 4 systems x 1 seed
+    (0 s more); 3 x 2 in force needs 300 s: 800 is 240 past the budget, less than 250: kept."""
+    systems = ["a", "b", "c", "d", "e"]
+    kw = dict(done=[(n, 1) for n in systems[:4]])
+    alone = b.plan_budget({n: 100.0 for n in systems}, systems, 1, now=0, budget=560, reserve=500, **kw)
+    assert (alone.systems, alone.seeds, alone.end, alone.fits) == (tuple(systems[:4]), 1, 0, True)
+    current = b.Plan(tuple(systems[:3]), 2, 0.0, 0.0, True, "")
+    plan = b.plan_budget({n: 100.0 for n in systems}, systems, 1, now=0, budget=560, reserve=500, current=current, **kw)
+    assert (plan.systems, plan.seeds, plan.end, plan.finish, plan.fits) == (tuple(systems[:3]), 2, 300, 800, False)
+    # 2 seeds of all 5: 6 jobs left: 600 + 500 = 1100 = 18.3 min
+    assert plan.why == ("KEPT: the plan in force ends at 13.3 min, less than half the reserve past the budget; the "
+                        "rule's next choice would throw trained models away; the first 3 of the 5 systems with 2 "
+                        "seeds, dropping d, e (2 seeds of all 5 would end at 18.3 min); "
+                        + kept_for("13.3", "9.3", "5.0", "8.3"))
+
+
+def test_the_plan_in_force_with_one_seed_of_every_system_is_kept_over_fewer_systems_with_two():
+    """No --max-update; seed 1 of a, b done: one seed of all 5 in force needs 300 s (+ 100 = 400, 40 past the budget,
+    less than 50); the rule alone takes 2 x 2 (200 s)."""
+    systems = ["a", "b", "c", "d", "e"]
+    kw = dict(done=[("a", 1), ("b", 1)])
+    assert b.plan_budget({n: 100.0 for n in systems}, systems, 1, now=0, budget=360, reserve=100, **kw).systems == \
+        ("a", "b")
+    current = b.Plan(tuple(systems), 1, 0.0, 0.0, True, "")
+    plan = b.plan_budget({n: 100.0 for n in systems}, systems, 1, now=0, budget=360, reserve=100, current=current, **kw)
+    assert (plan.systems, plan.seeds, plan.end, plan.finish, plan.fits) == (tuple(systems), 1, 300, 400, False)
+    assert plan.why.startswith("KEPT: the plan in force ends at 6.7 min")
+
+
+def test_the_smallest_plan_in_force_over_the_budget_is_over_the_budget_not_kept():
+    """Nothing fits; the plan in force is the rule's own smallest plan (20 s past the budget, less than 45): said to be
+    over the budget, as the rule says, not kept against the rule."""
+    current = b.Plan(tuple(SYSTEMS[:2]), 1, 0.0, 0.0, False, "")
+    plan = b.plan_budget({"transformer": 900.0, "syntax-infused": 900.0}, SYSTEMS, 2, now=1130, budget=1200,
+                         reserve=90, done=[("transformer", 1), ("syntax-infused", 1)], current=current)
+    assert (plan.systems, plan.seeds, plan.finish, plan.fits) == (tuple(SYSTEMS[:2]), 1, 1220, False)
+    assert plan.why.startswith("OVER THE BUDGET: even one seed of the first 2 systems ends at 20.3 min; ")
+
+
+def test_seeds_out_of_order_are_refused():
+    with pytest.raises(ValueError, match=r"^seeds 3\.\.2$"):
+        b.plan_budget({"a": 1.0}, ["a"], 1, 0, 100, min_seeds=3, max_seeds=2)
+
+
+def test_small_functions_edges():
+    with pytest.raises(ValueError, match="^no measured job to plan from$"):
+        b.estimate({}, "a")
+    with pytest.raises(ValueError, match="^0 busy of 0 workers$"):
+        b.makespan([1], 0)
+    with pytest.raises(ValueError, match="^2 busy of 1 workers$"):
+        b.makespan([1], 1, busy=[1, 2])
+    assert b.update_marks(2) == (1,) and b.save_interval((1,)) == 1  # 3/4 of 2 is no whole number, 1/2 is 1
+    runs = {("a", 1): {"train_seconds": 100.0, "updates": 400, "generate_seconds": 10.0},
+            ("a", 2): {"train_seconds": 60.0}, ("b", 1): {"train_seconds": 50.0, "updates": 200}}
+    # a: (100 x 200/400 + 10 + 60) / 2; b ran 200 updates already; a seed 2 and b measured no translating (0)
+    assert b.job_seconds(runs, 200) == {"a": 60.0, "b": 50.0}
+    assert b.job_seconds(runs) == {"a": 85.0, "b": 50.0}
+    assert b.generate_seconds(runs) == {"a": 5.0, "b": 0.0}
+    # b seed 1 has run 20 of its 50 s: a seed 1 starts at 0 (100), a seed 2 when b is free at 30 (130), from now 10
+    assert b.jobs_end({"a": 100.0, "b": 50.0}, [("a", 1), ("b", 1), ("a", 2)], 2, 10, {("b", 1): 20.0}) == 140
+
+
+def test_policy_says_exactly_how_it_will_choose():
+    tail = ("The corpus and the model stay as they are, and so do the updates unless a plan says it cuts them, so the "
+            "scores compare with the README's table.")
+    head = "re-plans what fits: 2 to 5 seeds of all {} systems; if 2 do not fit, one seed of every system, said plainly; "
+    assert b.policy(SYSTEMS, 2, 20, True, max_update=400) == (
+        "time budget 20 min (--time-budget): the first trainings (transformer, syntax-infused, seed 1) measure this "
+        "machine; then every finished training " + head.format(9) + "if that does not fit either, one seed of every "
+        "system with fewer updates (300 or 200 of 400), said plainly; if that does not fit either, fewer systems (the "
+        "last first: all, lisa, seprem, syntax_bert, sla, syntax+sgnet, sgnet; at least transformer, syntax-infused), "
+        "with 2 seeds if they fit. " + tail)
+    assert b.policy(["a", "b", "c"], 1, 7.5, True) == (
+        "time budget 7.5 min (--time-budget): the first training (a, seed 1) measures this machine; then every "
+        "finished training " + head.format(3) + "if one seed of every system does not fit either, fewer systems (the "
+        "last first: c; at least a, b), with 2 seeds if they fit. " + tail)
+    # the user's systems are never cut; two systems cannot be cut either
+    assert b.policy(SYSTEMS[:3], 3, 20, False, max_update=6) == (
+        "time budget 20 min (--time-budget): the first trainings (transformer, syntax-infused, sgnet, seed 1) measure "
+        "this machine; then every finished training " + head.format(3) + "if that does not fit either, one seed of "
+        "every system with fewer updates (3 of 6), said plainly; " + tail)
+    assert b.policy(["a", "b"], 1, 10, True) == (
+        "time budget 10 min (--time-budget): the first training (a, seed 1) measures this machine; then every "
+        "finished training " + head.format(2) + tail)
