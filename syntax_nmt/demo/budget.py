@@ -331,12 +331,14 @@ def policy(systems: Sequence[str], workers: int, budget_minutes: float, adapt_sy
     drop = (f"if {'that' if marks else 'one seed of every system'} does not fit either, fewer systems (the last "
             f"first: {', '.join(reversed(systems[2:]))}; at least {', '.join(systems[:2])}), with {min_seeds} seeds "
             "if they fit. " if adapt_systems and len(systems) > 2 else "")
-    return (f"time budget {budget_minutes:g} min (--time-budget): the first training{'s' * (workers > 1)} "
+    rule = (f"time budget {budget_minutes:g} min (--time-budget): the first training{'s' * (workers > 1)} "
             f"({first}, seed 1) measure{'s' * (workers == 1)} this machine; then every finished training "
             f"re-plans what fits: {min_seeds} to {max_seeds} seeds of all {len(systems)} systems; if {min_seeds} "
-            f"do not fit, one seed of every system, said plainly; {fewer}{drop}The corpus and the model stay as "
-            "they are, and so do the updates unless a plan says it cuts them, so the scores compare with the "
-            "README's table.")
+            f"do not fit, one seed of every system, said plainly; {fewer}{drop}")
+    if rule.endswith("; "):  # the last step of the rule ends its sentence
+        rule = rule[:-2] + ". "
+    return (rule + "The corpus and the model stay as they are, and so do the updates unless a plan says it cuts "
+            "them, so the scores compare with the README's table.")
 
 
 def describe(plan: Plan, train_seconds: Dict[str, float], budget_minutes: float) -> str:

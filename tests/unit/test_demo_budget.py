@@ -690,7 +690,7 @@ def test_policy_says_exactly_how_it_will_choose():
     assert b.policy(SYSTEMS[:3], 3, 20, False, max_update=6) == (
         "time budget 20 min (--time-budget): the first trainings (transformer, syntax-infused, sgnet, seed 1) measure "
         "this machine; then every finished training " + head.format(3) + "if that does not fit either, one seed of "
-        "every system with fewer updates (3 of 6), said plainly; " + tail)
+        "every system with fewer updates (3 of 6), said plainly. " + tail)  # the rule's last step ends its sentence
     assert b.policy(["a", "b"], 1, 10, True) == (
         "time budget 10 min (--time-budget): the first training (a, seed 1) measures this machine; then every "
-        "finished training " + head.format(2) + tail)
+        "finished training " + head.format(2)[:-2] + ". " + tail)
