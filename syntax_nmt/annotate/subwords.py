@@ -130,7 +130,7 @@ class Segmenter:
         if len(pieces) != len(words):
             raise ValueError(f"subword model returned {len(pieces)} segmentations for {len(words)} words")
         flat = [x for p in pieces for x in p]
-        if not all(pieces) or len(" ".join(flat).split()) != len(flat):
+        if not all(pieces) or " ".join(flat).split() != flat:  # a piece with whitespace, even at an end
             for word, p in zip(words, pieces):
                 if not p or any(len(x.split()) != 1 or x.split()[0] != x for x in p):
                     raise ValueError(f"subword model segmented word {word!r} into {p!r}")
@@ -161,15 +161,17 @@ class BpeSegmenter(Segmenter):
                              f"their '#version:' line): learn the codes again")
         lines = text.rstrip("\n").split("\n")
         offset = 2 if lines[0].startswith("#version:") else 1
-        merges = [line for line in lines[offset - 1:] if line.strip("\r ")]
-        if not merges:  # subword-nmt would split every word into characters
+        numbered = [(n, line) for n, line in enumerate(lines[offset - 1:], offset) if line.strip("\r ")]
+        if not numbered:  # subword-nmt would split every word into characters
             raise ValueError(f"{codes_path} holds no merge operation (only its '#version:' line), so every word "
                              f"would be split into characters: learn the codes again with merges > 0 on more text")
-        for i, line in enumerate(merges):
+        for n, line in numbered:
             if len(line.strip("\r\n ").split(" ")) != 2:
-                raise ValueError(f"{codes_path}:{i + offset}: not a subword-nmt BPE codes file (a line must hold two "
+                raise ValueError(f"{codes_path}:{n}: not a subword-nmt BPE codes file (a line must hold two "
                                  f"symbols separated by a space, got {line[:60]!r})")
-        self.bpe = BPE(io.StringIO(text), merges=len(merges), separator=BPE_SEPARATOR)
+        # subword-nmt exits the process on a blank line between merges: it gets the header and the merges only
+        merges = lines[:offset - 1] + [line for _, line in numbered]
+        self.bpe = BPE(io.StringIO("\n".join(merges)), merges=len(numbered), separator=BPE_SEPARATOR)
         self._cache = {}
 
     def _segment(self, words):
