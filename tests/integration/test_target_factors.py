@@ -469,3 +469,213 @@ def test_the_factors_travel_as_typed_records_and_an_old_checkpoints_string_still
     again, _, _ = build_task_and_model(factored.data, *CRITERION, "--source-features", "")
     with pytest.raises(StreamConfigError, match="the dictionary of target factor 'pos' differs"):
         again.build_model(other, from_checkpoint=True)
+
+
+# -- issue 48: the decoder on its own (a tiny one, no data) ----------------------------------------------------------
+def _tiny_args(layers=1):
+    from argparse import Namespace
+
+    from fairseq.models.transformer import base_architecture
+
+    args = Namespace(decoder_embed_dim=8, decoder_ffn_embed_dim=16, decoder_layers=layers, decoder_attention_heads=2,
+                     encoder_embed_dim=8, max_target_positions=64, max_source_positions=64)
+    base_architecture(args)
+    return args
+
+
+def _tiny_dict():
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for w in "a b c d e f g".split():
+        d.add_symbol(w)
+    return d
+
+
+def _tiny(factor_sizes=None, layers=1, seed=0, **kw):
+    """A FactoredTransformerDecoder of embed dim 8 (2 heads), in eval mode, with its dictionary."""
+    from fairseq.models.transformer.transformer_base import Embedding
+
+    torch.manual_seed(seed)
+    d = _tiny_dict()
+    dec = FactoredTransformerDecoder(_tiny_args(layers), d, Embedding(len(d), 8, d.pad()),
+                                     {"pos": 7, "dep": 5} if factor_sizes is None else factor_sizes, **kw)
+    return dec.eval(), d
+
+
+def _tiny_batch(d, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(d.nspecial, len(d), (3, 5), generator=g)
+    tokens[:, 0] = d.eos()
+    tokens[2, 3:] = d.pad()  # a shorter row (left as fairseq's right padding of prev_output_tokens)
+    enc = torch.randn(4, 3, 8, generator=g)  # T x B x C
+    mask = torch.zeros(3, 4, dtype=torch.bool)
+    mask[1, 3] = True
+    encoder_out = {"encoder_out": [enc], "encoder_padding_mask": [mask]}
+    factors = {"pos": torch.randint(3, 7, (3, 5), generator=g), "dep": torch.randint(3, 5, (3, 5), generator=g)}
+    for f in factors.values():
+        f[:, 0] = 2
+        f[2, 3:] = 1
+    return tokens, encoder_out, factors
+
+
+def test_the_decoder_keeps_its_factor_options_as_checkpoints_rebuild_it():
+    """The options a checkpoint's decoder is rebuilt with: factor names in order, one output layer per factor of
+    its dictionary's size, factor input off by default (no embeddings), pad 1 and EOS 2, cross-attention unless
+    no_encoder_attn; with factor input, one embedding per factor, its pad row 0."""
+    dec, d = _tiny()
+    assert dec.factor_names == ["pos", "dep"] and dec.factor_input is False and not hasattr(dec, "factor_embed")
+    assert (dec.factor_pad, dec.factor_eos) == (1, 2)
+    assert {n: (m.in_features, m.out_features) for n, m in dec.factor_out.items()} == {"pos": (8, 7), "dep": (8, 5)}
+    assert all(layer.encoder_attn is not None for layer in dec.layers)
+    assert sorted(k for k in dec.state_dict() if "factor" in k) == sorted(
+        f"factor_out.{n}.{p}" for n in ("pos", "dep") for p in ("weight", "bias"))
+
+    inp, _ = _tiny(factor_input=True)
+    assert inp.factor_input is True
+    assert {n: (e.num_embeddings, e.embedding_dim, e.padding_idx) for n, e in inp.factor_embed.items()} == {
+        "pos": (7, 8, 1), "dep": (5, 8, 1)}
+    for e in inp.factor_embed.values():
+        assert not e.weight[1].any() and e.weight[torch.arange(e.num_embeddings) != 1].ne(0).all()
+    other, _ = _tiny(factor_input=True, factor_pad=0, factor_eos=3)
+    assert (other.factor_pad, other.factor_eos) == (0, 3) and other.factor_embed["pos"].padding_idx == 0
+
+    lm, _ = _tiny(no_encoder_attn=True)
+    assert all(layer.encoder_attn is None for layer in lm.layers)
+    with pytest.raises(ValueError, match=r"^FactoredTransformerDecoder needs at least one factor$"):
+        _tiny(factor_sizes={})
+
+
+@pytest.mark.parametrize("options", [{}, {"features_only": True}, {"full_context_alignment": True},
+                                     {"alignment_layer": 0}, {"alignment_heads": 1},
+                                     {"alignment_layer": 0, "alignment_heads": 1, "full_context_alignment": True}],
+                         ids=["default", "features_only", "full_context", "layer0", "heads1", "all"])
+def test_the_decoder_is_fairseqs_for_each_of_its_options(options):
+    """Without factor input the translation and attention are fairseq's TransformerDecoder's, with each option of
+    fairseq's forward passed on; the factor logits are each factor's output layer over the final state."""
+    from fairseq.models.transformer import TransformerDecoder
+
+    dec, d = _tiny(layers=2)
+    stock = TransformerDecoder(_tiny_args(2), d, dec.embed_tokens).eval()
+    loaded = stock.load_state_dict(dec.state_dict(), strict=False)
+    assert not loaded.missing_keys
+    tokens, enc, _ = _tiny_batch(d)
+    with torch.no_grad():
+        x, extra = dec(tokens, encoder_out=enc, **options)
+        ref, ref_extra = stock(tokens, encoder_out=enc, **options)
+        features, _ = stock.extract_features(tokens, encoder_out=enc,
+                                             **{k: v for k, v in options.items() if k != "features_only"})
+    assert x.shape == ((3, 5, 8) if options.get("features_only") else (3, 5, len(d)))
+    torch.testing.assert_close(x, ref, rtol=0, atol=0)
+    torch.testing.assert_close(extra["attn"][0], ref_extra["attn"][0], rtol=0, atol=0)
+    assert set(extra[FACTOR_LOGITS]) == {"pos", "dep"}
+    for n, k in (("pos", 7), ("dep", 5)):
+        logits = extra[FACTOR_LOGITS][n]
+        assert logits.shape == (3, 5, k)
+        torch.testing.assert_close(logits, features @ dec.factor_out[n].weight.T + dec.factor_out[n].bias)
+    # the options are not no-ops here: each changes the attention or the output
+    if options and not options.get("features_only"):
+        with torch.no_grad():
+            _, plain = stock(tokens, encoder_out=enc)
+        assert not torch.equal(plain["attn"][0], ref_extra["attn"][0]) or not torch.equal(plain["inner_states"][-1],
+                                                                                         ref_extra["inner_states"][-1])
+
+
+def _layer_input(dec, *args, **kw):
+    seen = []
+    handle = dec.layers[0].register_forward_pre_hook(lambda m, a: seen.append(a[0].transpose(0, 1).clone()))
+    try:
+        with torch.no_grad():
+            dec(*args, **kw)
+    finally:
+        handle.remove()
+    return seen[0]
+
+
+def test_factor_input_adds_each_factors_embedding_to_its_tokens_embedding():
+    """The first layer reads scale * (token embedding + the sum of the factors' embeddings) + positions."""
+    dec, d = _tiny(factor_input=True)
+    tokens, enc, factors = _tiny_batch(d)
+    with torch.no_grad():
+        for e in dec.factor_embed.values():
+            e.weight.normal_()
+        expected = dec.embed_scale * (dec.embed_tokens(tokens) + dec.factor_embed["pos"](factors["pos"])
+                                      + dec.factor_embed["dep"](factors["dep"])) + dec.embed_positions(tokens)
+    torch.testing.assert_close(_layer_input(dec, tokens, encoder_out=enc, prev_output_factors=factors), expected)
+    plain, _ = _tiny()  # the same seed: the same token embeddings and layers
+    with torch.no_grad():
+        stock = dec.embed_scale * dec.embed_tokens(tokens) + dec.embed_positions(tokens)
+    torch.testing.assert_close(_layer_input(plain, tokens, encoder_out=enc), stock)
+
+
+def test_factor_input_errors_name_what_is_missing_and_leave_no_pending_factors():
+    dec, d = _tiny(factor_input=True)
+    tokens, enc, factors = _tiny_batch(d)
+    with pytest.raises(ValueError, match=r"^this model embeds the previous target factors \(--target-factor-input\): "
+                                         r"the batch needs prev_output_factors \(--task syntax_translation "
+                                         r"--target-factors \.\.\.\)$"):
+        dec(tokens, encoder_out=enc)
+    short = dict(factors, dep=factors["dep"][:, :4])
+    with pytest.raises(ValueError, match=r"^target factor 'dep': \(3, 4\) inputs for \(3, 5\) tokens$"):
+        dec(tokens, encoder_out=enc, prev_output_factors=short)
+    assert dec._factor_in is None and not dec.embed_tokens._forward_hooks
+
+
+def test_outside_a_call_the_factor_hook_leaves_the_embeddings_alone_and_keeps_their_dtype():
+    """No factor inputs are pending between calls (a hook left on a copied embedding would do nothing); during a
+    call the factors' embeddings are added in the dtype of the token embeddings' output."""
+    dec, d = _tiny(factor_input=True)
+    tokens, enc, factors = _tiny_batch(d)
+    out = dec.embed_tokens(tokens)
+    assert dec._factor_in is None and dec._add_factor_embeddings(dec.embed_tokens, (tokens,), out) is None
+    with torch.no_grad():
+        dec(tokens, encoder_out=enc, prev_output_factors=factors)
+    assert dec._factor_in is None and dec._add_factor_embeddings(dec.embed_tokens, (tokens,), out) is None
+    dec._factor_in = factors
+    try:
+        with torch.no_grad():
+            low = dec._add_factor_embeddings(dec.embed_tokens, (tokens,), out.to(torch.bfloat16))
+    finally:
+        dec._factor_in = None
+    assert low.dtype == torch.bfloat16
+    expected = out.to(torch.bfloat16) + dec.factor_embed["pos"](factors["pos"]).to(torch.bfloat16)
+    torch.testing.assert_close(low, expected + dec.factor_embed["dep"](factors["dep"]).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("factor_input", [False, True], ids=["plain", "factor-input"])
+def test_incremental_decoding_is_full_decoding_step_by_step(factor_input):
+    """Step by step, the logits are those of one pass given the factors the steps predicted (shifted, EOS first);
+    only with factor input does the incremental state hold the predictions, the argmax of the step's logits, and
+    they follow new_order."""
+    dec, d = _tiny(factor_input=factor_input)
+    tokens, enc, _ = _tiny_batch(d)
+    tokens = tokens[:2, :4]
+    enc = {"encoder_out": [enc["encoder_out"][0][:, :2]], "encoder_padding_mask": [enc["encoder_padding_mask"][0][:2]]}
+    if factor_input:
+        with torch.no_grad():
+            for e in dec.factor_embed.values():
+                e.weight.normal_(0, 2.0)
+    state, steps = {}, []
+    with torch.no_grad():
+        for t in range(tokens.size(1)):
+            x, extra = dec(tokens[:, : t + 1], encoder_out=enc, incremental_state=state)
+            steps.append((x[:, -1], {n: v[:, -1] for n, v in extra[FACTOR_LOGITS].items()}))
+            kept = [v for k, v in state.items() if k.endswith(".factors")]
+            assert len(kept) == int(factor_input)
+            if factor_input:
+                assert set(kept[0]) == {"pos", "dep"}
+                for n in ("pos", "dep"):
+                    assert torch.equal(kept[0][n], extra[FACTOR_LOGITS][n][:, -1].argmax(-1))
+        predicted = {n: torch.stack([s[1][n].argmax(-1) for s in steps], 1) for n in ("pos", "dep")}
+        shifted = {n: torch.cat([torch.full_like(v[:, :1], 2), v[:, :-1]], 1) for n, v in predicted.items()}
+        full, extra = dec(tokens, encoder_out=enc, prev_output_factors=shifted if factor_input else None)
+    torch.testing.assert_close(torch.stack([s[0] for s in steps], 1), full, atol=1e-5, rtol=1e-5)
+    for n in ("pos", "dep"):
+        torch.testing.assert_close(torch.stack([s[1][n] for s in steps], 1), extra[FACTOR_LOGITS][n],
+                                   atol=1e-5, rtol=1e-5)
+    if factor_input:
+        order = torch.tensor([1, 1])
+        key = next(k for k in state if k.endswith(".factors"))
+        before = dict(state[key])
+        dec.reorder_incremental_state_scripting(state, order)
+        assert all(torch.equal(state[key][n], before[n][order]) for n in ("pos", "dep"))
