@@ -143,6 +143,26 @@ def test_accelerator_paths_equal_the_explicit_path(data, name, left_pad, monkeyp
         assert (grads[n] - grads_ref[n]).abs().max().item() <= 2e-5 * scale, n
 
 
+@pytest.mark.parametrize("extra", [("--lisa-inject-parse",), ("--encoder-attention-heads", "4", "--lisa-head", "2")],
+                         ids=["injected-parse", "head-2-of-4"])
+def test_lisa_fused_path_with_an_injected_parse_or_a_middle_head(data, extra, monkeypatch):
+    """LISA's fused path with the given parse's one-hot parents in its head (``--lisa-inject-parse``), and with the
+    parse head in the middle of four (the heads after it kept in place), equals the explicit path."""
+    task, model, criterion = _build(data, "lisa", *extra)
+    sample = _batch(task)
+    with forced_accelerator_paths():
+        x, terms, grads = _step(model, criterion, sample)
+    with monkeypatch.context() as m:
+        _explicit_everywhere(m)
+        x_ref, terms_ref, grads_ref = _step(model, criterion, sample)
+    assert x.abs().max() > 0.1 and terms.keys() == terms_ref.keys() == {"lisa"}
+    torch.testing.assert_close(x, x_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(terms["lisa"], terms_ref["lisa"], atol=1e-4, rtol=1e-5)
+    for n in grads_ref:
+        torch.testing.assert_close(grads[n], grads_ref[n], atol=2e-5 * max(1.0, grads_ref[n].abs().max().item()),
+                                   rtol=0, msg=n)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("name", SYSTEMS)
 def test_accelerator_paths_are_finite_in_low_precision(data, name, dtype):
