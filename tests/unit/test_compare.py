@@ -310,3 +310,17 @@ def test_the_bar_chart_draws_the_rows_numbers(monkeypatch):
     compare.plot_bars(many, "o.png", "t", ylabel="BLEU")
     assert calls[0] == ("subplots", (), {"figsize": (1.1 * 6 + 2, 4.5)})
     assert ("ax.set_ylim", (0.0, 2.5 + 0.15 * 2.5 + 1.0), {}) in calls and ("ax.set_ylabel", ("BLEU",), {}) in calls
+
+
+def test_the_bar_chart_of_an_unlabelled_metric_from_one_and_a_blank_title_line(monkeypatch):
+    """A metric outside LABELS is named by its key on the axis; an axis from exactly 1 says so; a blank line of the
+    title stays blank."""
+    import syntax_nmt.utils
+
+    calls = []
+    monkeypatch.setattr(syntax_nmt.utils, "pyplot", lambda: _Recorder(calls))
+    rows = [{"system": "a", "ter": [3.0], "ter_mean": 3.0, "ter_sd": 0.0},
+            {"system": "b", "ter": [5.0], "ter_mean": 5.0, "ter_sd": 0.0}]
+    compare.plot_bars(rows, "t.png", "first\n\nthird", "ter")  # bottom: floor(3 - 0.6 - 1) = 1
+    assert ("ax.set_ylabel", ("ter (mean ± sd over seeds; dots: seeds)\n(axis from 1)",), {}) in calls
+    assert ("ax.set_title", ("first\n\nthird\n* paired test p < 0.05 against a",), {"fontsize": 9}) in calls
