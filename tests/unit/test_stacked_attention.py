@@ -74,3 +74,18 @@ def test_stacked_attention_is_each_sub_network_against_its_own_mask(interleaved)
     expected = torch.autograd.grad((ref * w).sum(), (q, k, v))
     for a, b in zip(got, expected):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_the_masks_are_made_on_the_device_of_their_inputs():
+    """Device-agnostic: the stacked mask and the key-padding masks are made where their inputs live, never on the
+    default device (seen on PyTorch's ``meta`` device, which stands in for an accelerator on a CPU-only machine:
+    a tensor made on the CPU and filled with a ``meta`` mask is an error)."""
+    from syntax_nmt.models.modules.methods.mixed_attention import key_padding_additive, key_padding_allowed
+
+    allowed = torch.ones(2, 3, 5, 5, dtype=torch.bool, device="meta")
+    assert stacked_additive(allowed, torch.bfloat16).device.type == "meta"
+    assert stacked_additive(allowed, torch.float32, interleaved=True).shape == (2, 1, 15, 5)
+    pad = torch.zeros(2, 5, dtype=torch.bool, device="meta")
+    assert key_padding_additive(pad, 2, 5, pad.device, torch.float16).device.type == "meta"
+    assert key_padding_additive(None, 2, 5, pad.device).device.type == "meta"
+    assert key_padding_allowed(None, 2, 5, pad.device).device.type == "meta"
