@@ -519,3 +519,20 @@ def test_cuda_matches_cpu_without_sync_under_autocast():
         for i, (g, c) in enumerate(zip(tensors, cpu[key])):
             assert g.device.type == "cuda", (key, i)
             assert g.dtype == c.dtype and torch.equal(g.cpu(), c), (key, i)
+
+
+@pytest.mark.parametrize("convention", ["first", "shared"])
+def test_the_tree_is_built_on_the_device_of_its_streams(convention):
+    """Device-agnostic: parents, the specials' diagonal and the real word starts are made where the streams live,
+    never on the default device (PyTorch's ``meta`` device stands in for an accelerator on a CPU-only machine: an
+    index made on the CPU and compared with a ``meta`` tensor is an error)."""
+    from syntax_nmt.syntax.tree import WordTree, real_word_starts, specials_attend_themselves, subword_parents
+
+    B, T = 2, 6
+    heads = torch.zeros(B, T, dtype=torch.long, device="meta")
+    flags = torch.zeros(B, T, dtype=torch.bool, device="meta")
+    assert subword_parents(heads, flags, flags, convention).device.type == "meta"
+    allowed = torch.zeros(B, T, T, dtype=torch.bool, device="meta")
+    assert specials_attend_themselves(allowed, flags).device.type == "meta"
+    tree = WordTree(heads, flags, heads)
+    assert real_word_starts(tree).device.type == "meta"
