@@ -679,3 +679,23 @@ def test_incremental_decoding_is_full_decoding_step_by_step(factor_input):
         before = dict(state[key])
         dec.reorder_incremental_state_scripting(state, order)
         assert all(torch.equal(state[key][n], before[n][order]) for n in ("pos", "dep"))
+
+
+def test_the_factor_term_of_handmade_logits(factored):
+    """The criterion's factor term on logits written by hand: the summed negative log-likelihood and the correct
+    predictions of the real target tokens (a pad's correct prediction does not count), the factor weight; no term
+    without factor logits (one output, or a second output that is not a dict); logits without the batch's factors
+    are refused with the line that says how to train."""
+    _, _, crit = build(factored.data)
+    pad = crit.padding_idx
+    logits = torch.tensor([[[2.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 4.0]]])  # B 1, T 4, 3 classes
+    sample = {"target": torch.tensor([[5, 6, 7, pad]]), "target_factors": {"pos": torch.tensor([[0, 1, 0, 2]])}}
+    weight, nll, count, correct = crit.factor_terms((None, {FACTOR_LOGITS: {"pos": logits}}), sample)["factor_pos"]
+    logp = torch.log_softmax(logits, -1)
+    assert weight == 1.0 and int(count) == 3 and int(correct) == 2  # tokens 0, 1 right, 2 wrong, the pad's right
+    torch.testing.assert_close(nll, -(logp[0, 0, 0] + logp[0, 1, 1] + logp[0, 2, 0]))
+    assert crit.factor_terms((torch.zeros(1),), sample) == {} and crit.factor_terms((None, None), sample) == {}
+    with pytest.raises(ValueError) as e:
+        crit.factor_terms((None, {FACTOR_LOGITS: {"pos": logits}}), {"target": sample["target"]})
+    assert str(e.value) == ("the model predicts target factors but the batch has none: train with the task's "
+                            "--target-factors on data binarized with --target-streams")
