@@ -172,3 +172,10 @@ def test_old_checkpoint_names_load_into_the_new_layer(stream_bin):
     old = fairseq_sgnet(model)
     assert set(old.state_dict()) == set(model.encoder.syntax_modules["sgnet"].state_dict())
     model.encoder.syntax_modules["sgnet"].load_state_dict(old.state_dict(), strict=True)
+
+
+def test_sdoi_attention_defaults_to_the_shared_convention_and_passes_its_options_on():
+    """Built on its own, SG-Net's attention reads the SDOI mask under the ``shared`` convention (the option's
+    default) and hands fairseq's attention options (here ``bias``) to ``MultiheadAttention``."""
+    plain, no_bias = SDOIAttention(16, 2, 0.0, None), SDOIAttention(16, 2, 0.0, None, bias=False)
+    assert plain.convention == "shared" and plain.k_proj.bias is not None and no_bias.k_proj.bias is None
