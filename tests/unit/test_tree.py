@@ -536,3 +536,8 @@ def test_the_tree_is_built_on_the_device_of_its_streams(convention):
     assert specials_attend_themselves(allowed, flags).device.type == "meta"
     tree = WordTree(heads, flags, heads)
     assert real_word_starts(tree).device.type == "meta"
+    from syntax_nmt.syntax.tree import absolute_parents, additive_mask, ancestor_matrix
+
+    parents = absolute_parents(heads, flags)
+    assert parents.device.type == "meta" and ancestor_matrix(parents).device.type == "meta"
+    assert additive_mask(allowed, torch.bfloat16).device.type == "meta"
