@@ -185,6 +185,8 @@ ROWS = [
     ("report-missing", "python -m syntax_nmt.recipes.report", _report,
      ["--eval", "{root}/none", "--systems", "a b", "--seeds", "1", "--splits", "valid", "--refs", "{root}"],
      "{root}/none/valid/a.seed1.json"),
+    ("report-best-on-valid-without-splits", "python -m syntax_nmt.recipes.report", _report,
+     ["--eval", "{root}/none", "--best-on-valid", "--splits", ""], "--best-on-valid needs --splits"),
     ("markers-annotated-not-json", "python -m syntax_nmt.recipes.markers", _markers,
      ["todo", "--after", "{missing}", "--eval", "{root}", "--name", "x", "--splits", "valid", "--setting", "BEAM"],
      "--setting"),

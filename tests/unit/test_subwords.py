@@ -115,18 +115,17 @@ def test_bpe_codes_layouts(tmp_path):
 
 
 def test_bpe_codes_errors(tmp_path):
-    for name, text in (("empty", ""), ("blank", " \n\n")):
+    empty = ("{} is an empty BPE codes file (codes learned without any merge still have their '#version:' line): "
+             "learn the codes again")
+    no_merge = ("{} holds no merge operation (only its '#version:' line), so every word would be split into "
+                "characters: learn the codes again with merges > 0 on more text")
+    for name, text, message in (("empty", "", empty), ("blank", " \n\n", empty),
+                                ("header", "#version: 0.2\n", no_merge),
+                                ("header-blank", "#version: 0.2\n \n\n", no_merge)):
         path = _write(tmp_path / name, text)
         with pytest.raises(ValueError) as e:
             BpeSegmenter(path)
-        assert str(e.value) == (f"{path} is an empty BPE codes file (codes learned without any merge still have "
-                                f"their '#version:' line): learn the codes again")
-    for name, text in (("header", "#version: 0.2\n"), ("header-blank", "#version: 0.2\n \n\n")):
-        path = _write(tmp_path / name, text)
-        with pytest.raises(ValueError) as e:
-            BpeSegmenter(path)
-        assert str(e.value) == (f"{path} holds no merge operation (only its '#version:' line), so every word would "
-                                f"be split into characters: learn the codes again with merges > 0 on more text")
+        assert str(e.value) == message.format(path)
     long = "x" * 70 + " y z"
     for name, text, line, got in (
             ("long", f"#version: 0.2\nc a\n{long}\n", 3, "x" * 60),
