@@ -127,6 +127,16 @@ def tiny(tmp_path_factory):
             "res": read_json(os.path.join(ev, "results.json"))}
 
 
+@pytest.fixture
+def reported(tiny, monkeypatch):
+    """The report on the tiny directory made again inside the test (the same files, the same text): a test of what
+    :func:`R.report` writes runs it itself, so that mutation testing, which maps each test to the functions it
+    calls, runs that test against report()'s mutants (the module fixture calls it for the first test only)."""
+    monkeypatch.setenv("SACREBLEU_SEED", str(SEED))
+    md = R.report(tiny["eval"], SYSTEMS, SEEDS, SPLITS, tiny["refs"], ["bs", "ar"], tiny["ckpt"], "Tiny")
+    return {**tiny, "md": md, "res": read_json(os.path.join(tiny["eval"], "results.json"))}
+
+
 def copy_eval(tiny, dest):
     """A copy of the tiny evaluation directory (its translations and scores) to change."""
     shutil.copytree(tiny["eval"], dest, ignore=shutil.ignore_patterns("results.*", "*.png", "pooled"))
@@ -293,6 +303,79 @@ def test_unpack_scores_the_kept_translations_again(tiny, tmp_path):
             assert read_json(new / sp / f"sgnet.seed{s}.factors.json") == {"pos": {"accuracy": v}}
 
 
+def test_unpack_keeps_every_byte_of_odd_lines_and_scores_into_an_existing_directory(tiny, tmp_path):
+    """A translation with a trailing space, a stray carriage return and a U+2028 inside its lines, and a line ending
+    in X, comes back byte
+    for byte (lines end at \\n only, as everywhere in the plugin), and unpacking again over a scored directory
+    scores it again."""
+    ev = copy_eval(tiny, tmp_path / "eval")
+    odd = ["Ein Mann fährt Fahrrad auf der Straße. ", "Zwei Kinder\rspielen im Park.",
+           "Eine Frau liest\u2028ein Buch.", "Der Hund von Malcolm X"]
+    score_all(ev, tiny["refs"], {("odd", 1, "valid"): odd})
+    kept, new = tmp_path / "kept", tmp_path / "new"
+    R.pack(ev, str(kept), ["odd"], [1], ["valid"])
+    for _ in range(2):
+        R.unpack(str(kept), str(new), ["odd"], [1], ["valid"], tiny["refs"])
+        for form in ("tok", "detok", "json"):
+            assert (new / "valid" / f"odd.seed1.{form}").read_bytes() == open(
+                os.path.join(ev, "valid", f"odd.seed1.{form}"), "rb").read()
+    assert (new / "valid" / "odd.seed1.detok").read_bytes().count(b"\n") == 4
+
+
+def test_unpack_reads_utf8_under_a_c_locale(tiny, tmp_path):
+    """Kept translations are UTF-8 whatever the locale: unpacking under LC_ALL=C (no UTF-8 mode, no locale
+    coercion: an ASCII locale, as in many containers) scores the same German text."""
+    import subprocess
+    import sys
+
+    kept = tmp_path / "kept"
+    R.pack(tiny["eval"], str(kept), ["sgnet"], [1], ["valid"])
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    code = ("import locale, sys; from syntax_nmt.recipes import report as R; "
+            "print(locale.getpreferredencoding(False)); "
+            "R.unpack(sys.argv[1], sys.argv[2], ['sgnet'], [1], ['valid'], sys.argv[3])")
+    proc = subprocess.run([sys.executable, "-c", code, str(kept), str(tmp_path / "new"), tiny["refs"]], env=env,
+                          capture_output=True, text=True, encoding="utf-8")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "utf" not in proc.stdout.lower()  # the locale was not UTF-8
+    assert read_json(tmp_path / "new" / "valid" / "sgnet.seed1.json") == read_json(
+        os.path.join(tiny["eval"], "valid", "sgnet.seed1.json"))
+
+
+def _scrambled_refs(tiny, dest):
+    """The references with their tokenized files lowercased and reversed word by word: what reads them instead of
+    the raw ones gives other scores and p-values."""
+    shutil.copytree(tiny["refs"], dest)
+    for sp in SPLITS:
+        lines = lines_of(dest / f"{sp}.de")
+        (dest / f"{sp}.de").write_text("".join(" ".join(line.lower().split()[::-1]) + "\n" for line in lines),
+                                       encoding="utf-8")
+    return str(dest)
+
+
+def test_the_detokenized_scores_and_paired_tests_read_the_raw_references(tiny, noisy, tmp_path, monkeypatch):
+    """sacreBLEU, chrF and the paired tests are on detokenized text against ``SPLIT.raw.de``; only tokenized BLEU
+    reads ``SPLIT.de``: with the tokenized references scrambled, unpack's sacreBLEU and chrF, split_rows' and the
+    noise table's p-values stay what they are with the true ones."""
+    monkeypatch.setenv("SACREBLEU_SEED", str(SEED))
+    refs = _scrambled_refs(tiny, tmp_path / "refs")
+    kept, new = tmp_path / "kept", tmp_path / "new"
+    R.pack(tiny["eval"], str(kept), SYSTEMS, SEEDS, ["valid"])
+    R.unpack(str(kept), str(new), SYSTEMS, SEEDS, ["valid"], refs)
+    for n in SYSTEMS:
+        for s in SEEDS:
+            again, old = read_json(new / "valid" / f"{n}.seed{s}.json"), read_json(
+                os.path.join(tiny["eval"], "valid", f"{n}.seed{s}.json"))
+            assert (again["sacrebleu"], again["chrf"]) == (old["sacrebleu"], old["chrf"])
+            assert again["tokenized_bleu"] < old["tokenized_bleu"]  # the scrambled references were read there
+    ev = copy_eval(tiny, tmp_path / "eval")
+    rows = {r: R.split_rows(ev, "valid", SYSTEMS, SEEDS, r, ["bs", "ar"], seed=3) for r in (tiny["refs"], refs)}
+    assert rows[refs][1]["p"] == rows[tiny["refs"]][1]["p"]
+    noise = {r: R.noise_report(noisy, tiny["eval"], "sgnet", ["0.5"], SEEDS, ["valid"], r, ["bs"])
+             for r in (tiny["refs"], refs)}
+    assert noise[refs] == noise[tiny["refs"]]
+
+
 def test_unpack_refuses_missing_references_and_translations(tiny, tmp_path):
     kept, refs = tmp_path / "kept", tmp_path / "refs"
     R.pack(tiny["eval"], str(kept), SYSTEMS, SEEDS, SPLITS)
@@ -317,8 +400,11 @@ def test_unpack_refuses_missing_references_and_translations(tiny, tmp_path):
 # --- the report ---------------------------------------------------------------------------------------------
 
 
-def test_report_results_json(tiny):
-    res, ev = tiny["res"], tiny["eval"]
+def test_report_results_json(tiny, reported):
+    assert (reported["res"], reported["md"]) == (tiny["res"], tiny["md"])  # made again: the same
+    res, ev = reported["res"], tiny["eval"]
+    with open(os.path.join(ev, "results.json"), encoding="utf-8") as f:  # indented by one space, as committed
+        assert f.read() == json.dumps(res, indent=1)
     assert res["title"] == "Tiny" and res["systems"] == SYSTEMS and res["seeds"] == SEEDS
     assert list(res["splits"]) == SPLITS
     refs = {sp: lines_of(os.path.join(tiny["refs"], f"{sp}.raw.de")) for sp in SPLITS}
@@ -356,7 +442,8 @@ def test_report_results_json(tiny):
     assert res["splits"]["test"][1]["tokenized_bleu"][1] == 0.0 < res["splits"]["test"][1]["sacrebleu"][1]
 
 
-def test_report_markdown_every_line(tiny):
+def test_report_markdown_every_line(reported):
+    tiny = reported
     res, md = tiny["res"], tiny["md"]
     valid, test = res["splits"]["valid"], res["splits"]["test"]
     assert valid[1]["mean"] > valid[0]["mean"] and test[0]["mean"] > test[1]["mean"]  # sgnet first on valid only
@@ -399,7 +486,8 @@ def test_report_markdown_every_line(tiny):
         assert f.read() == md
 
 
-def test_report_draws_a_chart_per_split(tiny, tmp_path, monkeypatch):
+def test_report_draws_a_chart_per_split(reported, tmp_path, monkeypatch):
+    tiny = reported
     for sp in SPLITS:
         with open(os.path.join(tiny["eval"], f"bleu-{sp}.png"), "rb") as f:
             png = f.read()
@@ -451,6 +539,22 @@ def test_report_without_title_times_records_or_tags(tiny, tmp_path, monkeypatch)
         "", f"sacreBLEU signature: `{sgnet['signature']}`", f"chrF signature: `{sgnet['chrf_signature']}`", ""]
 
 
+def test_report_of_the_baseline_alone(tiny, tmp_path, monkeypatch):
+    """One system (the first trainings of a comparison): its scores, no test, its own signatures."""
+    monkeypatch.setattr(compare, "plot_bars", lambda *a: None)
+    ev, ckpt = copy_eval(tiny, tmp_path / "eval"), tmp_path / "ckpt"
+    for s, wall in ((1, 600), (2, 750)):  # 1,350 s: 0.375 h, which rounds to 0.38 (and 1,350 / 3,601 to 0.37)
+        (ckpt / "sgnet" / f"seed{s}").mkdir(parents=True)
+        (ckpt / "sgnet" / f"seed{s}" / ".done").write_text(json.dumps({"wall_seconds": wall}))
+    md = R.report(ev, ["sgnet"], SEEDS, ["valid"], tiny["refs"], ["bs"], str(ckpt))
+    first = read_json(os.path.join(ev, "valid", "sgnet.seed1.json"))
+    assert "\n| sgnet | 11.2 | - |\n\nAll 2 trainings: 0.38 h of wall time one after the other.\n" in md
+    assert md.split("\n")[-4:] == ["", f"sacreBLEU signature: `{first['signature']}`",
+                                   f"chrF signature: `{first['chrf_signature']}`", ""]
+    rows = read_json(os.path.join(ev, "results.json"))["splits"]["valid"]
+    assert [r["system"] for r in rows] == ["sgnet"] and "p" not in rows[0]
+
+
 def test_split_rows_resampling_seed_and_a_system_against_itself(tiny, tmp_path):
     """A system whose translations are the baseline's: equal scores, p = 1 in every test, no seed better."""
     ev = copy_eval(tiny, tmp_path / "eval")
@@ -489,6 +593,7 @@ def test_minutes():
     assert R._minutes([90]) == "1.5"
     assert R._minutes([None, 60, 123]) == "1.5"  # (60 + 123) / 2 s = 1.525 min
     assert R._minutes([59.0, 63.0]) == "1.0"
+    assert R._minutes([600]) == "10.0" and R._minutes([3600, None]) == "60.0"
     assert R._minutes([None, None]) == "-" and R._minutes([]) == "-" and R._minutes(None) == "-"
 
 
@@ -510,6 +615,9 @@ def test_factor_accuracies_per_seed_and_their_table(tmp_path):
     assert lines[4:] == [markdown_table(["system", "valid", "test"], [["sgnet", "92.50 ± 3.54", "70.50 ± 0.71"],
                                                                       ["lisa", "-", "60.75 ± 1.06"]]), ""]
     assert lines[4].split("\n")[2:] == ["| sgnet | 92.50 ± 3.54 | 70.50 ± 0.71 |", "| lisa | - | 60.75 ± 1.06 |"]
+    # a split where no system has tags (no factors file at all): a "-" column
+    assert R.factor_accuracy_lines(str(tmp_path), ["sgnet"], SEEDS, ["valid", "mscoco"])[4] == markdown_table(
+        ["system", "valid", "mscoco"], [["sgnet", "92.50 ± 3.54", "-"]])
     os.unlink(tmp_path / "test" / "lisa.seed1.factors.json")
     with pytest.raises(FileNotFoundError) as e:
         R.factor_accuracies(str(tmp_path), ["lisa"], SEEDS, SPLITS)
@@ -563,6 +671,8 @@ def test_noise_report_clean_row_first(tiny, noisy, monkeypatch):
     monkeypatch.setenv("SACREBLEU_SEED", str(SEED))
     md = R.noise_report(noisy, tiny["eval"], "sgnet", ["0.5", "1.0"], SEEDS, SPLITS, tiny["refs"], ["bs"])
     res = read_json(os.path.join(noisy, "results.json"))
+    with open(os.path.join(noisy, "results.json"), encoding="utf-8") as f:  # indented by one space, as committed
+        assert f.read() == json.dumps(res, indent=1)
     assert [res[k] for k in ("system", "rates", "seeds")] == ["sgnet", ["0.5", "1.0"], SEEDS]
     assert list(res["splits"]) == SPLITS
     main = tiny["res"]["splits"]
@@ -725,4 +835,6 @@ def test_parser_needs_eval_and_has_the_documented_defaults(capsys):
         "E", None, None, "", "1 2 3", "valid test2016 test2017 mscoco", "", "de", "bs ar", None, "", "", False, None,
         None, "")
     assert R.get_parser().prog == PROG
+    # --help shows the description with its own line breaks (docs/cli.md, tests/unit/test_cli_docs.py: its text)
+    assert "(cased and lowercased), paired tests against the baseline\non the seeds'" in R.get_parser().format_help()
     assert R._words(" a, b  c,,d ") == ["a", "b", "c", "d"] and R._words("") == []
