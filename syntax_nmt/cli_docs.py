@@ -1,5 +1,6 @@
 """The command-line reference, ``docs/cli.md``: every option of the plugin's console scripts (and of the recipes'
-report and the demo), rendered from their argparse parsers, so that the page and ``--help`` say the same.
+report and the demo), with their descriptions and examples, rendered from their argparse parsers, so that the page
+and ``--help`` say the same.
 
     python -m syntax_nmt.cli_docs > docs/cli.md       # after changing an option
 
@@ -108,6 +109,8 @@ def render(commands: Sequence[Tuple[str, str]] = COMMANDS) -> str:
         lines += [f"## `{command}`", ""]
         if parser.description:
             lines += [parser.description.strip(), ""]
+        if parser.epilog:
+            lines += ["```", parser.epilog.strip("\n"), "```", ""]
         subs, without = _subcommands(parser), []
         if command in EXTENDS:
             base, base_spec = EXTENDS[command]

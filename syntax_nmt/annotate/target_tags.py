@@ -149,7 +149,7 @@ def interleave_files(prefix: str, tgt_lang: str, tag: str, out: TextIO) -> int:
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="syntax-nmt-target-tags", description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(prog="syntax-nmt-target-tags", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog="""examples:
   syntax-nmt-annotate --source prep/train.fr --src-lang fr --pretokenized --spacy-model fr_core_news_sm \\
       --subword bpe --subword-model prep/bpe.codes -o ann/train.tgt    # the target's streams

@@ -23,7 +23,7 @@ def test_the_reference_page_is_the_parsers():
 
 
 def _toy():
-    p = argparse.ArgumentParser(prog="toy", description="  A toy.\n  Two lines.  ")
+    p = argparse.ArgumentParser(prog="toy", description="  A toy.\n  Two lines.  ", epilog="\nexamples:\n  toy -o x\n")
     p.add_argument("--out", "-o", required=True, help="where | to write")
     p.add_argument("--rate", type=float, default=0.5, help="a rate (default %(default)s, %(prog)s)")
     p.add_argument("--mode", choices=["a", "b"], default="a")
@@ -60,6 +60,7 @@ def test_render_a_command_with_subcommands(monkeypatch):
     assert head.startswith("# Command-line reference\n\n") and "python -m syntax_nmt.cli_docs > docs/cli.md" in head
     assert body.split("\n") == [
         "A toy.\n  Two lines.".split("\n")[0], "  Two lines.", "",
+        "```", "examples:", "  toy -o x", "```", "",
         *cli_docs.options_table(_toy()), "",
         "### `toy one`", "", "Do one thing.", "",
         "| option | value | default | what it does |", "|---|---|---|---|", "| `--n` | `N` | `3` |  |", "",

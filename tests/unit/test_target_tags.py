@@ -156,3 +156,142 @@ def test_strip_generate_line_keeps_every_other_line_of_fairseq_generate():
     assert strip_generate_line(f"H-3\t-0.25\t{o}DET{c} la\t{o}NOUN{c} femme") == "H-3\t-0.25\tla femme"
     assert strip_generate_line(f"H-3 -0.25 {o}DET{c} la") == "H-3 -0.25 la"  # not generate's: a plain line
     assert strip_generate_line(f"x\ty\t{o}DET{c} la") == "x y la"  # a plain line with tabs: stripped whole
+
+
+# --- the survivors of make mutate on target_tags.py (issue 48): each test below was seen red against its mutants --
+
+
+def test_is_tag_find_tag_and_joined_pieces():
+    from syntax_nmt.annotate.target_tags import _joined, find_tag, is_tag
+
+    o, c = "\u27e8", "\u27e9"
+    assert is_tag(f"{o}NOUN{c}") and is_tag(f"{o}{c}")
+    assert not is_tag("la") and not is_tag(f"la{o}NOUN{c}") and not is_tag(f"{o}NO UN{c}")
+    assert find_tag(f"la fem{o}NOUN{c}me {o}VERB{c}") == f"{o}NOUN{c}" and find_tag("la femme") is None
+    assert _joined(["fem@@", "me"]) == "femme" and _joined(["\u2581la"]) == "la"
+    assert _joined(["\u2581\u2581a\u2581", " b"]) == "a\u2581 b"  # only the leading markers go, spaces stay
+    assert _joined(["ab@@", "cd@@", "e"]) == "abcde"
+
+
+def test_the_refusals_say_what_they_refuse():
+    o, c = "\u27e8", "\u27e9"
+    with pytest.raises(ValueError) as e:
+        interleave(["la", f"{o}x{c}"], ["DET", "X"], ["O", "O"])
+    assert str(e.value) == f"the target token '{o}x{c}' has the form of a tag ({o}...{c})"
+    with pytest.raises(ValueError) as e:
+        interleave(["la", "femme"], ["DET"], ["O", "O", "O"])
+    assert str(e.value) == "2 tokens, 1 tags, 3 subword positions"
+
+
+@pytest.mark.parametrize("stream, lines, message", [
+    ("tgt.pos", ["DET NOUN NOUN"], "{p}.tgt.pos has 1 lines, {p}.fr has more"),
+    ("tgt.subword", [], "{p}.tgt.subword has 0 lines, {p}.fr has more"),
+    ("tgt.fr", TARGET + ["un chien"], "{p}.tgt.fr has more lines than {p}.fr (2)"),
+])
+def test_a_stream_of_another_length_is_named_with_its_count(prefix, tmp_path, capsys, stream, lines, message):
+    (tmp_path / f"P.{stream}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", tmp_path / "out.fr"])
+    assert (code, err) == (2, [f"syntax-nmt-target-tags: error: {message.format(p=prefix)}"])
+
+
+def test_an_empty_target_with_longer_streams_is_named(prefix, tmp_path):
+    from syntax_nmt.annotate.target_tags import interleave_files
+
+    (tmp_path / "P.fr").write_text("", encoding="utf-8")
+    with pytest.raises(ValueError) as e:
+        interleave_files(str(prefix), "fr", "pos", None)
+    assert str(e.value) == f"{prefix}.tgt.fr has more lines than {prefix}.fr (0)"
+
+
+def test_missing_dirs_topmost_first(tmp_path):
+    from syntax_nmt.annotate.target_tags import _missing_dirs
+
+    assert _missing_dirs(str(tmp_path / "out.fr")) == []
+    assert _missing_dirs(str(tmp_path / "a" / "b" / "c" / "out.fr")) == [
+        str(tmp_path / "a"), str(tmp_path / "a" / "b"), str(tmp_path / "a" / "b" / "c")]
+    assert _missing_dirs("/") == []
+
+
+def test_interleave_into_new_folders_and_a_failure_removes_them(prefix, tmp_path, capsys):
+    out = tmp_path / "a" / "b" / "c" / "out.fr"
+    cli_main(["interleave", "--prefix", str(prefix), "--tgt-lang", "fr", "-o", str(out)])
+    assert out.read_text(encoding="utf-8").count("\n") == 2 and sorted(os.listdir(out.parent)) == ["out.fr"]
+    (tmp_path / "P.tgt.pos").write_text("DET NOUN NOUN\n", encoding="utf-8")  # one line short
+    before = snapshot(tmp_path)
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", tmp_path / "x" / "y" / "z"])
+    assert code == 2 and snapshot(tmp_path) == before and not (tmp_path / "x").exists()
+
+
+def test_interleave_writes_a_temporary_file_beside_the_output_then_renames_it(prefix, tmp_path, monkeypatch):
+    """While it writes, the only new file is ``OUTPUT.<random>.tmp`` in the output's own folder (a rename within
+    one file system is atomic); then the output alone, with the umask's permissions."""
+    from syntax_nmt.annotate import target_tags
+
+    seen, write = [], target_tags.interleave_files
+
+    def watched(*args):
+        seen.append(sorted(set(os.listdir(tmp_path / "d")) - {"old"}))
+        return write(*args)
+
+    monkeypatch.setattr(target_tags, "interleave_files", watched)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old").write_text("")
+    old_mask = os.umask(0o002)
+    try:
+        cli_main(["interleave", "--prefix", str(prefix), "--tgt-lang", "fr", "-o", str(tmp_path / "d" / "out.fr")])
+    finally:
+        os.umask(old_mask)
+    (name,) = seen[0]
+    assert name.startswith("out.fr.") and name.endswith(".tmp") and len(name) > len("out.fr..tmp")
+    assert sorted(os.listdir(tmp_path / "d")) == ["old", "out.fr"]
+    assert os.stat(tmp_path / "d" / "out.fr").st_mode & 0o777 == 0o664
+
+
+def test_the_log_line_and_utf8_output_under_a_c_locale(prefix, tmp_path, capsys):
+    import subprocess
+    import sys
+
+    (tmp_path / "P.fr").write_text("la fem@@ me\nun chat dément\n", encoding="utf-8")
+    (tmp_path / "P.tgt.fr").write_text("la fem@@ me\nun chat dément\n", encoding="utf-8")
+    (tmp_path / "P.tgt.pos").write_text("DET NOUN NOUN\nDET NOUN ADJ\n", encoding="utf-8")
+    (tmp_path / "P.tgt.subword").write_text("O B E\nO O O\n", encoding="utf-8")
+    out = tmp_path / "out.fr"
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    code = ("import locale, sys; from syntax_nmt.annotate.target_tags import cli_main; "
+            "print(locale.getpreferredencoding(False)); cli_main(sys.argv[1:])")
+    proc = subprocess.run([sys.executable, "-c", code, "interleave", "--prefix", str(prefix), "--tgt-lang", "fr",
+                           "-o", str(out)], env=env, capture_output=True, text=True, encoding="utf-8")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "utf" not in proc.stdout.lower()  # the locale was not UTF-8
+    assert out.read_text(encoding="utf-8").splitlines()[1] == "\u27e8DET\u27e9 un \u27e8NOUN\u27e9 chat \u27e8ADJ\u27e9 dément"
+    assert proc.stderr.rstrip("\n").endswith(f" | INFO | syntax_nmt.target_tags | 2 lines with pos tags -> {out}")
+
+
+def test_strip_reads_standard_input_or_a_file(tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    o, c = "\u27e8", "\u27e9"
+    text = f"H-0\t-0.5\t{o}DET{c} la\nS-0\t{o}X{c} y\nla{o}NOUN{c} femme\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))
+    capsys.readouterr()
+    cli_main(["strip"])
+    expected = f"H-0\t-0.5\tla\nS-0\t{o}X{c} y\nla femme\n"
+    assert capsys.readouterr().out == expected
+    (tmp_path / "gen.txt").write_text(text, encoding="utf-8")
+    cli_main(["strip", str(tmp_path / "gen.txt")])
+    assert capsys.readouterr().out == expected
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\nH-1\t-1\tun \xff chat\n")))
+    code, err = run(capsys, ["strip"])
+    assert (code, len(err)) == (2, 1) and err[0].startswith("syntax-nmt-target-tags: error: <stdin>:2: invalid UTF-8")
+
+
+def test_the_command_line_needs_a_subcommand_and_help_keeps_the_examples(capsys):
+    from syntax_nmt.annotate.target_tags import get_parser
+
+    code, err = run(capsys, [])
+    assert (code, err[-1]) == (2, "syntax-nmt-target-tags: error: the following arguments are required: command")
+    help_text = get_parser().format_help()
+    assert help_text.startswith("usage: syntax-nmt-target-tags [-h] {interleave,strip} ...")
+    assert ("\nexamples:\n  syntax-nmt-annotate --source prep/train.fr --src-lang fr --pretokenized --spacy-model "
+            "fr_core_news_sm \\\n      --subword bpe") in help_text  # the examples as written (docs/cli.md: their text)
