@@ -77,6 +77,31 @@ def test_binarized_factors_are_the_target_tags_aligned_with_the_target(factored)
         assert torch.equal(prev_factors[b, 1:n + 1], factors[b, :n])
 
 
+@pytest.mark.parametrize("left", [False, True])
+def test_factors_are_padded_and_shifted_like_the_target(factored, left):
+    """Under left padding (``--left-pad-target``) and a fixed length (fairseq's ``pad_to_length``) too: the factors
+    and their shifted input have the target's and prev_output_tokens' shapes, pads and EOS positions; an empty list
+    of samples collates to fairseq's empty batch."""
+    task, _, _ = build(factored.data, *(["--left-pad-target"] if left else []))
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    samples = [ds[i] for i in range(6)]
+    d, dictionary = task.factors.dicts["pos"], task.target_dictionary
+    for pad_to in (None, {"source": 40, "target": 37}):
+        b = ds.collater(samples, pad_to_length=pad_to)
+        target, prev = b["target"], b["net_input"]["prev_output_tokens"]
+        factors, shifted = b["target_factors"]["pos"], b["net_input"]["prev_output_factors"]["pos"]
+        if pad_to:
+            assert target.size(1) == prev.size(1) == 37
+        assert target[:, 0 if left else -1].eq(dictionary.pad()).any()  # padded on the side asked for
+        assert factors.shape == target.shape and shifted.shape == prev.shape
+        assert torch.equal(factors.eq(d.pad()), target.eq(dictionary.pad()))
+        assert torch.equal(shifted.eq(d.pad()), prev.eq(dictionary.pad()))
+        assert torch.equal(factors.eq(d.eos()), target.eq(dictionary.eos()))
+        assert torch.equal(shifted.eq(d.eos()), prev.eq(dictionary.eos()))
+    assert ds.collater([]) == {}
+
+
 def test_target_annotation_must_be_the_target_line_for_line(factored, tmp_path):
     text = tmp_path / "text"
     shutil.copytree(os.path.dirname(factored.corpus["train"]), text)

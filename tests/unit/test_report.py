@@ -330,7 +330,9 @@ def test_unpack_reads_utf8_under_a_c_locale(tiny, tmp_path):
 
     kept = tmp_path / "kept"
     R.pack(tiny["eval"], str(kept), ["sgnet"], [1], ["valid"])
-    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    from support import ascii_locale_env
+
+    env = ascii_locale_env()
     code = ("import locale, sys; from syntax_nmt.recipes import report as R; "
             "print(locale.getpreferredencoding(False)); "
             "R.unpack(sys.argv[1], sys.argv[2], ['sgnet'], [1], ['valid'], sys.argv[3])")

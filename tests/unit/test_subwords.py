@@ -22,7 +22,6 @@ from syntax_nmt.annotate.subwords import (
     spm_model_path,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 CODES = "#version: 0.2\nc a\nca t</w>\ns a\nsa t</w>\nT h\nTh e</w>\n"
 CORPUS = ["the cat sat on the mat .", "the dog sat on the log .", "a cat and a dog ran .",
           "the cats ran to the mats .", "dogs and cats sat ."] * 10
@@ -288,7 +287,9 @@ def test_learn_bpe_writes_utf8_in_an_ascii_locale(tmp_path):
     out = tmp_path / "codes"
     code = (f"from syntax_nmt.annotate.subwords import learn_model\n"
             f"learn_model('bpe', iter(['stra\\u00dfe stra\\u00dfe \\u00fcbel']), 3, {str(out)!r}, quiet=True)\n")
-    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0", PYTHONPATH=str(ROOT))
+    from support import ascii_locale_env
+
+    env = ascii_locale_env()
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
     assert out.read_text(encoding="utf-8") == "#version: 0.2\n\u00df e</w>\nt r\ntr a\n"
 

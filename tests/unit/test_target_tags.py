@@ -256,7 +256,9 @@ def test_the_log_line_and_utf8_output_under_a_c_locale(prefix, tmp_path, capsys)
     (tmp_path / "P.tgt.pos").write_text("DET NOUN NOUN\nDET NOUN ADJ\n", encoding="utf-8")
     (tmp_path / "P.tgt.subword").write_text("O B E\nO O O\n", encoding="utf-8")
     out = tmp_path / "out.fr"
-    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    from support import ascii_locale_env
+
+    env = ascii_locale_env()
     code = ("import locale, sys; from syntax_nmt.annotate.target_tags import cli_main; "
             "print(locale.getpreferredencoding(False)); cli_main(sys.argv[1:])")
     proc = subprocess.run([sys.executable, "-c", code, "interleave", "--prefix", str(prefix), "--tgt-lang", "fr",
