@@ -63,9 +63,16 @@ def test_stream_dtypes_and_shapes(stream_bin):
     task, _, _ = build_task_and_model(stream_bin, "--syntax-attention", "sgnet")
     task.load_dataset("train")
     ds = task.dataset("train")
-    batch = ds.collater([ds[i] for i in range(5)])
-    for name, t in batch["net_input"]["src_streams"].items():
-        assert t.dtype == torch.long and t.shape == batch["net_input"]["src_tokens"].shape, name
+    samples = [ds[i] for i in range(5)]
+    for pad_to in (None, {"source": 41, "target": 43}):  # fairseq's fixed lengths: the streams follow the source
+        batch = ds.collater(samples, pad_to_length=pad_to)
+        if pad_to:
+            assert batch["net_input"]["src_tokens"].size(1) == 41 and batch["target"].size(1) == 43
+        for name, t in batch["net_input"]["src_streams"].items():
+            assert t.dtype == torch.long and t.shape == batch["net_input"]["src_tokens"].shape, name
+        # without target factors the batch holds no factor keys: fairseq's batch plus the source streams
+        stock = ds.dataset.collater(samples, pad_to_length=pad_to)
+        assert set(batch) == set(stock) and set(batch["net_input"]) == set(stock["net_input"]) | {"src_streams"}
 
 
 # -- literal fairseq symbols, --truncate-source and --source-prepend-bos -----------
