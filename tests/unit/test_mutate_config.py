@@ -1,10 +1,12 @@
 """``make mutate`` stays runnable from a clean clone (issue 48): its configuration (setup.cfg, [mutmut]) names
 modules and tests that exist, the folders it copies hold no link that leaves them or loops (a recipe's symlink once
-made mutmut's copy of examples/ loop), and its test selection is collected by pytest without an error."""
+made mutmut's copy of examples/ loop), the repository folders its tests read are copied, and its test selection is
+collected by pytest without an error."""
 
 import configparser
 import glob
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +59,15 @@ def test_the_selection_is_collected():
                            "-m", "not slow and not e2e", *sel], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert " tests collected" in proc.stdout or " selected" in proc.stdout
+
+
+def test_the_repository_folders_the_selected_tests_read_are_copied():
+    """mutmut runs the tests in its own copy of the repository: ``syntax_nmt``, ``tests`` and ``also_copy``. A
+    selected test that reads a file at the repository's top (``os.pardir, os.pardir, "docs"``, ``ROOT / "docs"``)
+    needs that folder copied (docs/ was not, and the whole run stopped at its first pass)."""
+    cfg = _mutmut()
+    copied = {"syntax_nmt", "tests", *(entry.split("/")[0] for entry in cfg["also_copy"])}
+    pattern = re.compile(r'(?:os\.pardir,\s*os\.pardir,\s*|ROOT\s*/\s*)"([^"/]+)')
+    for path in cfg["pytest_add_cli_args_test_selection"]:
+        for top in pattern.findall((ROOT / path).read_text(encoding="utf-8")):
+            assert top in copied, f"{path} reads {top}/, which setup.cfg [mutmut] also_copy does not copy"
