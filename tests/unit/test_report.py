@@ -330,6 +330,8 @@ def test_unpack_reads_utf8_under_a_c_locale(tiny, tmp_path):
 
     kept = tmp_path / "kept"
     R.pack(tiny["eval"], str(kept), ["sgnet"], [1], ["valid"])
+    # here too: mutation testing runs a test against the mutants of the functions it calls in its own process
+    R.unpack(str(kept), str(tmp_path / "here"), ["sgnet"], [1], ["valid"], tiny["refs"])
     from support import ascii_locale_env
 
     env = ascii_locale_env()
@@ -341,6 +343,7 @@ def test_unpack_reads_utf8_under_a_c_locale(tiny, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "utf" not in proc.stdout.lower()  # the locale was not UTF-8
     assert read_json(tmp_path / "new" / "valid" / "sgnet.seed1.json") == read_json(
+        tmp_path / "here" / "valid" / "sgnet.seed1.json") == read_json(
         os.path.join(tiny["eval"], "valid", "sgnet.seed1.json"))
 
 

@@ -284,14 +284,18 @@ def test_learn_bpe_codes_and_quiet(tmp_path, capsys):
 
 
 def test_learn_bpe_writes_utf8_in_an_ascii_locale(tmp_path):
+    """The same codes in this process and in one under an ASCII locale (called here too, so that mutation testing,
+    which maps each test to the functions it calls in-process, runs this test against learn_model's mutants)."""
+    from support import ascii_locale_env
+
+    expected = "#version: 0.2\n\u00df e</w>\nt r\ntr a\n"
+    learn_model("bpe", iter(["stra\u00dfe stra\u00dfe \u00fcbel"]), 3, str(tmp_path / "here"), quiet=True)
+    assert (tmp_path / "here").read_text(encoding="utf-8") == expected
     out = tmp_path / "codes"
     code = (f"from syntax_nmt.annotate.subwords import learn_model\n"
             f"learn_model('bpe', iter(['stra\\u00dfe stra\\u00dfe \\u00fcbel']), 3, {str(out)!r}, quiet=True)\n")
-    from support import ascii_locale_env
-
-    env = ascii_locale_env()
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
-    assert out.read_text(encoding="utf-8") == "#version: 0.2\n\u00df e</w>\nt r\ntr a\n"
+    subprocess.run([sys.executable, "-c", code], env=ascii_locale_env(), check=True, capture_output=True)
+    assert out.read_text(encoding="utf-8") == expected
 
 
 def test_learn_spm_settings_and_files(tmp_path, monkeypatch, capfd):

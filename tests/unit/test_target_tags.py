@@ -255,6 +255,13 @@ def test_the_log_line_and_utf8_output_under_a_c_locale(prefix, tmp_path, capsys)
     (tmp_path / "P.tgt.fr").write_text("la fem@@ me\nun chat dément\n", encoding="utf-8")
     (tmp_path / "P.tgt.pos").write_text("DET NOUN NOUN\nDET NOUN ADJ\n", encoding="utf-8")
     (tmp_path / "P.tgt.subword").write_text("O B E\nO O O\n", encoding="utf-8")
+    # here (mutation testing runs a test against the mutants of the functions it calls in its own process), with
+    # its log line, then under an ASCII locale: the same bytes
+    here = tmp_path / "here.fr"
+    capsys.readouterr()
+    cli_main(["interleave", "--prefix", str(prefix), "--tgt-lang", "fr", "-o", str(here)])
+    assert capsys.readouterr().err.rstrip("\n").endswith(
+        f" | INFO | syntax_nmt.target_tags | 2 lines with pos tags -> {here}")
     out = tmp_path / "out.fr"
     from support import ascii_locale_env
 
@@ -267,6 +274,7 @@ def test_the_log_line_and_utf8_output_under_a_c_locale(prefix, tmp_path, capsys)
     assert "utf" not in proc.stdout.lower()  # the locale was not UTF-8
     assert out.read_text(encoding="utf-8").splitlines()[1] == "\u27e8DET\u27e9 un \u27e8NOUN\u27e9 chat \u27e8ADJ\u27e9 dément"
     assert proc.stderr.rstrip("\n").endswith(f" | INFO | syntax_nmt.target_tags | 2 lines with pos tags -> {out}")
+    assert out.read_bytes() == here.read_bytes()
 
 
 def test_strip_reads_standard_input_or_a_file(tmp_path, capsys, monkeypatch):
