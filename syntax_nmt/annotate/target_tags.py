@@ -16,7 +16,6 @@ import argparse
 import logging
 import os
 import re
-import shutil
 import sys
 import tempfile
 from typing import List, Optional, Sequence, TextIO
@@ -202,8 +201,11 @@ def main(args) -> None:
             os.replace(tmp, args.output)
         except BaseException:  # nothing is left behind: neither the temporary file nor the folders made for it
             os.unlink(tmp)
-            if created:
-                shutil.rmtree(created[0], ignore_errors=True)
+            for folder in reversed(created):  # deepest first; only empty folders are removed, never what is in them
+                try:
+                    os.rmdir(folder)
+                except OSError:  # something else was written there meanwhile: kept, and the folders above it
+                    break
             raise
         logger.info("%d lines with %s tags -> %s", n, args.tag, args.output)
         return

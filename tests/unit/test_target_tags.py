@@ -305,3 +305,19 @@ def test_the_command_line_needs_a_subcommand_and_help_keeps_the_examples(capsys)
     assert help_text.startswith("usage: syntax-nmt-target-tags [-h] {interleave,strip} ...")
     assert ("\nexamples:\n  syntax-nmt-annotate --source prep/train.fr --src-lang fr --pretokenized --spacy-model "
             "fr_core_news_sm \\\n      --subword bpe") in help_text  # the examples as written (docs/cli.md: their text)
+
+
+def test_a_failure_keeps_a_made_folder_that_something_else_wrote_into(prefix, tmp_path, capsys, monkeypatch):
+    """The folders made for a failed output are removed only while empty (os.rmdir, deepest first): a file another
+    process wrote into one of them meanwhile is kept, with the folders above it."""
+    from syntax_nmt.annotate import target_tags
+    from syntax_nmt.annotate.textio import InputError
+
+    def fails(prefix_, lang, tag, out):
+        (tmp_path / "x" / "y" / "theirs.txt").write_text("kept")
+        raise InputError("broken")
+
+    monkeypatch.setattr(target_tags, "interleave_files", fails)
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", tmp_path / "x" / "y" / "z" / "o"])
+    assert (code, err) == (2, ["syntax-nmt-target-tags: error: broken"])
+    assert sorted(os.listdir(tmp_path / "x")) == ["y"] and sorted(os.listdir(tmp_path / "x" / "y")) == ["theirs.txt"]
