@@ -46,6 +46,10 @@ test-slow: install
 MUTATE_ARGS ?=
 MUTATE_EXAMPLES ?= 25
 mutate: install
+	@if [ "$$(id -u)" = 0 ]; then echo "make mutate: warning: running as root; each mutant runs the code with its file operations changed (one once removed /etc), so prefer an unprivileged user or a throwaway container" >&2; fi
+	@# mutmut maps each test to the functions it calls once, and later only adds new tests: a changed test gets mapped again
+	@if [ -f mutants/mutmut-stats.json ] && [ -n "$$(find tests setup.cfg -newer mutants/mutmut-stats.json -name '*.py' -o -newer mutants/mutmut-stats.json -name setup.cfg | head -1)" ]; then \
+		echo "make mutate: tests changed since mutmut mapped them: mapping them again" >&2; rm -f mutants/mutmut-stats.json; fi
 	OMP_NUM_THREADS=1 SYNTAX_NMT_PROPERTY_EXAMPLES=$(MUTATE_EXAMPLES) $(abspath $(VENV))/bin/mutmut run $(MUTATE_ARGS); \
 	status=$$?; $(abspath $(VENV))/bin/mutmut results; $(abspath $(VENV))/bin/mutmut export-cicd-stats >/dev/null && \
 	$(PY) -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
