@@ -28,6 +28,11 @@
 #                   every system of the default comparison; the first is the baseline)
 #                   [transformer syntax-infused and the two methods best on validation (README.md)]
 #   SEEDS           training seeds                                                    [1 2 3]
+#   TRAIN_PERCENT   train on this percentage of the training pairs: one fixed subset (TRAIN_SEED), the same for
+#                   every system and seed, with the BPE, dictionaries, validation and test sets of the whole
+#                   (python -m syntax_nmt.data.subsample; WORK/data-bin/T-pPERCENT, checkpoints and eval in
+#                   P-T-pPERCENT)                                                      [100]
+#   TRAIN_SEED      seed of that subset                                               [1]
 #   JOBS            trainings at a time (each with THREADS torch threads)            [CPU: nproc; GPU: 1]
 #   THREADS         torch threads per training                                        [cores / JOBS]
 #   SIGNIFICANCE    paired tests against the baseline: bs ar (bootstrap, approximate randomization) [bs ar]
@@ -68,6 +73,14 @@ if [[ ! " $SEEDS " =~ ^(\ +[0-9]+)+\ +$ ]] || [[ -n "$(tr ' ' '\n' <<< "$SEEDS" 
     exit 2
 fi
 SIGNIFICANCE=${SIGNIFICANCE:-bs ar}
+TRAIN_PERCENT=${TRAIN_PERCENT:-100}
+TRAIN_SEED=${TRAIN_SEED:-1}
+if [[ ! "$TRAIN_PERCENT" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v p="$TRAIN_PERCENT" 'BEGIN { exit !(p > 0 && p <= 100) }' \
+        || [[ ! "$TRAIN_SEED" =~ ^[0-9]+$ ]]; then
+    echo "run_all.sh: error: TRAIN_PERCENT must be a number in (0, 100] and TRAIN_SEED a non-negative integer, got" \
+         "'$TRAIN_PERCENT' and '$TRAIN_SEED'" >&2
+    exit 2
+fi
 PROGRESS_SECONDS=${PROGRESS_SECONDS:-300}  # a long training prints its updates done and ETA this often
 NOISE_RATES=${NOISE_RATES:-0.3 1.0}
 PYTHON=${PYTHON:-python}
@@ -92,9 +105,13 @@ PREP="$WORK/prep/$TAG"
 ANN="$WORK/annotated/$TAG"
 BIN="$WORK/data-bin/$TAG"
 # (a target scheme with data of its own: $ANN-SUFFIX and $BIN-SUFFIX, made with TGT_SPACY_MODEL)
-CKPT="$WORK/checkpoints/$PRESET-$TAG"
-EVAL="$WORK/eval/$PRESET-$TAG"
-NOISE="$WORK/noise/$PRESET-$TAG"
+# the data the systems train on: BIN, or with TRAIN_PERCENT < 100 its training subset (valid and tests the same)
+PART=""
+if [[ "$TRAIN_PERCENT" != 100 ]]; then PART="-p$TRAIN_PERCENT"; fi
+TRAIN_BIN="$BIN$PART"
+CKPT="$WORK/checkpoints/$PRESET-$TAG$PART"
+EVAL="$WORK/eval/$PRESET-$TAG$PART"
+NOISE="$WORK/noise/$PRESET-$TAG$PART"
 # binarized subset -> reference prefix in PREP (fairseq-preprocess names the test prefixes test, test1, test2)
 declare -A SUBSET=([valid]=valid [test2016]=test [test2017]=test1 [mscoco]=test2)
 SPLITS=${SPLITS:-valid test2016 test2017 mscoco}
@@ -200,6 +217,24 @@ if has_stage binarize; then
         done
         touch "$BIN/.done"
     fi
+    if [[ -n "$PART" ]]; then  # the training subset: the same lines of every stream, binarized with BIN's dictionaries
+        if [[ -f "$TRAIN_BIN/.done" && ( "$BIN/.done" -nt "$TRAIN_BIN/.done" ) ]]; then rm -f "$TRAIN_BIN/.done"; fi
+        if [[ -f "$TRAIN_BIN/.done" ]] && "$PYTHON" -c 'import sys; from syntax_nmt.data.subsample import is_done
+sys.exit(0 if is_done(sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])) else 1)' \
+                "$ANN/train" "$ANN$PART/train" "$TRAIN_PERCENT" "$TRAIN_SEED"; then
+            echo "$TRAIN_BIN is complete"
+        else
+            "$PYTHON" -m syntax_nmt.data.subsample --prefix "$ANN/train" --out-prefix "$ANN$PART/train" \
+                --percent "$TRAIN_PERCENT" --seed "$TRAIN_SEED"
+            rm -rf "$TRAIN_BIN"
+            syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN$PART/train" \
+                --validpref "$ANN/valid" --testpref "$ANN/test2016,$ANN/test2017,$ANN/mscoco" --destdir "$TRAIN_BIN" \
+                --joined-dictionary --srcdict "$BIN/dict.en.txt" --workers "$WORKERS" \
+                ${TGT_SPACY_MODEL:+--target-streams pos,dep}
+            cp "$ANN$PART/train.subsample.json" "$TRAIN_BIN/subsample.json"
+            touch "$TRAIN_BIN/.done"
+        fi
+    fi
     stage_end binarize
 fi
 
@@ -269,6 +304,7 @@ train_one() {
 training_settings() {
     local name value
     echo "SYSTEM=$1"; echo "SEED=$2"; echo "PRESET=$PRESET"
+    if [[ -n "$PART" ]]; then echo "TRAIN_PERCENT=$TRAIN_PERCENT"; echo "TRAIN_SEED=$TRAIN_SEED"; fi
     for name in MAX_TOKENS BATCH_TOKENS UPDATE_FREQ LR WARMUP WARMUP_INIT_LR MAX_UPDATE MAX_EPOCH PATIENCE DROPOUT \
             ATTENTION_DROPOUT LABEL_SMOOTHING CLIP_NORM SAVE_INTERVAL AVERAGE EVAL_BLEU TINY; do
         local default="${name}_DEFAULT"
@@ -351,7 +387,15 @@ data_of() {
         echo "run_all.sh: error: $1 predicts target syntax: set TGT_SPACY_MODEL (the target's parser)" >&2
         return 1
     fi
-    if [[ -n "$SYSTEM_DATA" ]]; then echo "$BIN-$SYSTEM_DATA"; else echo "$BIN"; fi
+    if [[ -n "$SYSTEM_DATA" ]]; then
+        if [[ -n "$PART" ]]; then
+            echo "run_all.sh: error: $1 trains on data of its own target scheme: TRAIN_PERCENT is not supported" >&2
+            return 1
+        fi
+        echo "$BIN-$SYSTEM_DATA"
+    else
+        echo "$TRAIN_BIN"
+    fi
 }
 
 if has_stage train; then
@@ -391,10 +435,10 @@ if has_stage evaluate; then
     lsplit=${splits[1]:-${splits[0]}}
     gens=()
     for system in "${systems[@]}"; do  # not a target scheme's own data (the interleaved target: its hypotheses hold tags)
-        if [[ "${DATA_OF[$system]}" == "$BIN" ]]; then gens+=(--system "$system=$EVAL/$lsplit/$system.seed$first.gen"); fi
+        if [[ "${DATA_OF[$system]}" == "$TRAIN_BIN" ]]; then gens+=(--system "$system=$EVAL/$lsplit/$system.seed$first.gen"); fi
     done
     if (( ${#gens[@]} )); then
-        syntax-nmt-analyze length --data "$BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.$TGT_LANG" \
+        syntax-nmt-analyze length --data "$TRAIN_BIN" --split "${SUBSET[$lsplit]}" --ref-raw "$PREP/$lsplit.raw.$TGT_LANG" \
             --out "$EVAL/analysis" "${gens[@]}" > /dev/null
     else
         echo "no BLEU by length: every system's target is data of its target scheme (interleaved with tags)"

@@ -236,6 +236,10 @@ def test_a_failed_training_is_never_marked_done_nor_scored(recipe_run, tmp_path,
     ({"SYSTEMS": "transformer nope"}, "nope"),
     ({"BPE_MERGES": "0"}, "run_all.sh: error: BPE_MERGES must be a positive integer, got '0'"),
     ({"BPE_MERGES": "-5"}, "run_all.sh: error: BPE_MERGES must be a positive integer, got '-5'"),
+    ({"TRAIN_PERCENT": "0"}, "run_all.sh: error: TRAIN_PERCENT must be a number in (0, 100] and TRAIN_SEED a "
+                             "non-negative integer, got '0' and '1'"),
+    ({"TRAIN_PERCENT": "101"}, "TRAIN_PERCENT must be a number in (0, 100]"),
+    ({"TRAIN_PERCENT": "10", "TRAIN_SEED": "x"}, "got '10' and 'x'"),
 ])
 def test_bad_seeds_and_systems_stop_the_run(recipe_run, extra, message):
     work, env, _, _ = recipe_run
@@ -405,3 +409,32 @@ def test_stale_translations_and_trainings_are_redone_or_refused(recipe_run):
     proc, log = _run(env, STAGES="binarize evaluate")
     assert "binarizing again" in proc.stdout, log[-3000:]
     assert proc.returncode != 0 and "was trained on an older" in proc.stderr, log[-3000:]
+
+
+def test_a_training_subset_is_one_fixed_part_of_the_data_with_the_whole_s_dictionaries(recipe_run):
+    """Issue 54, item 3: TRAIN_PERCENT trains on one fixed subset of the training pairs (TRAIN_SEED), binarized with
+    the whole data's dictionaries, beside the whole data's validation and test sets; its trainings and translations
+    live apart and record the subset."""
+    work, env, _, _ = recipe_run
+    from syntax_nmt.data.subsample import subsample_mask
+
+    proc, log = _run(env, STAGES="binarize train", TRAIN_PERCENT="50", TRAIN_SEED="3", SYSTEMS="transformer",
+                     SEEDS="1")
+    assert proc.returncode == 0, log[-4000:]
+    ann, part = work / "annotated" / "bpe200", work / "annotated" / "bpe200-p50"
+    full = _read(ann / "train.en")
+    keep = subsample_mask(len(full), 50, 3)
+    for ext in ("en", "de", "pos", "head", "dep"):
+        assert _read(part / f"train.{ext}") == [x for x, k in zip(_read(ann / f"train.{ext}"), keep) if k], ext
+    data, whole = work / "data-bin" / "bpe200-p50", work / "data-bin" / "bpe200"
+    assert json.loads((data / "subsample.json").read_text())["kept"] == int(keep.sum())
+    for name in ("dict.en.txt", "dict.de.txt", "dict.pos.txt", "dict.dep.txt", "valid.en-de.en.bin",
+                 "test.en-de.head.bin"):
+        assert (data / name).read_bytes() == (whole / name).read_bytes(), name
+    assert (data / "train.en-de.en.idx").read_bytes() != (whole / "train.en-de.en.idx").read_bytes()
+    done = json.loads((work / "checkpoints" / "cpu-bpe200-p50" / "transformer" / "seed1" / ".done").read_text())
+    assert done["settings"]["TRAIN_PERCENT"] == "50" and done["settings"]["TRAIN_SEED"] == "3"
+    # a second run finds the subset done and trains nothing
+    proc, log = _run(env, STAGES="binarize train", TRAIN_PERCENT="50", TRAIN_SEED="3", SYSTEMS="transformer",
+                     SEEDS="1")
+    assert proc.returncode == 0 and f"{data} is complete" in proc.stdout and "  trained " not in proc.stdout, log
