@@ -6,6 +6,7 @@
 DEADLINE=${1:-540}; T0=${T0:-$(date +%s)}
 export PYTHONPATH=${PYTHONPATH:-/tmp/site} PATH=/tmp/site/bin:$PATH
 C=/tmp/m30k/checkpoints/gpu-bpe14000
+if [[ -n "${TRAIN_PERCENT:-}" && "$TRAIN_PERCENT" != 100 ]]; then C=$C-p$TRAIN_PERCENT; fi  # run_all.sh's P-T-pPERCENT
 SYSTEMS=${SYSTEMS:-$(ls $C 2>/dev/null | tr '\n' ' ')}
 SEEDS=${SEEDS:-$(ls $C/*/ 2>/dev/null | grep -o 'seed[0-9]*' | sort -u | tr -d seed | tr '\n' ' ')}
 while :; do

@@ -26,7 +26,10 @@ N=$(( $(wc -w <<< "$SYSTEMS") * $(wc -w <<< "$SEEDS") ))
 mkdir -p /tmp/m30k && cp -r .gpu/m30k/data-bin /tmp/m30k/
 # MAX_TOKENS=8192: the preset's 8,192 tokens per update in one batch (not 2 x 4,096 with --update-freq 2): half the
 # launches; the same tokens per update
-setsid nohup env PYTHON=python3 WORK=/tmp/m30k PRESET=gpu MAX_TOKENS=8192 SYSTEMS="$SYSTEMS" SEEDS="$SEEDS" \
+# The data-size runs of issue 54 (item 3): TRAIN_PERCENT=10 MAX_TOKENS=2048 BATCH_TOKENS=2048 WARMUP=400
+# MAX_UPDATE=32000 (the gpu preset with the cpu preset's batch and warmup), the subset's data-bin (data-bin/bpe14000-p10,
+# made here by run_all.sh's binarize stage) copied beside the whole one; those settings pass through to run_all.sh.
+setsid nohup env PYTHON=python3 WORK=/tmp/m30k PRESET=gpu MAX_TOKENS="${MAX_TOKENS:-8192}" SYSTEMS="$SYSTEMS" SEEDS="$SEEDS" \
     STAGES=train JOBS="$N" THREADS=2 PROGRESS_SECONDS=60 \
     bash examples/multi30k_en_de/run_all.sh > /tmp/m30k-train.log 2>&1 < /dev/null &
 echo "$N trainings started: $SYSTEMS x seeds $SEEDS"
