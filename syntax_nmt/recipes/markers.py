@@ -27,6 +27,7 @@ import sys
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
+from syntax_nmt.io_guard import no_path, parse_args, reads, updates
 from syntax_nmt.utils import atomic_write_json, read_json_marker
 
 PROG = "python -m syntax_nmt.recipes.markers"
@@ -132,26 +133,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("todo", help="print the splits still to translate and score")
-    t.add_argument("--after", required=True, help="the training's .done")
-    t.add_argument("--eval", required=True, help="EVAL: EVAL/SPLIT/NAME.json")
+    reads(t.add_argument("--after", required=True, help="the training's .done"), optional=True)
+    updates(t.add_argument("--eval", required=True, help="EVAL: EVAL/SPLIT/NAME.json"))
     t.add_argument("--name", required=True, help="SYSTEM.seedN")
     t.add_argument("--splits", required=True, help="space-separated")
     t.add_argument("--factors", action="store_true", help="the system predicts target tags: NAME.factors.json too")
     t.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="what the translations are made with now (a split translated otherwise is done again)")
     r = sub.add_parser("record", help="record the settings of a split's translation (after it is scored)")
-    r.add_argument("--eval", required=True)
+    updates(r.add_argument("--eval", required=True))
     r.add_argument("--split", required=True)
     r.add_argument("--name", required=True)
     r.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
     a = sub.add_parser("annotated", help="exit 2, naming the change, if PREFIX was annotated with another parser")
-    a.add_argument("prefix")
+    reads(a.add_argument("prefix"), "prefix", optional=True)
     a.add_argument("--setting", required=True, help="the run's name for it (SPACY_MODEL, TGT_SPACY_MODEL)")
     a.add_argument("--model", required=True)
     n = sub.add_parser("parser", help="the recorded parser's name and version")
-    n.add_argument("path", help="an annotation prefix or a data directory")
-    n.add_argument("--default", default=None, help="printed when PATH records no parser")
-    args = p.parse_args(argv)
+    reads(n.add_argument("path", help="an annotation prefix or a data directory"), "prefix", optional=True)
+    no_path(n.add_argument("--default", default=None, help="printed when PATH records no parser"), "printed text")
+    args = parse_args(p, argv)
     try:
         if args.command == "todo":
             settings = parse_settings(args.setting)

@@ -167,9 +167,12 @@ class SpacyBackend(ParserBackend):
 
     @classmethod
     def add_args(cls, group) -> None:
-        group.add_argument("--spacy-model", metavar="NAME_OR_PATH",
-                           help="spaCy pipeline name or directory (default: en_core_web_sm for en, else "
-                           "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one")
+        from syntax_nmt.io_guard import reads
+
+        reads(group.add_argument("--spacy-model", metavar="NAME_OR_PATH",
+                                 help="spaCy pipeline name or directory (default: en_core_web_sm for en, else "
+                                 "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one"), "dir",
+              name_or_path=True)
 
     @classmethod
     def check_args(cls, args) -> None:
