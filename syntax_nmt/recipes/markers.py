@@ -89,7 +89,8 @@ def recorded_parser(path: str) -> Optional[dict]:
     found = read_json_marker(_settings_file(path))
     if not isinstance(found, dict):
         return None
-    return {"backend": found.get("backend"), "spacy_model": found.get("spacy_model")}
+    return {"backend": found.get("backend"), "spacy_model": found.get("spacy_model"),
+            "spacy_pipeline": found.get("spacy_pipeline")}
 
 
 def check_annotated(prefix: str, setting: str, model: str) -> None:
@@ -98,7 +99,8 @@ def check_annotated(prefix: str, setting: str, model: str) -> None:
     Raises:
         ValueError: naming the annotation, the setting, both parsers and how to go on.
     """
-    from syntax_nmt.annotate.backends.spacy_backend import recorded_model
+    from syntax_nmt.annotate.backends.spacy_backend import pipeline_record, recorded_model
+    from syntax_nmt.annotation_settings import describe
 
     rec = recorded_parser(prefix)
     if rec is None or rec["backend"] != "spacy" or not rec["spacy_model"]:
@@ -108,6 +110,13 @@ def check_annotated(prefix: str, setting: str, model: str) -> None:
         raise ValueError(f"{where} was annotated with {setting}={rec['spacy_model']}, now {setting}={model}: set "
                          f"{setting}={rec['spacy_model']} to go on with these parses, or choose another WORK (or "
                          f"remove {where} and what was made from it) and run the annotate stage for the new parser")
+    was = rec.get("spacy_pipeline")
+    now = pipeline_record(model) if isinstance(was, dict) else None
+    if now is not None and now.get("sha256") != was.get("sha256"):  # retrained or upgraded at the same name or path
+        where = os.path.dirname(prefix) or "."
+        raise ValueError(f"{where} was annotated by {setting}={model} as {describe('spacy_pipeline', was)}, and "
+                         f"{model} is now {describe('spacy_pipeline', now)}: remove {where} and what was made from it "
+                         f"and run the annotate stage again, or put the pipeline that made these parses back")
 
 
 def parser_name(path: str) -> str:
@@ -118,6 +127,8 @@ def parser_name(path: str) -> str:
     rec = recorded_parser(path)
     if rec is None:
         return "unknown"
+    if isinstance(rec.get("spacy_pipeline"), dict):  # the pipeline that parsed, not the one at its path now
+        return f"{rec['spacy_pipeline'].get('name')} {rec['spacy_pipeline'].get('version')}"
     if rec["spacy_model"]:
         return model_version(rec["spacy_model"])
     return str(rec["backend"])

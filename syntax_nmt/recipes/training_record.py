@@ -60,13 +60,18 @@ def versions() -> Dict[str, Optional[str]]:
 
 def parser_of(data: Optional[str]) -> Optional[str]:
     """The parser recorded in a data directory's ``annotation.json``: its backend and, for spaCy, the pipeline's
-    name and version (the installed package's, or ``meta.json`` of a pipeline given as a path)."""
+    name, version and files' hash as recorded with the parses (``spacy_pipeline``); for data annotated before that
+    was recorded, the name and version of the pipeline at the recorded name or path now (the installed package's,
+    or ``meta.json`` of a pipeline given as a path)."""
     path = os.path.join(data, "annotation.json") if data else None
     if not path or not os.path.exists(path):
         return None
     with open(path) as f:
         rec = json.load(f)
-    model = rec.get("spacy_model")
+    model, pipeline = rec.get("spacy_model"), rec.get("spacy_pipeline")
+    if isinstance(pipeline, dict):  # recorded with the parses (issue 56.3): the pipeline that parsed, not the one now
+        return (f"{rec.get('backend')} {pipeline.get('name')} {pipeline.get('version')} (files sha256 "
+                f"{str(pipeline.get('sha256'))[:12]})")
     if not model:
         return rec.get("backend")
     return f"{rec.get('backend')} {model_version(model)}"
