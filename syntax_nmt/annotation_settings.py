@@ -38,8 +38,8 @@ A backend records settings of its own beside these
 ``spacy_model`` (the pipeline's name, or the ABSOLUTE path of a pipeline directory) and ``spacy_pipeline`` (what
 that pipeline was: ``{"name", "version", "sha256"}``, the hash over its directory's files, so that a pipeline
 retrained or upgraded at the same name or path is another parser; files written before it are not compared on
-it), a toy backend its label. They, and any other key of a file, are kept in :attr:`AnnotationSettings.extra`, written back and
-compared like the others. Files written before the spaCy setting moved to its backend hold
+it), a toy backend its label. They, and any other key of a file, are kept in :attr:`AnnotationSettings.extra`,
+written back and compared like the others. Files written before the spaCy setting moved to its backend hold
 ``"spacy_model": null`` for every other backend: it is kept (such a file is written back byte for byte),
 and a null there compares equal to no such key.
 

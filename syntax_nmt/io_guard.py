@@ -314,7 +314,8 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 def guard(parser: argparse.ArgumentParser, args: argparse.Namespace, prog: Optional[str] = None) -> None:
-    """:func:`check`, a refusal (or an option's value that names no paths) reported as one line ``PROG: error: ...`` with exit status 2."""
+    """:func:`check`, a refusal (or a value that names no paths) reported as one line ``PROG: error: ...``, exit
+    status 2."""
     from syntax_nmt.cli_errors import USER_ERRORS, fail
 
     try:

@@ -158,7 +158,8 @@ def get_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     i = sub.add_parser("interleave", help="write the target with each word's tag before it")
     reads(i.add_argument("--prefix", required=True, help="annotation prefix P: reads P.TGT, P.tgt.TGT, P.tgt.TAG, "
-                         "P.tgt.subword"), "prefix", paths=lambda prefix, a: interleave_inputs(prefix, a.tgt_lang, a.tag))
+                         "P.tgt.subword"), "prefix",
+          paths=lambda prefix, a: interleave_inputs(prefix, a.tgt_lang, a.tag))
     i.add_argument("--tgt-lang", required=True, help="target language (suffix of P.TGT)")
     i.add_argument("--tag", default="pos", choices=[s for s in TAG_STREAMS if s != "subword"],
                    help="the target stream whose values are interleaved")

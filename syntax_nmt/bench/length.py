@@ -498,7 +498,8 @@ def get_parser() -> argparse.ArgumentParser:
                                 epilog="example:\n  python -m syntax_nmt.bench.length --out bench-out --lengths 64 256",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     writes(p.add_argument("--out", default="bench-out"), "dir",
-           paths=lambda d, _: [os.path.join(d, f"bench-length{x}") for x in (".json", ".png", "-ops.json", "-bytes.json")])
+           paths=lambda d, _: [os.path.join(d, f"bench-length{x}")
+                               for x in (".json", ".png", "-ops.json", "-bytes.json")])
     p.add_argument("--lengths", type=int, nargs="+", default=[32, 64, 128, 256, 512], help="sentence lengths T")
     p.add_argument("--tokens", type=int, default=8192, help="tokens per batch (B = tokens // T)")
     p.add_argument("--systems", default="",

@@ -95,7 +95,8 @@ def get_parser():
         default=None,
         help="reuse dict.{stream}.txt from this directory (default: the directory of --srcdict if given, "
         "else build the dictionaries from the training streams)",
-    ), "dir")
+    ), "dir", optional=True,  # a missing dictionary: main() names the stream
+        paths=lambda d, a: [stream_dict_path(d, s) for s in resolve_streams(a) if s != HEAD_STREAM])
     io_guard.no_path(group.add_argument(
         "--target-streams",
         default="",

@@ -680,7 +680,8 @@ def get_parser() -> argparse.ArgumentParser:
                    help="with --parser: several roots in a line, as syntax-nmt-annotate's")
     writes(p.add_argument("--output", help="write the result as JSON"))
     p = sub.add_parser("significance", help="paired significance test against a baseline")
-    reads(p.add_argument("--ref-raw", required=True, help="reference: untokenized (sacrebleu) or tokenized (tokenized)"))
+    reads(p.add_argument("--ref-raw", required=True,
+                         help="reference: untokenized (sacrebleu) or tokenized (tokenized)"))
     reads(p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized); "
                          "FILE,FILE,...: one per training seed, the test sentence the unit"), paths=_named_files)
     reads(p.add_argument("systems", nargs="+", help="[NAME=]system hypotheses (detokenized or tokenized), one file "
@@ -698,7 +699,8 @@ def get_parser() -> argparse.ArgumentParser:
     reads(p.add_argument("--baseline", help="out-prefix of the baseline (of the score command); PREFIX,PREFIX,...: "
                          "one per training seed"), "prefix", paths=_scores)
     reads(p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command, one system each; "
-                         "PREFIX,PREFIX,...: one per training seed, as many as the baseline's"), "prefix", paths=_scores)
+                         "PREFIX,PREFIX,...: one per training seed, as many as the baseline's"), "prefix",
+          paths=_scores)
     p.add_argument("--test", choices=["bs", "ar"], default="bs")
     p.add_argument("--n-samples", type=int, default=0)
     p.add_argument("--title", default="")

@@ -203,7 +203,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     reads(p.add_argument("--translations", required=True, help="kept translations (DIR/SPLIT/SYSTEM.seedN.*.gz)"),
           "dir", gz=True)
-    reads(p.add_argument("--refs", required=True, help="the recipe's prepared data (SPLIT.raw.LANG, SPLIT.LANG)"), "dir")
+    reads(p.add_argument("--refs", required=True, help="the recipe's prepared data (SPLIT.raw.LANG, SPLIT.LANG)"),
+          "dir")
     updates(p.add_argument("--eval", required=True, help="where the translations are scored again (one folder per "
                            "point)"))
     writes(p.add_argument("--out", required=True, help="output prefix: OUT.md, OUT.json, OUT.png"), "prefix",

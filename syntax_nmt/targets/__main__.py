@@ -52,7 +52,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("data-suffixes", help="the suffixes of the schemes' own data directories, one a line")
     w = sub.add_parser("write-data", help="write each own-data scheme's copy of the annotated splits")
-    updates(w.add_argument("--annotated", required=True, help="the annotated directory (syntax-nmt-annotate's outputs)"))
+    updates(w.add_argument("--annotated", required=True,
+                           help="the annotated directory (syntax-nmt-annotate's outputs)"))
     w.add_argument("--splits", required=True, help="space- or comma-separated split names (prefixes in it)")
     w.add_argument("--src-lang", required=True)
     w.add_argument("--tgt-lang", required=True)

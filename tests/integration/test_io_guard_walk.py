@@ -401,9 +401,6 @@ def test_misuse_of_every_command(name, sub, walk, tmp_path, capsys, monkeypatch)
                 assert err[0].startswith(f"{prog}: error: {io_guard.label(out_action)} "), (moved.argv(), err)
                 assert "input" in err[0] and same, (moved.argv(), err)
                 tried += 1
-                if os.environ.get("WALK_DEBUG"):
-                    print("COLLIDE", name, sub, io_guard.label(out_action), io_guard.label(in_action), err[0][:200],
-                          file=sys.__stdout__)
         # a missing input
         for in_action in [a for a in inputs if a in present and not roles[a].optional]:
             tmp = fresh("missing")
