@@ -20,6 +20,8 @@ import torch
 from fairseq import checkpoint_utils
 
 import syntax_nmt.checkpoint_compat  # noqa: F401  (weights-only loading of fairseq checkpoints)
+from syntax_nmt.analyze.common import readable_checkpoint
+from syntax_nmt.io_guard import parse_args, reads, writes
 
 
 def last_n_checkpoints(directory: str, n: int, update_based: bool, upper_bound: Optional[int] = None) -> List[str]:
@@ -42,8 +44,10 @@ def average_checkpoints(inputs: List[str]) -> dict:
     """
     new_state, sums, dtypes = None, collections.OrderedDict(), {}
     for path in inputs:
-        with open(path, "rb") as f:
+        with readable_checkpoint(path), open(path, "rb") as f:
             state = torch.load(f, map_location="cpu")
+        if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
+            raise ValueError(f"{path} is not a fairseq checkpoint (it holds no model weights)")
         if new_state is None:
             new_state = state
         params = state["model"]
@@ -63,13 +67,18 @@ def average_checkpoints(inputs: List[str]) -> dict:
     return new_state
 
 
-def main(args: argparse.Namespace) -> None:
-    inputs = args.inputs
+def _averaged(inputs: List[str], args: argparse.Namespace) -> List[str]:
+    """The checkpoints averaged: the files given, or the last N of the one directory given with --num-*."""
     num = args.num_epoch_checkpoints or args.num_update_checkpoints
-    if num:
-        if len(inputs) != 1 or not os.path.isdir(inputs[0]):
-            raise SystemExit("--num-*-checkpoints needs exactly one --inputs directory")
-        inputs = last_n_checkpoints(inputs[0], num, bool(args.num_update_checkpoints), args.checkpoint_upper_bound)
+    if not num:
+        return inputs
+    if len(inputs) != 1 or not os.path.isdir(inputs[0]):
+        raise ValueError("--num-*-checkpoints needs exactly one --inputs directory")
+    return last_n_checkpoints(inputs[0], num, bool(args.num_update_checkpoints), args.checkpoint_upper_bound)
+
+
+def main(args: argparse.Namespace) -> None:
+    inputs = _averaged(args.inputs, args)
     print("averaging checkpoints:\n  " + "\n  ".join(inputs), file=sys.stderr)
     checkpoint_utils.torch_persistent_save(average_checkpoints(inputs), args.output)
     print(f"wrote {args.output}", file=sys.stderr)
@@ -81,9 +90,9 @@ def get_parser() -> argparse.ArgumentParser:
         epilog="example: python scripts/average_checkpoints.py --inputs checkpoints/syntax "
         "--num-update-checkpoints 5 --output checkpoints/syntax/checkpoint_avg.pt",
     )
-    parser.add_argument("--inputs", required=True, nargs="+",
-                        help="checkpoint files, or one directory with --num-*-checkpoints")
-    parser.add_argument("--output", required=True, help="averaged checkpoint to write")
+    reads(parser.add_argument("--inputs", required=True, nargs="+",
+                              help="checkpoint files, or one directory with --num-*-checkpoints"), paths=_averaged)
+    writes(parser.add_argument("--output", required=True, help="averaged checkpoint to write"))
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--num-epoch-checkpoints", type=int, help="average the last N checkpoint{E}.pt")
     group.add_argument("--num-update-checkpoints", type=int, help="average the last N checkpoint_{E}_{U}.pt")
@@ -94,7 +103,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 def cli_main() -> None:
     try:
-        main(get_parser().parse_args())
+        main(parse_args(get_parser()))
     except (OSError, ValueError, KeyError) as e:
         sys.stderr.write(f"average_checkpoints.py: error: {e}\n")
         sys.exit(2)

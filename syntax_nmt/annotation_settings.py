@@ -35,9 +35,11 @@ the keys of :data:`KEYS`, the fields of the object:
 
 A backend records settings of its own beside these
 (:meth:`~syntax_nmt.annotate.backends.base.ParserBackend.recorded_settings`): the spaCy backend its
-``spacy_model`` (the pipeline's name, or the ABSOLUTE path of a pipeline directory), a toy backend its
-label. They, and any other key of a file, are kept in :attr:`AnnotationSettings.extra`, written back and
-compared like the others. Files written before the spaCy setting moved to its backend hold
+``spacy_model`` (the pipeline's name, or the ABSOLUTE path of a pipeline directory) and ``spacy_pipeline`` (what
+that pipeline was: ``{"name", "version", "sha256"}``, the hash over its directory's files, so that a pipeline
+retrained or upgraded at the same name or path is another parser; files written before it are not compared on
+it), a toy backend its label. They, and any other key of a file, are kept in :attr:`AnnotationSettings.extra`,
+written back and compared like the others. Files written before the spaCy setting moved to its backend hold
 ``"spacy_model": null`` for every other backend: it is kept (such a file is written back byte for byte),
 and a null there compares equal to no such key.
 
@@ -56,6 +58,9 @@ from syntax_nmt.utils import write_lines
 SETTINGS_VERSION = 1
 #: a backend's setting that files of version 1 hold for every backend, null where the backend has no model
 LEGACY_NULL_KEY = "spacy_model"
+#: settings recorded since a later change: a file without one cannot say, and is not compared on it
+#: (``spacy_pipeline``: the pipeline's name, version and files' hash, issue 56.3)
+RECORDED_LATER = ("spacy_pipeline",)
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -198,7 +203,8 @@ class AnnotationSettings:
         """Keys whose values differ (in :data:`KEYS` order, then the other keys alphabetically)."""
         a, b = _compared(self), _compared(other)
         missing = object()
-        return [k for k in _key_order(a, b) if a.get(k, missing) != b.get(k, missing)]
+        return [k for k in _key_order(a, b) if a.get(k, missing) != b.get(k, missing)
+                and not (k in RECORDED_LATER and (k not in a or k not in b))]
 
 
 #: Every key of the settings file, in the order they are compared.
@@ -237,6 +243,13 @@ def check_compatible(a: AnnotationSettings, b: AnnotationSettings, what_a: str, 
         if key == "subword_model" and same_model:
             continue  # the same model (by SHA-256) at another path
         va, vb = da.get(key, missing), db.get(key, missing)
-        show_a = "missing" if va is missing else repr(va)
-        show_b = "missing" if vb is missing else repr(vb)
+        show_a = "missing" if va is missing else describe(key, va)
+        show_b = "missing" if vb is missing else describe(key, vb)
         raise ValueError(f"annotation setting {key!r} differs: {show_a} in {what_a}, {show_b} in {what_b}")
+
+
+def describe(key: str, value) -> str:
+    """A setting's value in a message: a recorded pipeline as ``NAME VERSION (files sha256 PREFIX...)``."""
+    if key == "spacy_pipeline" and isinstance(value, dict):
+        return f"{value.get('name')} {value.get('version')} (files sha256 {str(value.get('sha256'))[:12]}...)"
+    return repr(value)

@@ -5,8 +5,14 @@ Every subcommand writes a PNG plot and the same numbers as JSON and markdown int
 
 import argparse
 import logging
+import os
+from typing import List
+
+from syntax_nmt import io_guard
 
 PROG = "syntax-nmt-analyze"
+#: what ``fractions`` writes into its --out (common.write_outputs's stem.json, stem.md, figure.png)
+FRACTIONS_FILES = (".json", ".md", ".png")
 
 EPILOG = """examples (paths of `make demo`):
   syntax-nmt-analyze attention --data demo-out/data-bin --sentence 3 \\
@@ -48,7 +54,32 @@ def get_parser() -> argparse.ArgumentParser:
     for name, help_text in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         adders[name](p)
+        mark_paths(name, p)
     return parser
+
+
+def _checkpoints(values, _) -> List[str]:
+    """The files of ``--system [NAME=]PATH`` (repeated)."""
+    return [v.partition("=")[2] if "=" in v else v for v in values]
+
+
+def mark_paths(name: str, p: argparse.ArgumentParser) -> None:
+    """What each subcommand's options read and write, for the one guard (:mod:`syntax_nmt.io_guard`)."""
+    dests = {a.dest for a in p._actions}
+    for dest, mark in (("data", lambda a: io_guard.reads(a, "dir")),
+                       ("system", lambda a: io_guard.reads(a, paths=_checkpoints)),
+                       ("ref_raw", io_guard.reads), ("results", lambda a: io_guard.reads(a, "dir")),
+                       ("annotate_parser_model", lambda a: io_guard.reads(a, "dir", name_or_path=True)),
+                       ("annotate_subword_model", io_guard.reads), ("annotation_settings_file", io_guard.reads),
+                       ("text", lambda a: io_guard.no_path(a, "a sentence")),
+                       ("text_target", lambda a: io_guard.no_path(a, "a sentence"))):
+        if dest in dests:
+            mark(io_guard.action_of(p, dest))
+    out = io_guard.action_of(p, "out")
+    if name == "fractions":  # beside its --results (the demo's fractions/ holds eval/)
+        io_guard.writes(out, "dir", paths=lambda d, _: [os.path.join(d, "fractions" + e) for e in FRACTIONS_FILES])
+    else:
+        io_guard.writes(out, "dir")
 
 
 def main(args) -> list:
@@ -67,7 +98,7 @@ def cli_main(argv=None) -> None:
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.WARNING)
-    args = get_parser().parse_args(argv)
+    args = io_guard.parse_args(get_parser(), argv)
     from syntax_nmt.cli_errors import run
 
     run(PROG, main, args)

@@ -1,11 +1,14 @@
 """Shared helpers of ``syntax-nmt-analyze``: named inputs, outputs (JSON + markdown + PNG),
 fairseq command lines, scoring."""
 
+import contextlib
 import json
 import math
 import os
+import pickle
 import re
 import subprocess
+import zipfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from syntax_nmt.utils import exe, markdown_table, mean_sd, pyplot, user_dir  # noqa: F401  (the analyses' helpers)
@@ -75,13 +78,37 @@ def write_outputs(out_dir: str, stem: str, data: Dict, markdown: str, figures: D
     return paths
 
 
+#: What reading a file that is not a whole checkpoint raises (torch.load, fairseq's upgrade of its keys).
+UNREADABLE = (EOFError, pickle.UnpicklingError, RuntimeError, OSError, KeyError, zipfile.BadZipFile)
+
+
+@contextlib.contextmanager
+def readable_checkpoint(path: str):
+    """Around a load of checkpoint ``path``: an empty, truncated or foreign file is an :class:`AnalyzeError` naming
+    it (instead of torch's unpickling traceback)."""
+    size = os.path.getsize(path)
+    if size == 0:
+        raise AnalyzeError(f"checkpoint {path} is empty (0 bytes): an interrupted save? use another checkpoint")
+    try:
+        yield
+    except UNREADABLE as e:
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        # torch's weights-only unpickler explains itself at length; its reason is the "Unsupported ..." line
+        why = next((line for line in lines if line.startswith("Unsupported")), lines[0] if lines else "")
+        raise AnalyzeError(f"cannot read checkpoint {path} ({size} bytes): truncated or not a fairseq checkpoint "
+                           f"({type(e).__name__}{': ' + why if why else ''})") from None
+
+
 def checkpoint_info(path: str) -> Dict:
     """``{"task": name, "streams": [...]}`` of a fairseq checkpoint (weights-only load)."""
     import torch
 
     import syntax_nmt.checkpoint_compat  # noqa: F401  (allow-lists what fairseq checkpoints pickle)
 
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    with readable_checkpoint(path):
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise AnalyzeError(f"{path} is not a fairseq checkpoint (it holds no model weights and configuration)")
     cfg = state.get("cfg") or {}
     task = cfg.get("task") or {}
     model = cfg.get("model")

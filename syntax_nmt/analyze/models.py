@@ -32,16 +32,14 @@ returns None or no pieces is listed as not shown.
 
 import contextlib
 import os
-import pickle
 import re
-import zipfile
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from syntax_nmt.analyze.common import AnalyzeError
+from syntax_nmt.analyze.common import AnalyzeError, readable_checkpoint
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
@@ -80,8 +78,6 @@ def load(name: str, path: str, data: str, split: Optional[str] = "test") -> Load
     return Loaded(name, path, model, task, cfg)
 
 
-#: What reading a file that is not a whole checkpoint raises (torch.load, fairseq's upgrade of its keys).
-_UNREADABLE = (EOFError, pickle.UnpicklingError, RuntimeError, OSError, KeyError, zipfile.BadZipFile)
 
 
 def read_checkpoint(path: str, arg_overrides: Optional[Dict] = None) -> Dict:
@@ -93,17 +89,8 @@ def read_checkpoint(path: str, arg_overrides: Optional[Dict] = None) -> Dict:
     """
     from fairseq import checkpoint_utils
 
-    size = os.path.getsize(path)
-    if size == 0:
-        raise AnalyzeError(f"checkpoint {path} is empty (0 bytes): an interrupted save? use another checkpoint")
-    try:
+    with readable_checkpoint(path):
         state = checkpoint_utils.load_checkpoint_to_cpu(path, arg_overrides)
-    except _UNREADABLE as e:
-        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-        # torch's weights-only unpickler explains itself at length; its reason is the "Unsupported ..." line
-        why = next((line for line in lines if line.startswith("Unsupported")), lines[0] if lines else "")
-        raise AnalyzeError(f"cannot read checkpoint {path} ({size} bytes): truncated or not a fairseq checkpoint "
-                           f"({type(e).__name__}{': ' + why if why else ''})") from None
     if not isinstance(state, dict) or "model" not in state or (state.get("cfg") is None
                                                                and state.get("args") is None):
         raise AnalyzeError(f"{path} is not a fairseq checkpoint (it holds no model weights and configuration)")

@@ -20,6 +20,30 @@ from .backends import DEFAULT_BACKEND, PARSER_BACKENDS, get_backend
 from .parsed import MULTI_ROOT_POLICIES
 from .settings import parse_moses_settings
 from .subwords import SCHEMES
+from syntax_nmt.io_guard import check, parse_args, reads, writes
+
+
+def written_files(prefix: str, args: argparse.Namespace) -> List[str]:
+    """Every file ``-o P`` writes or (``--overwrite``) removes: ``P.{src,tgt,streams,conllu}``, its two records,
+    and what ``P.chunks/`` holds."""
+    import os
+
+    from syntax_nmt.annotation_settings import settings_path
+
+    from .pipeline import inputs_path, output_names
+
+    names = output_names(args.src_lang, args.tgt_lang if args.target else None, args.write_conllu)
+    chunks = [os.path.join(d, f) for d, _, files in os.walk(prefix + ".chunks") for f in files]
+    return [f"{prefix}.{n}" for n in names] + [settings_path(prefix), inputs_path(prefix)] + chunks
+
+
+def _subword_model_files(path: str, args: argparse.Namespace) -> List[str]:
+    if args.subword != "spm":
+        return [path]
+    from .subwords import spm_model_path
+
+    model = spm_model_path(path)
+    return [model, model[: -len(".model")] + ".vocab"]
 
 EPILOG = """\
 examples:
@@ -69,13 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     io = p.add_argument_group("input and output")
-    io.add_argument("--source", metavar="FILE", help="source text, one sentence per line (optional with "
-                    "--backend conllu: the source words are then taken from the CoNLL-U)")
-    io.add_argument("--target", metavar="FILE", help="target text, line-aligned with the source; segmented with the "
-                    "same subword model (bpe: tokenize it beforehand, e.g. with sacremoses; spm: raw text is fine)")
+    reads(io.add_argument("--source", metavar="FILE", help="source text, one sentence per line (optional with "
+                          "--backend conllu: the source words are then taken from the CoNLL-U)"))
+    reads(io.add_argument("--target", metavar="FILE", help="target text, line-aligned with the source; segmented with "
+                          "the same subword model (bpe: tokenize it beforehand, e.g. with sacremoses; spm: raw text is "
+                          "fine)"))
     io.add_argument("--src-lang", required=True, metavar="S", help="source language, suffix of P.S (e.g. en)")
     io.add_argument("--tgt-lang", metavar="T", help="target language, suffix of P.T (e.g. de)")
-    io.add_argument("--output-prefix", "-o", required=True, metavar="P", help="output prefix P (directories are created)")
+    writes(io.add_argument("--output-prefix", "-o", required=True, metavar="P",
+                           help="output prefix P (directories are created)"), "prefix", paths=written_files)
     io.add_argument("--pretokenized", action="store_true",
                     help="the source is tokenized already: keep its space-separated tokens as the words")
     io.add_argument("--moses-settings", metavar="SPEC",
@@ -125,13 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = p.add_argument_group("subwords")
     sub.add_argument("--subword", choices=SCHEMES, default="bpe", help="subword scheme (default: %(default)s)")
-    sub.add_argument("--subword-model", metavar="PATH",
-                     help="existing BPE codes file (subword-nmt) or sentencepiece .model; recommended at WMT scale")
+    reads(sub.add_argument("--subword-model", metavar="PATH",
+                           help="existing BPE codes file (subword-nmt) or sentencepiece .model; recommended at WMT "
+                           "scale"))
     sub.add_argument("--learn-subword", type=int, default=0, metavar="N",
                      help="learn a joint model on the parsed source words + target tokens: N BPE merges, or an spm "
                      "vocabulary of about N; done after parsing the whole corpus, by the run that merges")
-    sub.add_argument("--subword-model-out", metavar="PATH",
-                     help="where --learn-subword writes the model (spm: PATH or PATH.model, plus .vocab)")
+    writes(sub.add_argument("--subword-model-out", metavar="PATH",
+                            help="where --learn-subword writes the model (spm: PATH or PATH.model, plus .vocab)"),
+           paths=_subword_model_files)
     sub.add_argument("--spm-model-type", choices=("unigram", "bpe"), default="unigram",
                      help="sentencepiece model type for --learn-subword (default: %(default)s)")
 
@@ -206,7 +234,9 @@ def main(args: Union[argparse.Namespace, Sequence[str]], on_chunk_done=None) -> 
     from .pipeline import Job
 
     if not isinstance(args, argparse.Namespace):
-        args = build_parser().parse_args(list(args))
+        parser = build_parser()
+        args = parser.parse_args(list(args))
+        check(parser, args)
     check_args(args)
     return Job(args, on_chunk_done).run()
 
@@ -214,7 +244,7 @@ def main(args: Union[argparse.Namespace, Sequence[str]], on_chunk_done=None) -> 
 def cli_main(argv: Optional[List[str]] = None) -> None:
     """Console entry point ``syntax-nmt-annotate``."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.WARNING if args.quiet else logging.INFO)

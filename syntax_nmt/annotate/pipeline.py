@@ -480,24 +480,6 @@ class Job:
                         ",".join(self.names))
         return not missing
 
-    def check_outputs_spare_inputs(self, written: List[str]) -> None:
-        """Raises ValueError when a file this run writes or removes is one of its inputs, however spelled
-        (``./``, an absolute path, a symbolic or hard link): e.g. ``-o d/train`` for ``--source d/train.en``, which
-        ``--overwrite`` would delete before reading it."""
-        a = self.args
-        inputs = {"--source": a.source, "--target": a.target, "--subword-model": getattr(a, "subword_model", None),
-                  **{f"the {role} file": path for role, path in get_backend(a.backend).input_files(a).items()}}
-        for option, path in inputs.items():
-            if not path:
-                continue
-            real = os.path.realpath(path)
-            for out in written:
-                same = os.path.realpath(out) == real or (
-                    os.path.exists(out) and os.path.exists(path) and os.path.samefile(out, path))
-                if same:
-                    raise ValueError(f"the output {out} would overwrite the input {path} ({option}): choose another "
-                                     "--output-prefix")
-
     def run(self) -> int:
         """Run the job; returns the exit status (0)."""
         a = self.args
@@ -505,7 +487,6 @@ class Job:
         store_dir = a.output_prefix + ".chunks"
         finals = [f"{a.output_prefix}.{n}" for n in self.names]
         records = [settings_path(a.output_prefix), inputs_path(a.output_prefix)]
-        self.check_outputs_spare_inputs(finals + records + [a.subword_model_out] * bool(a.subword_model_out))
         if a.overwrite:
             shutil.rmtree(store_dir, ignore_errors=True)
             for f in finals + records:

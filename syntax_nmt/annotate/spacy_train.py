@@ -396,6 +396,8 @@ def format_scores(scores: Dict[str, float], name: str = "") -> str:
 
 
 def get_parser() -> argparse.ArgumentParser:
+    from syntax_nmt.io_guard import reads, writes
+
     parser = argparse.ArgumentParser(
         prog="syntax-nmt-train-spacy",
         description="Train a tiny spaCy English pipeline (tagger -> tag_, morphologizer -> pos_, "
@@ -405,10 +407,10 @@ def get_parser() -> argparse.ArgumentParser:
         "      --test data/test.en.conllu --output models/spacy-en-tiny --max-steps 300 --seed 0\n"
         "then: syntax-nmt-annotate ... --spacy-model models/spacy-en-tiny",
     )
-    parser.add_argument("--train", required=True, help="training CoNLL-U file")
-    parser.add_argument("--dev", required=True, help="development CoNLL-U file (model selection)")
-    parser.add_argument("--output", required=True, help="output pipeline directory")
-    parser.add_argument("--test", help="CoNLL-U file to evaluate on afterwards (default: the dev file)")
+    reads(parser.add_argument("--train", required=True, help="training CoNLL-U file"))
+    reads(parser.add_argument("--dev", required=True, help="development CoNLL-U file (model selection)"))
+    writes(parser.add_argument("--output", required=True, help="output pipeline directory"), "dir")
+    reads(parser.add_argument("--test", help="CoNLL-U file to evaluate on afterwards (default: the dev file)"))
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="optimizer steps (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
     parser.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="tok2vec width (default %(default)s)")
@@ -442,8 +444,9 @@ def main(args: argparse.Namespace) -> Dict[str, float]:
 
 def cli_main(argv: Optional[List[str]] = None) -> None:
     from syntax_nmt.cli_errors import run
+    from syntax_nmt.io_guard import parse_args
 
-    run("syntax-nmt-train-spacy", main, get_parser().parse_args(argv))
+    run("syntax-nmt-train-spacy", main, parse_args(get_parser(), argv))
 
 
 if __name__ == "__main__":

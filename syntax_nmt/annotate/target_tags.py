@@ -23,7 +23,8 @@ from typing import List, Optional, Sequence, TextIO
 from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.data.streams import TAG_STREAMS, target_stream
-from syntax_nmt.utils import decoded_lines, read_lines, same_file
+from syntax_nmt.io_guard import parse_args, reads, writes
+from syntax_nmt.utils import decoded_lines, read_lines
 
 logger = logging.getLogger("syntax_nmt.target_tags")
 
@@ -156,14 +157,16 @@ def get_parser() -> argparse.ArgumentParser:
   fairseq-generate ... --remove-bpe | syntax-nmt-target-tags strip > gen.txt""")
     sub = p.add_subparsers(dest="command", required=True)
     i = sub.add_parser("interleave", help="write the target with each word's tag before it")
-    i.add_argument("--prefix", required=True, help="annotation prefix P: reads P.TGT, P.tgt.TGT, P.tgt.TAG, "
-                   "P.tgt.subword")
+    reads(i.add_argument("--prefix", required=True, help="annotation prefix P: reads P.TGT, P.tgt.TGT, P.tgt.TAG, "
+                         "P.tgt.subword"), "prefix",
+          paths=lambda prefix, a: interleave_inputs(prefix, a.tgt_lang, a.tag))
     i.add_argument("--tgt-lang", required=True, help="target language (suffix of P.TGT)")
     i.add_argument("--tag", default="pos", choices=[s for s in TAG_STREAMS if s != "subword"],
                    help="the target stream whose values are interleaved")
-    i.add_argument("--output", "-o", required=True, help="the interleaved target (a file)")
+    writes(i.add_argument("--output", "-o", required=True, help="the interleaved target (a file)"))
     s = sub.add_parser("strip", help="remove the tags from fairseq-generate output or plain text")
-    s.add_argument("input", nargs="?", default="-", help="file (default: standard input)")
+    reads(s.add_argument("input", nargs="?", default="-", help="file (default: standard input)"),
+          paths=lambda path, _: [] if path == "-" else [path])
     return p
 
 
@@ -186,9 +189,6 @@ def _missing_dirs(path: str) -> List[str]:
 
 def main(args) -> None:
     if args.command == "interleave":
-        for path in interleave_inputs(args.prefix, args.tgt_lang, args.tag):
-            if same_file(args.output, path):
-                raise InputError(f"--output {args.output} is the input {path}")
         created = _missing_dirs(args.output)
         if created:
             os.makedirs(created[-1])
@@ -228,7 +228,7 @@ def cli_main(argv: Optional[List[str]] = None) -> None:
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.INFO)
-    run("syntax-nmt-target-tags", main, get_parser().parse_args(argv))
+    run("syntax-nmt-target-tags", main, parse_args(get_parser(), argv))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import re
 import sys
 from typing import Dict, List, Optional
 
+from syntax_nmt.io_guard import parse_args, reads, writes
+
 PROG = "python -m syntax_nmt.bench.gpu_targets"
 
 #: issue 49: whole-model training words/s, ratio to the transformer >= value (fairseq-train --fp16 on a GPU)
@@ -353,16 +355,17 @@ def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
                                 epilog="example:\n  python -m syntax_nmt.bench.gpu_targets out/*.json --out results/gpu",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", metavar="FILE",
-                   help="bench-length.json / bench.json files (the benches' outputs, under any name)")
-    p.add_argument("--out", metavar="DIR", help="also write DIR/gpu-targets.md and DIR/gpu-targets.json")
+    reads(p.add_argument("files", nargs="+", metavar="FILE",
+                         help="bench-length.json / bench.json files (the benches' outputs, under any name)"))
+    writes(p.add_argument("--out", metavar="DIR", help="also write DIR/gpu-targets.md and DIR/gpu-targets.json"), "dir",
+           paths=lambda d, _: [os.path.join(d, "gpu-targets.md"), os.path.join(d, "gpu-targets.json")])
     return p
 
 
 def main(argv=None) -> int:
     from syntax_nmt.cli_errors import run
 
-    a = get_parser().parse_args(argv)
+    a = parse_args(get_parser(), argv)
     names = [os.path.basename(f) for f in a.files]  # the paths themselves where two files share a name
     results = [run(PROG, load, f, f if names.count(n) > 1 else n) for f, n in zip(a.files, names)]
     rep = report(results)

@@ -45,6 +45,7 @@ import numpy as np
 
 from syntax_nmt.constants import DICT_FILE
 from syntax_nmt.data.streams import stream_dict_path
+from syntax_nmt.io_guard import parse_args, reads, writes
 from syntax_nmt.models.modules.compiled import COMPILE_MODES
 
 #: subword tags of the ``subword`` stream (annotate/align.py): single-piece word, begin, middle, end
@@ -496,7 +497,9 @@ def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m syntax_nmt.bench.length", description=__doc__.splitlines()[0],
                                 epilog="example:\n  python -m syntax_nmt.bench.length --out bench-out --lengths 64 256",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="bench-out")
+    writes(p.add_argument("--out", default="bench-out"), "dir",
+           paths=lambda d, _: [os.path.join(d, f"bench-length{x}")
+                               for x in (".json", ".png", "-ops.json", "-bytes.json")])
     p.add_argument("--lengths", type=int, nargs="+", default=[32, 64, 128, 256, 512], help="sentence lengths T")
     p.add_argument("--tokens", type=int, default=8192, help="tokens per batch (B = tokens // T)")
     p.add_argument("--systems", default="",
@@ -516,9 +519,10 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--tree-stats", metavar="N", type=int, default=0,
                    help="only print the statistics of N random trees per length bucket (the generator's fit)")
-    p.add_argument("--parse-stats", metavar="TEXT", default=None,
-                   help="only print the same statistics of the sentences of TEXT parsed by --spacy-model")
-    p.add_argument("--spacy-model", default="en_core_web_sm", help="spaCy pipeline of --parse-stats")
+    reads(p.add_argument("--parse-stats", metavar="TEXT", default=None,
+                         help="only print the same statistics of the sentences of TEXT parsed by --spacy-model"))
+    reads(p.add_argument("--spacy-model", default="en_core_web_sm", help="spaCy pipeline of --parse-stats"), "dir",
+          name_or_path=True)
     p.add_argument("--progress", action="store_true", help="a progress bar per length")
     p.add_argument("--count-ops", action="store_true",
                    help="instead of timing: count the operations dispatched in one forward + backward of each "
@@ -610,7 +614,7 @@ def cli_main(argv=None) -> int:
     from syntax_nmt.utils import setup_logging
 
     prog = "python -m syntax_nmt.bench.length"
-    a = get_parser().parse_args(argv)
+    a = parse_args(get_parser(), argv)
     setup_logging(logging.WARNING)  # fairseq's INFO lines (one per model), matplotlib's DEBUG
     warnings.filterwarnings("ignore", module="hydra")
     if a.tree_stats or a.parse_stats:

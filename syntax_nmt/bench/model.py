@@ -42,6 +42,7 @@ from syntax_nmt.demo.data import DataPipeline
 from syntax_nmt.demo.report import count_params
 from syntax_nmt.demo.settings import OPTIM_ARGS, system_command
 from syntax_nmt.models.modules.compiled import COMPILE_MODES
+from syntax_nmt.io_guard import parse_args, updates
 from syntax_nmt.systems import default_systems, extra_systems, parse_systems
 from syntax_nmt.systems import get as get_system
 
@@ -363,7 +364,7 @@ def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m syntax_nmt.bench", description=__doc__.splitlines()[0],
                                 epilog="example:\n  python -m syntax_nmt.bench --out bench-out --max-update 100",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="bench-out")
+    updates(p.add_argument("--out", default="bench-out"))
     p.add_argument("--train", type=int, default=6000)
     p.add_argument("--valid", type=int, default=200)
     p.add_argument("--test", type=int, default=500)
@@ -404,7 +405,7 @@ def cli_main(argv=None) -> None:
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.WARNING)  # its own lines are printed; fairseq's go to the jobs' logs
-    args = get_parser().parse_args(argv)
+    args = parse_args(get_parser(), argv)
     try:
         args.systems = parse_systems(args.systems)
     except ValueError as e:

@@ -29,6 +29,8 @@ import sys
 import time
 from typing import Dict, List
 
+from syntax_nmt.io_guard import parse_args, reads, writes
+
 
 def _read_lines(path: str, limit: int) -> List[str]:
     import gzip
@@ -61,14 +63,17 @@ def measure(args) -> Dict:
     import torch
 
     from syntax_nmt import SyntaxTransformerModel
+    from syntax_nmt.analyze.common import readable_checkpoint
 
     torch.set_num_threads(args.threads)
     lines = _read_lines(args.input, args.lines)
     kwargs = {}
     if args.annotate_parser_model:
         kwargs["annotate_parser_model"] = args.annotate_parser_model
-    m = SyntaxTransformerModel.from_pretrained(os.path.dirname(os.path.abspath(args.path)), os.path.basename(args.path),
-                                               data_name_or_path=os.path.abspath(args.data), **kwargs)
+    with readable_checkpoint(args.path):
+        m = SyntaxTransformerModel.from_pretrained(os.path.dirname(os.path.abspath(args.path)),
+                                                   os.path.basename(args.path),
+                                                   data_name_or_path=os.path.abspath(args.data), **kwargs)
     needs = m.task.inference_needs
     gen_args = {"beam": args.beam}
     if args.fixed_len:  # every hypothesis this long: the same decoding work whatever an untrained model predicts
@@ -141,10 +146,10 @@ def get_parser() -> argparse.ArgumentParser:
         epilog="example (the Multi30k recipe's LISA model, its raw test source):\n"
         "  python -m syntax_nmt.bench.parse --path checkpoints/lisa/checkpoint_last.pt --data data-bin/bpe14000 \\\n"
         "      --input download/test_2016_flickr.en.gz --compare-split test --out bench-parse.json")
-    p.add_argument("--path", required=True, help="the checkpoint")
-    p.add_argument("--data", required=True, help="its data directory (dictionaries, annotation.json)")
-    p.add_argument("--input", required=True, help="raw source lines, as the training source was before annotation "
-                   "(.gz read as gzip)")
+    reads(p.add_argument("--path", required=True, help="the checkpoint"))
+    reads(p.add_argument("--data", required=True, help="its data directory (dictionaries, annotation.json)"), "dir")
+    reads(p.add_argument("--input", required=True, help="raw source lines, as the training source was before "
+                         "annotation (.gz read as gzip)"), gz=True)
     p.add_argument("--lines", type=int, default=0, help="translate the first N lines (0: all)")
     p.add_argument("--rounds", type=int, default=3, help="timed rounds of each way, after a warm-up round")
     p.add_argument("--beam", type=int, default=5)
@@ -152,11 +157,12 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--fixed-len", type=int, default=0,
                    help="force every hypothesis to this many tokens (an untrained model's lengths are arbitrary)")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--annotate-parser-model", help="the recorded parser at another name or path")
+    reads(p.add_argument("--annotate-parser-model", help="the recorded parser at another name or path"), "dir",
+          name_or_path=True)
     p.add_argument("--compare-split", metavar="SPLIT",
                    help="the input is the raw source of this binarized split of --data: check that the parse-free "
                    "subwords are its source tokens")
-    p.add_argument("--out", help="write the figures as JSON")
+    writes(p.add_argument("--out", help="write the figures as JSON"))
     return p
 
 
@@ -176,7 +182,7 @@ def cli_main(argv=None) -> int:
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.WARNING)
-    result = run("python -m syntax_nmt.bench.parse", main, get_parser().parse_args(argv))
+    result = run("python -m syntax_nmt.bench.parse", main, parse_args(get_parser(), argv))
     split_ok = result["compare_split"] is None or result["compare_split"]["same"]
     return 0 if result["same_hypotheses"] and split_ok else 1
 

@@ -34,7 +34,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from syntax_nmt import io_guard
 from syntax_nmt.constants import DATA_SETTINGS_FILE
+from syntax_nmt.utils import numbered_lines
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     STREAMS,
@@ -70,27 +72,60 @@ def get_parser():
     parser.description = __doc__.splitlines()[0]
     parser.epilog = EPILOG
     group = parser.add_argument_group("syntax-nmt streams")
-    group.add_argument(
+    io_guard.no_path(group.add_argument(
         "--streams",
         default="auto",
         help=f"comma-separated streams to binarize ({','.join(STREAMS)}); "
         "'auto' (default): every {trainpref}.{stream} file that exists",
-    )
-    group.add_argument(
+    ), "stream names")
+    for dest in ("trainpref", "validpref", "testpref"):
+        io_guard.reads(io_guard.action_of(parser, dest), "prefix", paths=_split_files)
+    for dest in ("srcdict", "tgtdict"):
+        io_guard.reads(io_guard.action_of(parser, dest))
+    io_guard.no_path(io_guard.action_of(parser, "user_dir"), "a package fairseq imports while it builds this parser")
+    io_guard.writes(io_guard.action_of(parser, "destdir"), "dir", paths=_written)
+    io_guard.reads(io_guard.action_of(parser, "alignfile"))
+    io_guard.no_path(io_guard.action_of(parser, "align_suffix"), "a suffix of the prefixes, read with them")
+    for dest in ("log_file", "aim_repo", "tensorboard_logdir", "wandb_project", "azureml_logging",
+                 "quantization_config_path", "plasma_path"):
+        if any(a.dest == dest for a in parser._actions):  # fairseq-train's, which fairseq-preprocess ignores
+            io_guard.no_path(io_guard.action_of(parser, dest), "fairseq's, unused by fairseq-preprocess")
+    io_guard.reads(group.add_argument(
         "--streamdict-dir",
         default=None,
         help="reuse dict.{stream}.txt from this directory (default: the directory of --srcdict if given, "
         "else build the dictionaries from the training streams)",
-    )
-    group.add_argument(
+    ), "dir", optional=True,  # a missing dictionary: main() names the stream
+        paths=lambda d, a: [stream_dict_path(d, s) for s in resolve_streams(a) if s != HEAD_STREAM])
+    io_guard.no_path(group.add_argument(
         "--target-streams",
         default="",
         help="comma-separated tag streams of the target to binarize (pos,case,subword,dep; default: none), for "
         "--target-factors: {prefix}.tgt.{stream}, written by syntax-nmt-annotate run on the target text with "
         "--output-prefix {prefix}.tgt (its subwords, {prefix}.tgt.{target-lang}, must equal {prefix}.{target-lang} "
         "line for line); stored as {split}.{src}-{tgt}.tgt.{stream} with dict.tgt.{stream}.txt",
-    )
+    ), "stream names")
     return parser
+
+
+def _split_files(value: str, args) -> List[str]:
+    """The files a --trainpref/--validpref/--testpref (comma-separated) reads: every ``PREFIX.*``."""
+    out = []
+    for prefix in value.split(","):
+        out += io_guard.files_starting(prefix + ".") or [f"{prefix}.{args.source_lang}"]
+    return out
+
+
+def _written(dest: str, args) -> List[str]:
+    """The files of --destdir a run may write anew: the splits' data of text and streams, the log, the settings (a
+    dictionary already there is never replaced by another content: :func:`check_destination`)."""
+    src, tgt = args.source_lang, None if args.only_source else args.target_lang
+    pair = f"{src}-{tgt}" if tgt is not None else src
+    out = [os.path.join(dest, "preprocess.log"), os.path.join(dest, DATA_SETTINGS_FILE)]
+    for _, split in _prefixes(args):
+        for name in [x for x in (src, tgt) if x is not None] + list(STREAMS) + [target_stream(s) for s in STREAMS]:
+            out += [os.path.join(dest, f"{split}.{pair}.{name}.{ext}") for ext in ("bin", "idx")]
+    return out
 
 
 def _prefixes(args) -> List[tuple]:
@@ -395,6 +430,11 @@ def main(args: Namespace) -> None:
             if s != HEAD_STREAM and not os.path.exists(stream_dict_path(streamdict_dir, s)):
                 raise FileNotFoundError(f"--streamdict-dir {streamdict_dir} has no dictionary for stream {s!r} "
                                         f"({stream_dict_path(streamdict_dir, s)})")
+    for path in [args.srcdict, args.tgtdict] + [stream_dict_path(streamdict_dir, s) for s in streams
+                                                if streamdict_dir and s != HEAD_STREAM]:
+        if path:  # fairseq's Dictionary.load raises a bare Exception on invalid UTF-8
+            for _ in numbered_lines(path):
+                pass
     settings = annotation_settings(splits)
     check_destination(args, splits, streams + [target_stream(s) for s in target_streams], settings)
     check_text(splits, args.source_lang, None if args.only_source else args.target_lang, streams)
@@ -460,7 +500,7 @@ def cli_main(argv=None) -> None:
     setup_logging(logging.INFO)
     from syntax_nmt.cli_errors import run
 
-    args = get_parser().parse_args(argv)
+    args = io_guard.parse_args(get_parser(), argv, "syntax-nmt-binarize")
     run("syntax-nmt-binarize", main, args)
 
 

@@ -7,6 +7,7 @@ from typing import List
 import syntax_nmt.demo
 from syntax_nmt.demo import budget
 from syntax_nmt.demo.pipeline import Demo
+from syntax_nmt.io_guard import parse_args, updates
 from syntax_nmt.systems import default_systems, parse_systems
 
 PROG = "python -m syntax_nmt.demo"
@@ -59,7 +60,7 @@ def default_jobs() -> int:
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=syntax_nmt.demo.__doc__.splitlines()[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="demo-out", help="working directory (reruns resume from it)")
+    updates(p.add_argument("--out", default="demo-out", help="working directory (reruns resume from it)"))
     p.add_argument("--train", type=int, default=20000, help="training sentences")
     p.add_argument("--valid", type=int, default=500)
     p.add_argument("--test", type=int, default=1000)
@@ -135,4 +136,4 @@ def cli_main(argv=None) -> None:
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.WARNING)  # its own lines are printed; fairseq's go to the jobs' logs
-    main(get_parser().parse_args(argv))
+    main(parse_args(get_parser(), argv))

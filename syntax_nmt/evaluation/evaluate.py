@@ -39,7 +39,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from syntax_nmt.utils import atomic_write_json, numbered_lines, read_lines, refuse_overwriting, write_lines
+from syntax_nmt.io_guard import parse_args, reads, writes
+from syntax_nmt.utils import atomic_write_json, numbered_lines, read_lines, write_lines
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
 #: what a hypothesis still holds when fairseq-generate ran without --remove-bpe: a subword-nmt continuation
@@ -578,15 +579,6 @@ def _named(spec: str, option: str = "") -> Tuple[str, object]:
 
 
 def main(args: argparse.Namespace):
-    if args.command == "factors" and args.output:
-        refuse_overwriting([(f"--output {args.output}", args.output)], [args.gen])
-    elif args.command == "score":
-        refuse_overwriting([(f"--out-prefix {args.out_prefix}", args.out_prefix + ext)
-                            for ext in (".tok", ".detok", ".json")], [args.gen, args.ref_raw, args.ref_tok])
-    elif args.command == "significance" and args.output:
-        inputs = [args.ref_raw] + [f for spec in [args.baseline, *args.systems]
-                                   for f in spec.partition("=")[2 if "=" in spec else 0].split(",") if f]
-        refuse_overwriting([(f"--output {args.output}", args.output)], inputs)
     if args.command == "factors":
         result = factor_accuracy(args.gen, args.parser, args.pos_tagset, args.strip_target_tags)
         for name, r in result.items():
@@ -633,6 +625,18 @@ def _seed(value: str) -> int:
     return seed
 
 
+def _named_files(value, _) -> List[str]:
+    """The files of ``[NAME=]FILE[,FILE...]`` values (significance's --baseline and systems)."""
+    specs = value if isinstance(value, list) else [value]
+    return [f for spec in specs for f in spec.partition("=")[2 if "=" in spec else 0].split(",") if f]
+
+
+def _scores(value, _) -> List[str]:
+    """The score files (``PREFIX.json``) of ``PREFIX[,PREFIX...]`` values (summary's --baseline and prefixes)."""
+    specs = value if isinstance(value, list) else [value]
+    return [p + ".json" for spec in specs for p in spec.split(",") if p]
+
+
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="syntax-nmt-evaluate",
@@ -646,54 +650,57 @@ def get_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("score", help="extract, detokenize and score one fairseq-generate log")
-    p.add_argument("--gen", required=True, help="fairseq-generate output (run with --remove-bpe)")
-    p.add_argument("--ref-raw", required=True, help="untokenized reference (test.raw.de)")
-    p.add_argument("--ref-tok", required=True, help="tokenized reference (test.de of prepare.py)")
-    p.add_argument("--out-prefix", required=True, help="writes PREFIX.tok, PREFIX.detok, PREFIX.json")
+    reads(p.add_argument("--gen", required=True, help="fairseq-generate output (run with --remove-bpe)"))
+    reads(p.add_argument("--ref-raw", required=True, help="untokenized reference (test.raw.de)"))
+    reads(p.add_argument("--ref-tok", required=True, help="tokenized reference (test.de of prepare.py)"))
+    writes(p.add_argument("--out-prefix", required=True, help="writes PREFIX.tok, PREFIX.detok, PREFIX.json"),
+           "prefix", paths=lambda prefix, _: [prefix + ext for ext in (".tok", ".detok", ".json")])
     p.add_argument("--lang", default="de", help="target language for detokenization")
     p.add_argument("--strip-target-tags", action="store_true",
                    help="remove interleaved target tags (syntax-nmt-target-tags) from the hypotheses before scoring")
     p = sub.add_parser("factors", help="accuracy of the predicted target factors (F lines, or interleaved tags) "
                        "against a parser's tags of the hypotheses")
-    p.add_argument("--gen", required=True, help="fairseq-generate output (run with --remove-bpe)")
-    p.add_argument("--parser", required=True, help="spaCy pipeline (name or path) of the target language, the one "
-                   "the training target was annotated with")
+    reads(p.add_argument("--gen", required=True, help="fairseq-generate output (run with --remove-bpe)"))
+    reads(p.add_argument("--parser", required=True, help="spaCy pipeline (name or path) of the target language, the "
+                         "one the training target was annotated with"), "dir", name_or_path=True)
     p.add_argument("--pos-tagset", choices=["upos", "xpos"], default="upos", help="as syntax-nmt-annotate's")
     p.add_argument("--strip-target-tags", action="store_true",
                    help="the hypotheses hold interleaved tags (syntax-nmt-target-tags): score the tag before each word")
-    p.add_argument("--output", help="write the accuracies as JSON")
+    writes(p.add_argument("--output", help="write the accuracies as JSON"))
     p = sub.add_parser("parse", help="UAS of the source parse a model predicts (G- lines of --print-source-parse) "
                        "against a parser's heads of the same words")
-    p.add_argument("--gen", required=True, help="fairseq-generate/-interactive output with G- lines (--print-source-"
-                   "parse heads: run with --remove-bpe, the words are the S- lines)")
+    reads(p.add_argument("--gen", required=True, help="fairseq-generate/-interactive output with G- lines (--print-"
+                         "source-parse heads: run with --remove-bpe, the words are the S- lines)"))
     ref = p.add_mutually_exclusive_group(required=True)
-    ref.add_argument("--conllu", help="the reference parse: CoNLL-U, one block per sentence with words, in order "
-                     "(syntax-nmt-annotate --write-conllu, an external parser's output, a treebank)")
-    ref.add_argument("--parser", help="the reference parser: a spaCy pipeline (name or path) parsing the words as "
-                     "given, e.g. the one the training source was annotated with")
+    reads(ref.add_argument("--conllu", help="the reference parse: CoNLL-U, one block per sentence with words, in "
+                           "order (syntax-nmt-annotate --write-conllu, an external parser's output, a treebank)"))
+    reads(ref.add_argument("--parser", help="the reference parser: a spaCy pipeline (name or path) parsing the words "
+                           "as given, e.g. the one the training source was annotated with"), "dir", name_or_path=True)
     p.add_argument("--multi-root", choices=["forest", "attach"], default="forest",
                    help="with --parser: several roots in a line, as syntax-nmt-annotate's")
-    p.add_argument("--output", help="write the result as JSON")
+    writes(p.add_argument("--output", help="write the result as JSON"))
     p = sub.add_parser("significance", help="paired significance test against a baseline")
-    p.add_argument("--ref-raw", required=True, help="reference: untokenized (sacrebleu) or tokenized (tokenized)")
-    p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized); "
-                   "FILE,FILE,...: one per training seed, the test sentence the unit")
-    p.add_argument("systems", nargs="+", help="[NAME=]system hypotheses (detokenized or tokenized), one file per "
-                   "seed as for --baseline")
+    reads(p.add_argument("--ref-raw", required=True,
+                         help="reference: untokenized (sacrebleu) or tokenized (tokenized)"))
+    reads(p.add_argument("--baseline", required=True, help="[NAME=]baseline hypotheses (detokenized or tokenized); "
+                         "FILE,FILE,...: one per training seed, the test sentence the unit"), paths=_named_files)
+    reads(p.add_argument("systems", nargs="+", help="[NAME=]system hypotheses (detokenized or tokenized), one file "
+                         "per seed as for --baseline"), paths=_named_files)
     p.add_argument("--metric", choices=METRICS, default="sacrebleu",
                    help="sacrebleu (detokenized files) or tokenized (multi-bleu.perl BLEU of tokenized files)")
     p.add_argument("--test", choices=["bs", "ar"], default="bs",
                    help="paired bootstrap (bs) or approximate randomization (ar)")
     p.add_argument("--n-samples", type=int, default=0, help="0: sacrebleu's default (1000 bs / 10000 ar)")
-    p.add_argument("--output", help="write the rows as JSON")
+    writes(p.add_argument("--output", help="write the rows as JSON"))
     p.add_argument("--seed", type=_seed, help=SEED_HELP)
     p = sub.add_parser("summary", help="table of several scored systems, with significance against a baseline")
-    p.add_argument("--ref-raw", required=True, help="untokenized reference")
-    p.add_argument("--ref-tok", help="tokenized reference: also test tokenized BLEU (PREFIX.tok)")
-    p.add_argument("--baseline", help="out-prefix of the baseline (of the score command); PREFIX,PREFIX,...: one per "
-                   "training seed")
-    p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command, one system each; "
-                   "PREFIX,PREFIX,...: one per training seed, as many as the baseline's")
+    reads(p.add_argument("--ref-raw", required=True, help="untokenized reference"))
+    reads(p.add_argument("--ref-tok", help="tokenized reference: also test tokenized BLEU (PREFIX.tok)"))
+    reads(p.add_argument("--baseline", help="out-prefix of the baseline (of the score command); PREFIX,PREFIX,...: "
+                         "one per training seed"), "prefix", paths=_scores)
+    reads(p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command, one system each; "
+                         "PREFIX,PREFIX,...: one per training seed, as many as the baseline's"), "prefix",
+          paths=_scores)
     p.add_argument("--test", choices=["bs", "ar"], default="bs")
     p.add_argument("--n-samples", type=int, default=0)
     p.add_argument("--title", default="")
@@ -709,7 +716,7 @@ def cli_main(argv: Optional[List[str]] = None) -> None:
 
     setup_logging(logging.WARNING)
 
-    run("syntax-nmt-evaluate", main, get_parser().parse_args(argv))
+    run("syntax-nmt-evaluate", main, parse_args(get_parser(), argv))
 
 
 if __name__ == "__main__":

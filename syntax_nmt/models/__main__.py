@@ -8,6 +8,7 @@ import argparse
 
 
 def main(argv=None):
+    from syntax_nmt.io_guard import no_path
     from syntax_nmt.models.syntax_transformer import SyntaxTransformerModel
 
     parser = argparse.ArgumentParser(
@@ -16,6 +17,9 @@ def main(argv=None):
         "feature and syntax-method options), as fairseq-train takes them.",
     )
     SyntaxTransformerModel.add_args(parser)
+    for action in parser._actions:  # fairseq-train's options, only listed here
+        if action.dest.endswith("_path"):
+            no_path(action, "fairseq-train's; this command prints the options")
     parser.parse_args(argv if argv is not None else ["--help"])
 
 

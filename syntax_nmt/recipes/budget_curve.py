@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
 from syntax_nmt.evaluation import compare
+from syntax_nmt.io_guard import parse_args, reads, updates, writes
 from syntax_nmt.recipes import report as recipe_report
 from syntax_nmt.recipes import training_record
 from syntax_nmt.utils import markdown_table
@@ -200,16 +201,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     setup_logging(logging.WARNING)
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--translations", required=True, help="kept translations (DIR/SPLIT/SYSTEM.seedN.*.gz)")
-    p.add_argument("--refs", required=True, help="the recipe's prepared data (SPLIT.raw.LANG, SPLIT.LANG)")
-    p.add_argument("--eval", required=True, help="where the translations are scored again (one folder per point)")
-    p.add_argument("--out", required=True, help="output prefix: OUT.md, OUT.json, OUT.png")
+    reads(p.add_argument("--translations", required=True, help="kept translations (DIR/SPLIT/SYSTEM.seedN.*.gz)"),
+          "dir", gz=True)
+    reads(p.add_argument("--refs", required=True, help="the recipe's prepared data (SPLIT.raw.LANG, SPLIT.LANG)"),
+          "dir")
+    updates(p.add_argument("--eval", required=True, help="where the translations are scored again (one folder per "
+                           "point)"))
+    writes(p.add_argument("--out", required=True, help="output prefix: OUT.md, OUT.json, OUT.png"), "prefix",
+           paths=lambda out, _: [out + ext for ext in (".md", ".json", ".png")])
     p.add_argument("--point", action="append", required=True, metavar="LABEL:UPDATES:TOKENS:BASELINE:SYSTEM:SEEDS")
     p.add_argument("--splits", default="valid test2016 test2017 mscoco")
     p.add_argument("--tests", default="bs ar")
     p.add_argument("--tgt-lang", default="de")
     p.add_argument("--title", default="Syntax against the baseline by training budget")
-    a = p.parse_args(argv)
+    a = parse_args(p, argv)
     recipe_report.REF_LANG["lang"] = a.tgt_lang
     try:
         points = [Point.parse(t) for t in a.point]

@@ -27,6 +27,7 @@ import sys
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
+from syntax_nmt.io_guard import no_path, parse_args, reads, updates
 from syntax_nmt.utils import atomic_write_json, read_json_marker
 
 PROG = "python -m syntax_nmt.recipes.markers"
@@ -88,7 +89,8 @@ def recorded_parser(path: str) -> Optional[dict]:
     found = read_json_marker(_settings_file(path))
     if not isinstance(found, dict):
         return None
-    return {"backend": found.get("backend"), "spacy_model": found.get("spacy_model")}
+    return {"backend": found.get("backend"), "spacy_model": found.get("spacy_model"),
+            "spacy_pipeline": found.get("spacy_pipeline")}
 
 
 def check_annotated(prefix: str, setting: str, model: str) -> None:
@@ -97,7 +99,8 @@ def check_annotated(prefix: str, setting: str, model: str) -> None:
     Raises:
         ValueError: naming the annotation, the setting, both parsers and how to go on.
     """
-    from syntax_nmt.annotate.backends.spacy_backend import recorded_model
+    from syntax_nmt.annotate.backends.spacy_backend import pipeline_record, recorded_model
+    from syntax_nmt.annotation_settings import describe
 
     rec = recorded_parser(prefix)
     if rec is None or rec["backend"] != "spacy" or not rec["spacy_model"]:
@@ -107,6 +110,13 @@ def check_annotated(prefix: str, setting: str, model: str) -> None:
         raise ValueError(f"{where} was annotated with {setting}={rec['spacy_model']}, now {setting}={model}: set "
                          f"{setting}={rec['spacy_model']} to go on with these parses, or choose another WORK (or "
                          f"remove {where} and what was made from it) and run the annotate stage for the new parser")
+    was = rec.get("spacy_pipeline")
+    now = pipeline_record(model) if isinstance(was, dict) else None
+    if now is not None and now.get("sha256") != was.get("sha256"):  # retrained or upgraded at the same name or path
+        where = os.path.dirname(prefix) or "."
+        raise ValueError(f"{where} was annotated by {setting}={model} as {describe('spacy_pipeline', was)}, and "
+                         f"{model} is now {describe('spacy_pipeline', now)}: remove {where} and what was made from it "
+                         f"and run the annotate stage again, or put the pipeline that made these parses back")
 
 
 def parser_name(path: str) -> str:
@@ -117,6 +127,8 @@ def parser_name(path: str) -> str:
     rec = recorded_parser(path)
     if rec is None:
         return "unknown"
+    if isinstance(rec.get("spacy_pipeline"), dict):  # the pipeline that parsed, not the one at its path now
+        return f"{rec['spacy_pipeline'].get('name')} {rec['spacy_pipeline'].get('version')}"
     if rec["spacy_model"]:
         return model_version(rec["spacy_model"])
     return str(rec["backend"])
@@ -132,26 +144,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("todo", help="print the splits still to translate and score")
-    t.add_argument("--after", required=True, help="the training's .done")
-    t.add_argument("--eval", required=True, help="EVAL: EVAL/SPLIT/NAME.json")
+    reads(t.add_argument("--after", required=True, help="the training's .done"), optional=True)
+    updates(t.add_argument("--eval", required=True, help="EVAL: EVAL/SPLIT/NAME.json"))
     t.add_argument("--name", required=True, help="SYSTEM.seedN")
     t.add_argument("--splits", required=True, help="space-separated")
     t.add_argument("--factors", action="store_true", help="the system predicts target tags: NAME.factors.json too")
     t.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="what the translations are made with now (a split translated otherwise is done again)")
     r = sub.add_parser("record", help="record the settings of a split's translation (after it is scored)")
-    r.add_argument("--eval", required=True)
+    updates(r.add_argument("--eval", required=True))
     r.add_argument("--split", required=True)
     r.add_argument("--name", required=True)
     r.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
     a = sub.add_parser("annotated", help="exit 2, naming the change, if PREFIX was annotated with another parser")
-    a.add_argument("prefix")
+    reads(a.add_argument("prefix"), "prefix", optional=True)
     a.add_argument("--setting", required=True, help="the run's name for it (SPACY_MODEL, TGT_SPACY_MODEL)")
     a.add_argument("--model", required=True)
     n = sub.add_parser("parser", help="the recorded parser's name and version")
-    n.add_argument("path", help="an annotation prefix or a data directory")
-    n.add_argument("--default", default=None, help="printed when PATH records no parser")
-    args = p.parse_args(argv)
+    reads(n.add_argument("path", help="an annotation prefix or a data directory"), "prefix", optional=True)
+    no_path(n.add_argument("--default", default=None, help="printed when PATH records no parser"), "printed text")
+    args = parse_args(p, argv)
     try:
         if args.command == "todo":
             settings = parse_settings(args.setting)

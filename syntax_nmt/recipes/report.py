@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
 from syntax_nmt.evaluation import compare
+from syntax_nmt.io_guard import parse_args, reads, updates, writes
 from syntax_nmt.utils import atomic_write_json, atomic_write_text, markdown_table, mean_sd
 
 PROG = "python -m syntax_nmt.recipes.report"
@@ -336,29 +337,32 @@ def noise_report(noise_dir: str, eval_dir: str, system: str, rates: Sequence[str
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--eval", required=True, help="the recipe's evaluation directory (SPLIT/SYSTEM.seedN.*); with "
-                   "--translations, where they are scored again")
-    p.add_argument("--translations", default=None, metavar="DIR",
+    updates(p.add_argument("--eval", required=True, help="the recipe's evaluation directory (SPLIT/SYSTEM.seedN.*); "
+                           "with --translations, where they are scored again"))
+    translations = p.add_argument("--translations", default=None, metavar="DIR",
                    help="report on kept translations (DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz), scored again against "
                         "--refs into --eval (with --noise: DIR/ROW/SPLIT/..., ROW clean or rRATE, into --eval and "
                         "--noise)")
-    p.add_argument("--pack", default=None, metavar="DIR",
+    reads(translations, "dir", gz=True)
+    pack_dir = p.add_argument("--pack", default=None, metavar="DIR",
                    help="also keep the report's translations in DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz (with --noise: "
                         "DIR/ROW/SPLIT/..., ROW clean or rRATE)")
+    writes(pack_dir, "dir")
     p.add_argument("--systems", default="", help="space- or comma-separated, the baseline first")
     p.add_argument("--seeds", default="1 2 3")
     p.add_argument("--splits", default="valid test2016 test2017 mscoco", help="the first is the validation split")
-    p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de (and SPLIT.de, tokenized: "
-                   "with --translations)")
+    reads(p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de (and SPLIT.de, "
+                         "tokenized: with --translations)"), "dir")
     p.add_argument("--tgt-lang", default="de", help="target language: the references are SPLIT.raw.LANG, SPLIT.LANG")
     p.add_argument("--tests", default="bs ar", help="paired tests: bs (bootstrap), ar (approximate randomization)")
-    p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training times)")
+    reads(p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training "
+                         "times)"), "dir")
     p.add_argument("--pack-suffix", default="", metavar="SUFFIX",
                    help="with --pack: keep each system as SYSTEM+SUFFIX (another budget beside it: -6400)")
     p.add_argument("--title", default="")
     p.add_argument("--best-on-valid", action="store_true",
                    help="print the non-stock system with the best mean sacreBLEU on the first split, then exit")
-    p.add_argument("--noise", default=None, help="the noise stage's directory: write its table instead")
+    updates(p.add_argument("--noise", default=None, help="the noise stage's directory: write its table instead"))
     p.add_argument("--system", default=None, help="with --noise: the system trained on corrupted heads")
     p.add_argument("--rates", default="", help="with --noise: the corruption rates")
     return p
@@ -374,7 +378,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.WARNING)
-    a = get_parser().parse_args(argv)
+    a = parse_args(get_parser(), argv)
     REF_LANG["lang"] = a.tgt_lang
     splits = _words(a.splits)
     try:

@@ -25,6 +25,7 @@ from importlib import metadata
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
+from syntax_nmt.io_guard import parse_args, reads, updates
 from syntax_nmt.utils import atomic_write_json
 
 PROG = "python -m syntax_nmt.recipes.training_record"
@@ -59,13 +60,18 @@ def versions() -> Dict[str, Optional[str]]:
 
 def parser_of(data: Optional[str]) -> Optional[str]:
     """The parser recorded in a data directory's ``annotation.json``: its backend and, for spaCy, the pipeline's
-    name and version (the installed package's, or ``meta.json`` of a pipeline given as a path)."""
+    name, version and files' hash as recorded with the parses (``spacy_pipeline``); for data annotated before that
+    was recorded, the name and version of the pipeline at the recorded name or path now (the installed package's,
+    or ``meta.json`` of a pipeline given as a path)."""
     path = os.path.join(data, "annotation.json") if data else None
     if not path or not os.path.exists(path):
         return None
     with open(path) as f:
         rec = json.load(f)
-    model = rec.get("spacy_model")
+    model, pipeline = rec.get("spacy_model"), rec.get("spacy_pipeline")
+    if isinstance(pipeline, dict):  # recorded with the parses (issue 56.3): the pipeline that parsed, not the one now
+        return (f"{rec.get('backend')} {pipeline.get('name')} {pipeline.get('version')} (files sha256 "
+                f"{str(pipeline.get('sha256'))[:12]})")
     if not model:
         return rec.get("backend")
     return f"{rec.get('backend')} {model_version(model)}"
@@ -125,8 +131,11 @@ def updates_of(log_text: str) -> Dict[str, int]:
 
 def cpu_seconds(times_file: str) -> float:
     """The CPU seconds of bash's ``times`` output (its second line: the children's user and system time)."""
-    with open(times_file) as f:
-        line = f.read().splitlines()[1]
+    with open(times_file, errors="replace") as f:
+        lines = f.read().splitlines()
+    if len(lines) < 2 or not re.search(r"\d+m[\d.]+s", lines[1]):
+        raise ValueError(f"{times_file}: not the output of bash's times (two lines of user and system times)")
+    line = lines[1]
     return sum(60 * float(m) + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", line))
 
 
@@ -233,21 +242,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     part = sub.add_parser("part", help="record one attempt (appended to SAVE/parts.jsonl)")
-    part.add_argument("save")
+    updates(part.add_argument("save"))
     part.add_argument("--wall", type=float, required=True)
-    part.add_argument("--times", required=True, help="bash `times` output of the attempt")
+    reads(part.add_argument("--times", required=True, help="bash `times` output of the attempt"))
     part.add_argument("--status", type=int, required=True)
-    part.add_argument("--log", required=True, help="the attempt's fairseq-train output")
+    reads(part.add_argument("--log", required=True, help="the attempt's fairseq-train output"))
     part.add_argument("--threads", type=int, required=True)
     part.add_argument("--device", choices=("cpu", "cuda"), required=True)
-    part.add_argument("--data", default=None, help="the data directory (its annotation.json names the parser)")
+    reads(part.add_argument("--data", default=None, help="the data directory (its annotation.json names the parser)"),
+          "dir")
     part.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
     done = sub.add_parser("done", help="write SAVE/.done from the parts")
-    done.add_argument("save")
+    updates(done.add_argument("save"))
     check = sub.add_parser("check", help="exit 2, naming the change, if SAVE/.done was made with other settings")
-    check.add_argument("save")
+    updates(check.add_argument("save"))
     check.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
-    args = p.parse_args(argv)
+    args = parse_args(p, argv)
     try:
         if args.command == "part":
             with open(args.log, errors="replace") as f:

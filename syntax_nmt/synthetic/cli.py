@@ -16,6 +16,8 @@ writes data/synth/{train,valid,test}.{en.conllu,en,tok.en,de,tok.de}
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from syntax_nmt.io_guard import writes
+
     p = argparse.ArgumentParser(
         prog="syntax-nmt-synth",
         description="Generate the deterministic synthetic English->German corpus with gold "
@@ -23,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--out", required=True, help="output directory (created if missing)")
+    writes(p.add_argument("--out", required=True, help="output directory (created if missing)"), "dir")
     p.add_argument("--train", type=int, default=20000, help="training sentences (default 20000)")
     p.add_argument("--valid", type=int, default=1000, help="validation sentences (default 1000)")
     p.add_argument("--test", type=int, default=1000, help="test sentences (default 1000)")
@@ -57,11 +59,12 @@ def cli_main(argv: Optional[List[str]] = None) -> None:
     import logging
 
     from syntax_nmt.cli_errors import run
+    from syntax_nmt.io_guard import parse_args
     from syntax_nmt.utils import setup_logging
 
     setup_logging(logging.INFO)
 
-    run("syntax-nmt-synth", main, build_parser().parse_args(argv))
+    run("syntax-nmt-synth", main, parse_args(build_parser(), argv))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from syntax_nmt.targets.base import registered_schemes
+from syntax_nmt.io_guard import parse_args, updates
 from syntax_nmt.utils import atomic_write
 
 
@@ -51,11 +52,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("data-suffixes", help="the suffixes of the schemes' own data directories, one a line")
     w = sub.add_parser("write-data", help="write each own-data scheme's copy of the annotated splits")
-    w.add_argument("--annotated", required=True, help="the annotated directory (syntax-nmt-annotate's outputs)")
+    updates(w.add_argument("--annotated", required=True,
+                           help="the annotated directory (syntax-nmt-annotate's outputs)"))
     w.add_argument("--splits", required=True, help="space- or comma-separated split names (prefixes in it)")
     w.add_argument("--src-lang", required=True)
     w.add_argument("--tgt-lang", required=True)
-    a = p.parse_args(argv)
+    a = parse_args(p, argv)
     if a.cmd == "data-suffixes":
         for scheme in own_data_schemes():
             print(scheme.data_suffix)

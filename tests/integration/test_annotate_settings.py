@@ -42,7 +42,10 @@ def test_written_beside_the_outputs_exactly(tmp_path, spacy_model, monkeypatch):
         "subword_model": str(codes), "subword_model_sha256": file_sha256(str(codes)), "escape": "v1",
         "max_words": 50, "max_subwords": 0, "on_long": "blank", "on_empty": "keep",
         "moses": {"lang": "en", "normalize": True, "aggressive_dash_splits": True, "escape": False},
+        # the pipeline that parsed: its meta's name and version, a hash of its files (test_pipeline_provenance.py)
+        "spacy_pipeline": {"name": "en_pipeline", "version": "0.0.0", "sha256": raw["spacy_pipeline"]["sha256"]},
     }
+    assert len(raw["spacy_pipeline"]["sha256"]) == 64
     assert AnnotationSettings.read(settings_path(prefix)).to_dict() == raw
     # a learned model is recorded with its final path and hash; conllu: no spaCy model; no moses
     conllu = tmp_path / "in.conllu"

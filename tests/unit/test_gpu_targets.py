@@ -224,7 +224,7 @@ def test_files_of_the_same_name_are_told_apart_by_their_paths(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("content, message", [
-    (None, "No such file or directory"),
+    (None, "FILE: no such file"),  # the one guard of every command (io_guard)
     ("{not json", "not JSON"),
     ('{"rows": [{"system": "sla", "ops_ratio": 1.2}]}', "neither a bench-length.json"),
     ("[]", "neither a bench-length.json"),

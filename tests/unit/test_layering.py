@@ -17,7 +17,7 @@ PACKAGE = os.path.dirname(syntax_nmt.__file__)
 #: bottom to top
 FLOORS: List[Set[str]] = [
     # no syntax method, parser, fairseq model or data set: the tree math, the settings record, tests of significance
-    {"constants", "registry", "utils", "cli_errors", "checkpoint_compat", "syntax", "annotation_settings"},
+    {"constants", "registry", "utils", "cli_errors", "io_guard", "checkpoint_compat", "syntax", "annotation_settings"},
     # data on disk and in batches; the synthetic corpus; the hub's interface
     {"data", "synthetic", "hub"},
     # annotation (parsers -> aligned streams), the model and its methods; metrics, tests of significance and

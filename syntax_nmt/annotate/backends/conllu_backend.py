@@ -70,8 +70,11 @@ class ConlluBackend(ParserBackend):
 
     @classmethod
     def add_args(cls, group) -> None:
-        group.add_argument("--conllu", metavar="FILE", help="CoNLL-U from an external parser (--backend conllu), one "
-                           "sentence block per non-empty source line (run the parser without sentence splitting)")
+        from syntax_nmt.io_guard import reads
+
+        reads(group.add_argument("--conllu", metavar="FILE", help="CoNLL-U from an external parser (--backend "
+                                 "conllu), one sentence block per non-empty source line (run the parser without "
+                                 "sentence splitting)"))
 
     @classmethod
     def check_args(cls, args) -> None:

@@ -129,6 +129,58 @@ def doc_to_sentence(doc) -> Sentence:
     )
 
 
+def pipeline_dir(model: str) -> Optional[str]:
+    """The directory ``spacy.load(model)`` reads: the path itself, or the installed package's folder; None where
+    there is none (spaCy would not load it either)."""
+    if os.path.isdir(model):
+        return os.path.abspath(model)
+    try:
+        import spacy.util
+
+        return str(spacy.util.get_package_path(model))
+    except (ImportError, OSError, ValueError):  # ModuleNotFoundError is an ImportError
+        return None
+
+
+def pipeline_record(model: str) -> Optional[Dict[str, str]]:
+    """What produced a parse, as the annotation records it (``spacy_pipeline``): the pipeline's ``name``
+    (``LANG_NAME`` of its ``meta.json``) and ``version``, and ``sha256``, a hash of every file of its directory
+    (:func:`pipeline_dir`; sorted relative paths, then contents; ``__pycache__`` left out). A pipeline retrained or
+    upgraded at the same name or path has another hash. Computed once per process and pipeline while its files
+    keep their sizes and times. None where the pipeline cannot be found."""
+    path = pipeline_dir(model)
+    if path is None:
+        return None
+    stats = []
+    for d, dirs, files in os.walk(path):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]  # made by importing an installed pipeline's package
+        for f in files:
+            full = os.path.join(d, f)
+            st = os.stat(full)
+            stats.append((os.path.relpath(full, path).replace(os.sep, "/"), st.st_size, st.st_mtime_ns))
+    return dict(_pipeline_record(path, tuple(sorted(stats))))
+
+
+@functools.lru_cache(maxsize=8)
+def _pipeline_record(path: str, stats: Tuple) -> Tuple:
+    import hashlib
+    import json
+
+    digest = hashlib.sha256()
+    for rel, _, _ in stats:
+        digest.update(rel.encode("utf-8") + b"\0")
+        with open(os.path.join(path, rel), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    meta = {}
+    if os.path.isfile(os.path.join(path, "meta.json")):
+        with open(os.path.join(path, "meta.json"), encoding="utf-8") as f:
+            meta = json.load(f)
+    name = f"{meta.get('lang', '')}_{meta.get('name', '')}".strip("_") or os.path.basename(path)
+    return tuple(sorted({"name": name, "version": str(meta.get("version")), "sha256": digest.hexdigest()}.items()))
+
+
 def recorded_model(name: Optional[str]) -> Optional[str]:
     """The pipeline as the settings record it: a name as it is, a directory by its absolute path."""
     if name is None:
@@ -167,9 +219,12 @@ class SpacyBackend(ParserBackend):
 
     @classmethod
     def add_args(cls, group) -> None:
-        group.add_argument("--spacy-model", metavar="NAME_OR_PATH",
-                           help="spaCy pipeline name or directory (default: en_core_web_sm for en, else "
-                           "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one")
+        from syntax_nmt.io_guard import reads
+
+        reads(group.add_argument("--spacy-model", metavar="NAME_OR_PATH",
+                                 help="spaCy pipeline name or directory (default: en_core_web_sm for en, else "
+                                 "<lang>_core_news_sm); syntax-nmt-train-spacy trains a small one"), "dir",
+              name_or_path=True)
 
     @classmethod
     def check_args(cls, args) -> None:
@@ -179,7 +234,10 @@ class SpacyBackend(ParserBackend):
 
     @classmethod
     def recorded_settings(cls, args) -> Dict[str, Any]:
-        return {"spacy_model": recorded_model(args.spacy_model)}
+        """The pipeline's name or path (``spacy_model``), and what it is (``spacy_pipeline``: name, version and a
+        hash of its files, :func:`pipeline_record`): a pipeline replaced at the same path is another parser."""
+        record = pipeline_record(args.spacy_model) if args.spacy_model else None
+        return {"spacy_model": recorded_model(args.spacy_model), **({"spacy_pipeline": record} if record else {})}
 
     @classmethod
     def from_args(cls, args) -> "SpacyBackend":
