@@ -114,13 +114,18 @@ def is_done(prefix: str, out_prefix: str, percent: float, seed: int) -> bool:
 
 
 def get_parser() -> argparse.ArgumentParser:
+    from syntax_nmt.io_guard import reads, writes
+
     parser = argparse.ArgumentParser(
         prog=PROG, description=__doc__.split("\n\n")[0],
         epilog="example:\n  python -m syntax_nmt.data.subsample --prefix ann/train --out-prefix ann-p10/train "
         "--percent 10 --seed 1", formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--prefix", required=True, help="the files PREFIX.* to subsample (one sentence a line)")
-    parser.add_argument("--out-prefix", required=True, help="where the subsample goes: OUT_PREFIX.* and its record "
-                        "OUT_PREFIX" + RECORD_SUFFIX)
+    reads(parser.add_argument("--prefix", required=True, help="the files PREFIX.* to subsample (one sentence a "
+                              "line)"), "prefix", paths=lambda value, args: line_files(value))
+    writes(parser.add_argument("--out-prefix", required=True, help="where the subsample goes: OUT_PREFIX.* and its "
+                               "record OUT_PREFIX" + RECORD_SUFFIX), "prefix",
+           paths=lambda value, args: [value + p[len(args.prefix):] for p in line_files(args.prefix)]
+           + [value + ".annotation.json", value + RECORD_SUFFIX])
     parser.add_argument("--percent", type=float, required=True, help="percentage of the sentences kept, in (0, 100]")
     parser.add_argument("--seed", type=int, default=1, help="seed of the selection (default: 1)")
     return parser
@@ -128,8 +133,9 @@ def get_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from syntax_nmt.cli_errors import run
+    from syntax_nmt.io_guard import parse_args
 
-    a = get_parser().parse_args(argv)
+    a = parse_args(get_parser(), argv)
     if is_done(a.prefix, a.out_prefix, a.percent, a.seed):
         print(f"{a.out_prefix}: the {a.percent:g}% subsample (seed {a.seed}) is there")
         return 0

@@ -40,6 +40,12 @@ def test_every_line_file_keeps_the_same_lines_byte_for_byte(tmp_path):
         "train.tgt.pos"]
 
 
+def test_the_library_refuses_its_input_as_output_too(tmp_path):
+    prefix = _corpus(tmp_path)
+    with pytest.raises(ValueError, match=r"^--out-prefix .*/ann/\./train is the input --prefix .*/ann/train$"):
+        subsample_files(str(prefix), str(prefix.parent / "." / "train"), 50, 1)
+
+
 def test_line_files_are_the_prefix_s_own_without_records(tmp_path):
     prefix = _corpus(tmp_path)
     (prefix.parent / "training.en").write_text("x\n")
@@ -69,7 +75,7 @@ def test_is_done_only_for_the_same_subsample_of_unchanged_files(tmp_path):
     ("lengths", "--prefix {p}: the files have different line counts: train.de 20, train.en 20, train.head 20, "
                 "train.pos 19, train.tgt.pos 20"),
     ("none", "--prefix {p}x: no files {p}x.*"),
-    ("same", "--out-prefix {p} is the input --prefix {p}"),
+    ("same", "--out-prefix {p} writes {p}.de, which is the input {p}.de"),  # the shared guard (io_guard)
     ("percent", "percent must be in (0, 100], got 0.0"),
 ])
 def test_refusals_are_one_line_and_write_nothing(tmp_path, capsys, break_it, message):
