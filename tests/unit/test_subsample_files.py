@@ -43,7 +43,7 @@ def test_every_line_file_keeps_the_same_lines_byte_for_byte(tmp_path):
 def test_the_library_refuses_its_input_as_output_too(tmp_path):
     prefix = _corpus(tmp_path)
     with pytest.raises(ValueError, match=r"^--out-prefix .*/ann/\./train is the input --prefix .*/ann/train$"):
-        subsample_files(str(prefix), str(prefix.parent / "." / "train"), 50, 1)
+        subsample_files(str(prefix), f"{prefix.parent}/./train", 50, 1)
 
 
 def test_line_files_are_the_prefix_s_own_without_records(tmp_path):
