@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.data.signatures import TARGET_FACTORS_ARG, TargetFactor, read_target_factors
 from syntax_nmt.data.streams import StreamConfigError, parse_target_streams, stream_dict_path, target_stream
-from syntax_nmt.targets.base import TargetScheme, register_target_scheme
+from syntax_nmt.targets.base import WORD_STREAMS, TargetScheme, register_target_scheme
 from syntax_nmt.utils import cfg_value, set_cfg_value
 
 logger = logging.getLogger(__name__)
@@ -32,7 +32,9 @@ class Factors(TargetScheme):
     needs_syntax_model = True
     train_args = ("--target-factors", FACTOR, "--target-factor-input")
     syntax_criterion = True
-    measures_tags = True
+    target_streams = (FACTOR,)
+    #: the F- lines of any factor with a tag per word are scored (a model trained with other --target-factors too)
+    scored_streams = WORD_STREAMS
 
 
 class TargetFactors:
