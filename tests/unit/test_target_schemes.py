@@ -5,6 +5,7 @@ recipes what they need through the shell interface, and writes its own data when
 
 import contextlib
 import io
+import json
 import os
 import shlex
 import subprocess
@@ -20,7 +21,8 @@ from syntax_nmt.data.streams import TAG_STREAMS
 from syntax_nmt.evaluation.evaluate import factor_accuracy
 from syntax_nmt.targets import registered_schemes
 from syntax_nmt.targets.__main__ import own_data_schemes, write_data
-from syntax_nmt.targets.base import WORD_STREAMS
+from syntax_nmt.targets import base as targets_base
+from syntax_nmt.targets.base import WORD_STREAMS, TargetScheme
 
 SCHEMES = list(registered_schemes())
 CRITERION = "label_smoothed_cross_entropy_with_syntax"
@@ -182,3 +184,67 @@ def test_the_command_line_lists_the_own_data_schemes_and_writes_nothing_for_none
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "none/train.de" in bad.stderr
     assert os.listdir(tmp_path) == []  # no directory made for nothing
+
+
+def test_evaluate_factors_takes_the_schemes_streams_and_truth(tmp_path, spacy_model, monkeypatch, capsys):
+    """``--target-scheme`` picks the streams scored (the others' F- lines ignored) and the truth of each word, the
+    scheme's own where it computes one; interleaved tags are scored as its one stream; ``--case`` is the annotator's
+    case scheme (issue 57.2)."""
+    from syntax_nmt.evaluation.evaluate import cli_main
+
+    class CaseOnly(TargetScheme):
+        name = "case-only"
+        scored_streams = ("case",)
+
+    class Shouting(TargetScheme):
+        """Its truth: every word in capitals (``C``), whatever the parse."""
+        name = "shouting"
+        scored_streams = ("case",)
+
+        def truth(self, stream, sentence, pos_tagset="upos", case="binary"):
+            return ["C"] * len(sentence.words)
+
+    class Two(TargetScheme):
+        name = "two"
+        scored_streams = ("pos", "case")
+
+    for cls in (CaseOnly, Shouting, Two):
+        monkeypatch.setitem(targets_base.TARGET_SCHEMES, cls.name, cls)
+    case = ["L L L", "C L C L"]  # one wrong: "quickly"
+    lines = [f"F-{i}\tpos\t{TRUTH['pos'][i]}" for i in range(2)] + [f"F-{i}\tcase\t{case[i]}" for i in range(2)]
+    gen = write_lines(tmp_path / "gen.out", lines + [f"H-{i}\t-1.0\t{h}" for i, h in enumerate(HYPS)])
+    assert factor_accuracy(gen, spacy_model, scheme="case-only") == {
+        "case": {"accuracy": 100.0 * 6 / 7, "words": 7, "correct": 6}}
+    assert factor_accuracy(gen, spacy_model, scheme="shouting") == {
+        "case": {"accuracy": 100.0 * 2 / 7, "words": 7, "correct": 2}}
+    assert factor_accuracy(gen, spacy_model) == {"pos": {"accuracy": 100.0, "words": 7, "correct": 7},
+                                                 "case": {"accuracy": 100.0 * 6 / 7, "words": 7, "correct": 6}}
+    # the case classes of --case rich ("We": Cap, the others lower, "." other)
+    rich = ["lower lower lower", "Cap lower lower other"]
+    gen_rich = write_lines(tmp_path / "rich.out", [f"F-{i}\tcase\t{rich[i]}" for i in range(2)]
+                           + [f"H-{i}\t-1.0\t{h}" for i, h in enumerate(HYPS)])
+    out = tmp_path / "rich.json"
+    cli_main(["factors", "--gen", gen_rich, "--parser", spacy_model, "--target-scheme", "case-only", "--case", "rich",
+              "--output", str(out)])
+    assert json.loads(out.read_text()) == {"case": {"accuracy": 100.0, "words": 7, "correct": 7}}
+    assert factor_accuracy(gen_rich, spacy_model, scheme="case-only")["case"]["correct"] == 0  # binary: C / L
+    # interleaved tags, scored as the scheme's one stream
+    tagged = write_lines(tmp_path / "tagged.out", [
+        f"H-{i}\t-1.0\t" + " ".join(f"{tag_token(t)} {w}" for t, w in zip(case[i].split(), h.split()))
+        for i, h in enumerate(HYPS)])
+    assert factor_accuracy(tagged, spacy_model, strip_target_tags=True, scheme="case-only") == {
+        "case": {"accuracy": 100.0 * 6 / 7, "words": 7, "correct": 6}}
+    with pytest.raises(ValueError) as e:
+        factor_accuracy(tagged, spacy_model, strip_target_tags=True, scheme="two")
+    assert str(e.value) == "target scheme 'two' scores 2 streams (pos, case): interleaved tags (--strip-target-tags) " \
+                           "are one"
+    only_pos = write_lines(tmp_path / "pos.out", lines[:2] + [f"H-{i}\t-1.0\t{h}" for i, h in enumerate(HYPS)])
+    with pytest.raises(ValueError, match=r"pos.out: no target factor that target scheme 'case-only' scores \(case\): "
+                                         r"no such F- line\."):
+        factor_accuracy(only_pos, spacy_model, scheme="case-only")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli_main(["factors", "--gen", gen, "--parser", spacy_model, "--target-scheme", "nope"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("syntax-nmt-evaluate: error: unknown target scheme 'nope'; this "
+                                                "syntax-nmt has: factors, tags") and len(err.splitlines()) == 1
