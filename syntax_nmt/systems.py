@@ -15,13 +15,14 @@ feature embeddings), ``syntax+sgnet`` (features and SG-Net), ``all`` (the featur
 :data:`ALL_METHODS`, those that replace a layer's self-attention in fixed distinct layers, :data:`ALL_LAYERS`),
 and systems outside the default comparison: ``syntax-concat`` (the features' concatenated variant,
 8+4+8), ``sgnet-ckpt`` (SG-Net with recomputed activations: the same model, measured by the bench) and the
-target schemes' systems (:data:`TARGET_SYSTEMS`, for a recipe whose target is parsed too): ``factors`` (target POS
-factors, their previous values embedded) and ``lisa+factors`` (scheme ``factors``), ``interleaved`` (the stock
-transformer on the target interleaved with POS tags, scheme ``tags``).
+target schemes' systems (for a recipe whose target is parsed too, compared by :func:`target_systems`): ``factors``
+(target POS factors, their previous values embedded) and ``lisa+factors`` (scheme ``factors``), ``interleaved`` (the
+stock transformer on the target interleaved with POS tags, scheme ``tags``).
 
 From a shell (the recipes)::
 
     python -m syntax_nmt.systems list             # the default comparison, in order
+    python -m syntax_nmt.systems list --target    # the target-side comparison, in order
     python -m syntax_nmt.systems args sgnet       # its fairseq options, shell-quoted
     python -m syntax_nmt.systems task sgnet       # translation | syntax_translation
     eval "$(python -m syntax_nmt.systems shell sgnet)"   # SYSTEM, SYSTEM_ARGS (array), ... (examples/common)
@@ -38,8 +39,6 @@ from typing import Dict, List, Sequence, Tuple
 FEATURES = "pos,case,subword"
 #: the baseline every comparison is made against
 BASELINE = "transformer"
-#: the target-side comparison (a recipe with a target parser): the baseline, then these
-TARGET_SYSTEMS = ("transformer", "factors", "interleaved", "lisa", "lisa+factors")
 #: old names (the WMT14 recipe's configurations) -> table names
 ALIASES = {"baseline": "transformer", "syntax": "syntax-infused", "syntax_sgnet": "syntax+sgnet",
            "syntax_concat": "syntax-concat"}
@@ -188,6 +187,17 @@ def default_systems() -> List[str]:
     return [n for n, s in systems().items() if s.default]
 
 
+def target_systems() -> List[str]:
+    """The target-side comparison (a recipe whose target is parsed too), from the registered target schemes' systems,
+    in the registry's order: the baseline; the systems that add no source method (each scheme alone); the source
+    methods the others add, each alone (its own system); then those others (a scheme with the methods)."""
+    table = systems()
+    own = [s for s in table.values() if s.target]
+    combined = [s for s in own if s.methods]
+    return list(dict.fromkeys([BASELINE, *(s.name for s in own if not s.methods),
+                               *(m for s in combined for m in s.methods if m in table), *(s.name for s in combined)]))
+
+
 def get(name: str) -> System:
     """A system by name (or by one of the WMT14 recipe's old names, :data:`ALIASES`).
 
@@ -226,11 +236,15 @@ def fit_encoder_layers(system: System, layers: int) -> List[str]:
 def _cli(argv: Sequence[str] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m syntax_nmt.systems", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    ls = sub.add_parser("list", help="the default comparison, one name a line (--all: every system, with notes)")
-    ls.add_argument("--all", action="store_true")
+    ls = sub.add_parser("list", help="the default comparison, one name a line (--all: every system, with notes; "
+                        "--target: the target-side comparison, from the target schemes)")
+    which = ls.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true")
+    which.add_argument("--target", action="store_true")
     for cmd, text in (("shell", "bash assignments of SYSTEM, SYSTEM_TASK, SYSTEM_ARGS (an array), SYSTEM_STOCK, "
                                 "SYSTEM_FEATURES (1/0), SYSTEM_METHODS, SYSTEM_MIN_LAYERS, SYSTEM_TARGET (its target "
                                 "scheme), SYSTEM_DATA (the suffix of its scheme's own data directory), "
+                                "SYSTEM_TARGET_STREAMS (the target streams it reads, comma-separated), "
                                 "SYSTEM_EVALUATE_ARGS (an array: syntax-nmt-evaluate options), SYSTEM_TAGS (1/0: its "
                                 "tags are measured), for eval"),
                       ("args", "its fairseq-train options, shell-quoted on one line"),
@@ -239,6 +253,9 @@ def _cli(argv: Sequence[str] = None) -> int:
         sub.add_parser(cmd, help=text).add_argument("system")
     a = p.parse_args(argv)
     logging.getLogger("fairseq").setLevel(logging.WARNING)  # its import-time notices are no output of ours
+    if a.cmd == "list" and a.target:
+        print("\n".join(target_systems()))
+        return 0
     if a.cmd == "list":
         table = systems()
         for name, s in table.items():
@@ -259,8 +276,9 @@ def _cli(argv: Sequence[str] = None) -> int:
         f"SYSTEM_STOCK={int(s.stock)}", f"SYSTEM_FEATURES={int(s.features)}",
         f"SYSTEM_METHODS={q(','.join(s.methods))}", f"SYSTEM_MIN_LAYERS={s.min_encoder_layers}",
         f"SYSTEM_TARGET={q(s.target)}", f"SYSTEM_DATA={q(scheme.data_suffix if scheme else '')}",
+        f"SYSTEM_TARGET_STREAMS={q(','.join(scheme.target_streams if scheme else ()))}",
         f"SYSTEM_EVALUATE_ARGS=({' '.join(q(x) for x in (scheme.evaluate_args if scheme else ()))})",
-        f"SYSTEM_TAGS={int(bool(scheme and scheme.measures_tags))}"]),
+        f"SYSTEM_TAGS={int(bool(scheme and scheme.scored_streams))}"]),
         "args": lambda: " ".join(q(x) for x in s.args()), "task": lambda: s.task,
            "methods": lambda: ",".join(s.methods), "min-encoder-layers": lambda: str(s.min_encoder_layers),
            "name": lambda: s.name}[a.cmd]()

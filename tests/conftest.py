@@ -88,6 +88,10 @@ def systems_cache(tmp_path_factory):
     with contextlib.redirect_stdout(out):
         assert systems._cli(["list"]) == 0
     (cache / "_default.list").write_text(out.getvalue(), encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert systems._cli(["list", "--target"]) == 0
+    (cache / "_target.list").write_text(out.getvalue(), encoding="utf-8")
     return cache
 
 

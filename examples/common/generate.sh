@@ -15,8 +15,8 @@
 #   REF              reference prefix: REF.raw.T (untokenized) and REF.T (tokenized), T = TGT_LANG [PREP/test]
 #   TGT_LANG         the target language                                              [de]
 #   TGT_SPACY_MODEL  the target's parser: with a target-side system whose tags are measured (target factors,
-#                    interleaved tags: SYSTEM_TAGS), also score the predicted tags against it
-#                    (EVAL/NAME.factors.json)                                           [none]
+#                    interleaved tags: SYSTEM_TAGS), also score the predicted tags of each stream its target
+#                    scheme scores against it (EVAL/NAME.factors.json)                 [none]
 #   NAME             output name in EVAL                                              [SYSTEM]
 #   CHECKPOINT       checkpoint file name in SAVE, or auto (checkpoint_avg.pt if present, else
 #                    checkpoint_best.pt)                                              [preset]
@@ -88,5 +88,5 @@ tail -n 2 "$EVAL/$NAME.gen"
     --ref-raw "$REF.raw.$TGT_LANG" --ref-tok "$REF.$TGT_LANG" --out-prefix "$EVAL/$NAME"
 if [[ "${SYSTEM_TAGS:-0}" == 1 && -n "${TGT_SPACY_MODEL:-}" ]]; then
     "$PYTHON" "$HERE/evaluate.py" factors --gen "$EVAL/$NAME.gen" --parser "$TGT_SPACY_MODEL" \
-        "${SYSTEM_EVALUATE_ARGS[@]}" --output "$EVAL/$NAME.factors.json"
+        --target-scheme "$SYSTEM_TARGET" "${SYSTEM_EVALUATE_ARGS[@]}" --output "$EVAL/$NAME.factors.json"
 fi

@@ -5,18 +5,25 @@
 #                      SYSTEM_ARGS (array: features, methods, their options, an auxiliary-loss criterion),
 #                      SYSTEM_STOCK, SYSTEM_FEATURES (1/0), SYSTEM_METHODS (comma-separated), SYSTEM_MIN_LAYERS,
 #                      SYSTEM_TARGET (its target scheme), SYSTEM_DATA (the suffix of the scheme's own data),
+#                      SYSTEM_TARGET_STREAMS (the target streams it reads, comma-separated),
 #                      SYSTEM_EVALUATE_ARGS (array: options of syntax-nmt-evaluate score/factors), SYSTEM_TAGS (1/0)
 #   config_args NAME   load_system NAME, then the recipe's arch_args (which sets ARCH, MODEL_ARGS and
 #                      ENCODER_LAYERS for its model size, and may set WARMUP_DEFAULT/BEAM_DEFAULT); leaves
 #                      TASK_ARGS=(--task ...), MODEL_ARGS=(size and sharing, more encoder layers if the system
 #                      needs them) and SYSTEM_ARGS, which go after the training options (a system may set the
 #                      criterion)
-#   system_names LIST  the table's names of a space- or comma-separated list ("default": the default comparison)
+#   system_names LIST  the table's names of a space- or comma-separated list ("default": the default comparison;
+#                      "target": the target-side comparison, from the target schemes' systems)
+#   target_streams DIR NAME...  the target streams that the systems NAME... read from the data directory DIR, as
+#                      their target schemes declare (SYSTEM_TARGET_STREAMS; none for a system on its scheme's own
+#                      data, SYSTEM_DATA), and those DIR holds already (binarizing again drops none), comma-separated
+#   lacks_streams DIR STREAMS   whether the data directory DIR lacks one of the target STREAMS (comma-separated)
 #   has_stage, stage_start, stage_end   the stages of a recipe's run_all.sh
 #
 # The table is read with $SYSTEMS_PYTHON (default: $PYTHON, else python), a Python with syntax_nmt installed
 # (a few seconds: it imports fairseq); with SYSTEMS_CACHE set to a directory, each system is read once there
-# (NAME.sh, also what system_names reads for a name; _default.list, if present, the default comparison).
+# (NAME.sh, also what system_names reads for a name; _default.list and _target.list, if present, the default and
+# the target-side comparison).
 # shellcheck shell=bash
 
 _systems_python() { "${SYSTEMS_PYTHON:-${PYTHON:-python}}" "$@"; }
@@ -24,7 +31,8 @@ _systems_python() { "${SYSTEMS_PYTHON:-${PYTHON:-python}}" "$@"; }
 load_system() {
     local out cache="${SYSTEMS_CACHE:+$SYSTEMS_CACHE/${1//\//_}.sh}"
     unset SYSTEM
-    SYSTEM_TARGET="" SYSTEM_DATA="" SYSTEM_TAGS=0 SYSTEM_EVALUATE_ARGS=()  # a table without them (an older cache)
+    # a table without them (an older cache)
+    SYSTEM_TARGET="" SYSTEM_DATA="" SYSTEM_TARGET_STREAMS="" SYSTEM_TAGS=0 SYSTEM_EVALUATE_ARGS=()
     if [[ -n "$cache" && -f "$cache" ]]; then out=$(<"$cache")
     else
         out=$(_systems_python -m syntax_nmt.systems shell "$1") || return 1
@@ -44,6 +52,11 @@ system_names() {
         if [[ -n "$list" && -f "$list" ]]; then tr '\n' ' ' < "$list"; return; fi
         _systems_python -m syntax_nmt.systems list | tr '\n' ' '; return
     fi
+    if [[ "$*" == target ]]; then
+        list="${SYSTEMS_CACHE:+$SYSTEMS_CACHE/_target.list}"
+        if [[ -n "$list" && -f "$list" ]]; then tr '\n' ' ' < "$list"; return; fi
+        _systems_python -m syntax_nmt.systems list --target | tr '\n' ' '; return
+    fi
     for name in ${*//,/ }; do
         if [[ -n "${SYSTEMS_CACHE:-}" && -f "$SYSTEMS_CACHE/${name//\//_}.sh" ]]; then  # what load_system caches
             out+=("$(eval "$(<"$SYSTEMS_CACHE/${name//\//_}.sh")"; echo "$SYSTEM")")
@@ -52,6 +65,27 @@ system_names() {
         fi
     done
     echo "${out[*]}"
+}
+
+target_streams() {
+    local dir=$1 system dict streams=()
+    shift
+    for system in "$@"; do
+        load_system "$system" || return 1
+        if [[ -z "$SYSTEM_DATA" ]]; then streams+=(${SYSTEM_TARGET_STREAMS//,/ }); fi
+    done
+    for dict in "$dir"/dict.tgt.*.txt; do
+        if [[ -f "$dict" ]]; then dict=${dict##*/dict.tgt.}; streams+=("${dict%.txt}"); fi
+    done
+    if (( ${#streams[@]} )); then printf '%s\n' "${streams[@]}" | awk '!seen[$0]++' | paste -sd, -; fi
+}
+
+lacks_streams() {
+    local stream
+    for stream in ${2//,/ }; do
+        if [[ ! -f "$1/dict.tgt.$stream.txt" ]]; then return 0; fi
+    done
+    return 1
 }
 
 # The stages of a recipe's run_all.sh: has_stage NAME (is it in $STAGES), stage_start / stage_end NAME (timed).

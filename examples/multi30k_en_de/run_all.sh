@@ -20,12 +20,14 @@
 #   BPE_MERGES      joint BPE merge operations                                        [14000]
 #   SPACY_MODEL     spaCy pipeline (name or path) for the source parses              [en_core_web_sm]
 #   TGT_LANG        target language: de or fr (examples/multi30k_en_fr/run_all.sh sets fr)        [de]
-#   TGT_SPACY_MODEL spaCy pipeline for the target's parses: annotates the target too (its streams binarized
-#                   beside it, and the copies of the data that the target schemes make, e.g. the target
-#                   interleaved with POS tags: python -m syntax_nmt.targets), for the target-side systems
-#                   (python -m syntax_nmt.systems list --all: factors, interleaved, lisa+factors)   [none]
+#   TGT_SPACY_MODEL spaCy pipeline for the target's parses: annotates the target too (the target streams that the
+#                   systems run read binarized beside it, as their target schemes declare, and the copies of the
+#                   data that the target schemes make, e.g. the target interleaved with POS tags:
+#                   python -m syntax_nmt.targets), for the target-side systems (python -m syntax_nmt.systems list
+#                   --all: factors, interleaved, lisa+factors)   [none]
 #   SYSTEMS         systems to train and compare (names of python -m syntax_nmt.systems list --all; "default":
-#                   every system of the default comparison; the first is the baseline)
+#                   every system of the default comparison; "target": the target-side comparison, from the
+#                   target schemes' systems, python -m syntax_nmt.systems list --target; the first is the baseline)
 #                   [transformer syntax-infused and the two methods best on validation (README.md)]
 #   SEEDS           training seeds                                                    [1 2 3]
 #   TRAIN_PERCENT   train on this percentage of the training pairs: one fixed subset (TRAIN_SEED), the same for
@@ -120,7 +122,6 @@ SPLITS=${SPLITS:-valid test2016 test2017 mscoco}
 # The systems: SYSTEMS, else the main comparison recorded for the preset, else the default comparison.
 main_systems() {
     if [[ -n "${SYSTEMS:-}" ]]; then system_names "$SYSTEMS"; return; fi
-    if [[ -n "${TARGET_SYSTEMS_DEFAULT:-}" && -n "$TGT_SPACY_MODEL" ]]; then echo "$TARGET_SYSTEMS_DEFAULT"; return; fi
     if [[ -n "${MAIN_SYSTEMS_DEFAULT:-}" ]]; then echo "$MAIN_SYSTEMS_DEFAULT"; return; fi
     system_names default
 }
@@ -199,6 +200,13 @@ if has_stage binarize; then
         echo "$ANN changed after $BIN was made: binarizing again"
         rm -f "$BIN/.done"
     fi
+    # the target streams that the systems run read from BIN, as their target schemes declare (systems.sh)
+    streams=""
+    if [[ -n "$TGT_SPACY_MODEL" ]]; then names=$(main_systems); streams=$(target_streams "$BIN" $names); fi
+    if [[ -f "$BIN/.done" ]] && lacks_streams "$BIN" "$streams"; then
+        echo "the systems read the target streams $streams, which $BIN lacks: binarizing again"
+        rm -f "$BIN/.done"
+    fi
     if [[ -f "$BIN/.done" ]]; then
         echo "$BIN is complete"
     else
@@ -208,7 +216,7 @@ if has_stage binarize; then
         for suffix in "${suffixes[@]}"; do rm -rf "${BIN:?}-$suffix"; done
         syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN/train" --validpref "$ANN/valid" \
             --testpref "$ANN/test2016,$ANN/test2017,$ANN/mscoco" --destdir "$BIN" --joined-dictionary \
-            --workers "$WORKERS" ${TGT_SPACY_MODEL:+--target-streams pos,dep}
+            --workers "$WORKERS" ${streams:+--target-streams "$streams"}
         for suffix in "${suffixes[@]}"; do  # a target scheme's own data: text only, for its systems
             syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN-$suffix/train" \
                 --validpref "$ANN-$suffix/valid" --testpref "$ANN-$suffix/test2016,$ANN-$suffix/test2017,$ANN-$suffix/mscoco" \
@@ -219,6 +227,7 @@ if has_stage binarize; then
     fi
     if [[ -n "$PART" ]]; then  # the training subset: the same lines of every stream, binarized with BIN's dictionaries
         if [[ -f "$TRAIN_BIN/.done" && ( "$BIN/.done" -nt "$TRAIN_BIN/.done" ) ]]; then rm -f "$TRAIN_BIN/.done"; fi
+        if [[ -f "$TRAIN_BIN/.done" ]] && lacks_streams "$TRAIN_BIN" "$streams"; then rm -f "$TRAIN_BIN/.done"; fi
         if [[ -f "$TRAIN_BIN/.done" ]] && "$PYTHON" -c 'import sys; from syntax_nmt.data.subsample import is_done
 sys.exit(0 if is_done(sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])) else 1)' \
                 "$ANN/train" "$ANN$PART/train" "$TRAIN_PERCENT" "$TRAIN_SEED"; then
@@ -230,7 +239,7 @@ sys.exit(0 if is_done(sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv
             syntax-nmt-binarize --source-lang en --target-lang "$TGT_LANG" --trainpref "$ANN$PART/train" \
                 --validpref "$ANN/valid" --testpref "$ANN/test2016,$ANN/test2017,$ANN/mscoco" --destdir "$TRAIN_BIN" \
                 --joined-dictionary --srcdict "$BIN/dict.en.txt" --workers "$WORKERS" \
-                ${TGT_SPACY_MODEL:+--target-streams pos,dep}
+                ${streams:+--target-streams "$streams"}
             cp "$ANN$PART/train.subsample.json" "$TRAIN_BIN/subsample.json"
             touch "$TRAIN_BIN/.done"
         fi
@@ -380,11 +389,17 @@ report() {
 }
 
 # data_of SYSTEM: the data directory of a system (its target scheme's own, BIN-SUFFIX, if the scheme has one: the
-# interleaved target for interleaved tags); fails, saying so, for a target-side system without TGT_SPACY_MODEL.
+# interleaved target for interleaved tags); fails, saying so, for a target-side system without TGT_SPACY_MODEL, or
+# one whose target streams the data lacks (binarized before the run had that system).
 data_of() {
     load_system "$1" || return 1
     if [[ -n "$SYSTEM_TARGET" && -z "$TGT_SPACY_MODEL" ]]; then
         echo "run_all.sh: error: $1 predicts target syntax: set TGT_SPACY_MODEL (the target's parser)" >&2
+        return 1
+    fi
+    if [[ -z "$SYSTEM_DATA" && -d "$TRAIN_BIN" ]] && lacks_streams "$TRAIN_BIN" "$SYSTEM_TARGET_STREAMS"; then
+        echo "run_all.sh: error: $1 reads the target streams $SYSTEM_TARGET_STREAMS, which $TRAIN_BIN lacks: run the" \
+             "binarize stage with it among SYSTEMS (it binarizes them)" >&2
         return 1
     fi
     if [[ -n "$SYSTEM_DATA" ]]; then

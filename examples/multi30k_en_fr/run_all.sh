@@ -9,8 +9,9 @@
 #   MULTI30K_DIR=~/multi30k-dataset bash examples/multi30k_en_fr/run_all.sh
 #
 # Besides the en-de recipe's environment: TGT_SPACY_MODEL, the French parser [fr_core_news_sm]; MANIFEST
-# [manifest.json beside this file]; WORK [multi30k_en_fr]; TARGET_SYSTEMS_DEFAULT, the comparison without
-# SYSTEMS [transformer factors interleaved lisa lisa+factors].
+# [manifest.json beside this file]; WORK [multi30k_en_fr]; SYSTEMS [target: the target-side comparison, from the
+# target schemes' systems (python -m syntax_nmt.systems list --target): transformer factors interleaved lisa
+# lisa+factors, and the systems of a scheme added since].
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,5 +19,5 @@ export TGT_LANG=fr
 export TGT_SPACY_MODEL=${TGT_SPACY_MODEL:-fr_core_news_sm}
 export MANIFEST=${MANIFEST:-$HERE/manifest.json}
 export WORK=${WORK:-multi30k_en_fr}
-export TARGET_SYSTEMS_DEFAULT=${TARGET_SYSTEMS_DEFAULT:-transformer factors interleaved lisa lisa+factors}
+export SYSTEMS=${SYSTEMS:-target}
 exec bash "$HERE/../multi30k_en_de/run_all.sh" "$@"

@@ -110,32 +110,49 @@ def read_factors(generate_log: str) -> Dict[str, Dict[int, List[str]]]:
     return out
 
 
-#: what the parser gives for each factor ``syntax-nmt-evaluate factors`` can score
-PARSER_FACTORS = ("pos", "dep")
+def scoring_scheme(name: str = "", strip_target_tags: bool = False):
+    """The target scheme whose tags ``syntax-nmt-evaluate factors`` scores (an instance of the registered class):
+    ``name``, else ``tags`` for interleaved tags (``strip_target_tags``), else ``factors`` (F- lines).
+
+    Raises:
+        ValueError: an unknown scheme, naming the registered ones.
+    """
+    from syntax_nmt.targets import registered_schemes
+
+    return registered_schemes().get_class(name or ("tags" if strip_target_tags else "factors"))()
 
 
 def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
-                    strip_target_tags: bool = False) -> Dict[str, Dict]:
+                    strip_target_tags: bool = False, scheme: str = "", case: str = "binary") -> Dict[str, Dict]:
     """Accuracy of the predicted target factors against a parser's tags of the hypotheses: each hypothesis's words
     (fairseq-generate's ``--remove-bpe`` H line) parsed as given (spaCy, pre-tokenized, through the annotator's own
-    backend), each word's predicted tag (its F line) against the parser's (``pos``: UPOS or, with ``pos_tagset="xpos"``,
-    the language's tags; ``dep``: the dependency label, as ``syntax-nmt-annotate`` writes them). With
-    ``strip_target_tags`` the hypotheses hold interleaved tags (``syntax-nmt-target-tags``): the factor scored is
-    ``pos``, the tag before each word.
+    backend), each word's predicted tag (its F line) against the truth the target scheme (``scheme``,
+    :func:`scoring_scheme`) computes from that parse for each of its scored streams
+    (:meth:`~syntax_nmt.targets.base.TargetScheme.truth`; by default as ``syntax-nmt-annotate`` writes them:
+    ``pos``: UPOS or, with ``pos_tagset="xpos"``, the language's tags; ``case``: the ``case`` class of the word;
+    ``dep``: the dependency label). The F- lines of other factors are not scored. With ``strip_target_tags`` the
+    hypotheses hold interleaved tags (``syntax-nmt-target-tags``): the tag before each word is scored as the
+    scheme's one stream.
 
     Returns:
         factor name -> ``{"accuracy": percent, "words": n, "correct": k}``.
 
     Raises:
-        ValueError: no factor to score, or a sentence whose tags are not one per word.
+        ValueError: no factor to score, a scheme that scores no stream (or, with ``strip_target_tags``, more than
+            one), or a sentence whose tags are not one per word.
     """
     from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend
     from syntax_nmt.annotate.target_tags import is_tag, separate_tags, strip
     from syntax_nmt.utils import InputError
 
+    target = scoring_scheme(scheme, strip_target_tags)
+    streams = list(target.scored_streams)
     hyps = read_hypotheses(generate_log, target_tags=strip_target_tags)
     if strip_target_tags:
-        predicted = {"pos": {}}
+        if len(streams) != 1:
+            raise ValueError(f"target scheme {target.name!r} scores {len(streams)} streams "
+                             f"({', '.join(streams) or 'none'}): interleaved tags (--strip-target-tags) are one")
+        predicted = {streams[0]: {}}
         for i, h in enumerate(hyps):
             # a tag glued to the word before it (--remove-bpe sentencepiece: the tag is a piece without "▁") is
             # split from it, as strip() removes it
@@ -143,15 +160,15 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
             for k, t in enumerate(tokens):
                 if not is_tag(t):
                     tags.append(tokens[k - 1][1:-1] if k > 0 and is_tag(tokens[k - 1]) else "_")
-            predicted["pos"][i] = tags
+            predicted[streams[0]][i] = tags
         hyps = [strip(h) for h in hyps]
     else:
-        predicted = {k: v for k, v in read_factors(generate_log).items() if k in PARSER_FACTORS}
+        predicted = {k: v for k, v in read_factors(generate_log).items() if k in streams}
     if not predicted:
-        raise ValueError(f"{generate_log}: no target factor the parser gives ({', '.join(PARSER_FACTORS)}): no F- "
-                         f"line. fairseq-generate prints the F- lines on its standard output, also with --results-path "
-                         f"(whose file holds fairseq's own lines only): score the standard output; or generate with "
-                         f"a model trained with --target-factors")
+        raise ValueError(f"{generate_log}: no target factor that target scheme {target.name!r} scores "
+                         f"({', '.join(streams) or 'none'}): no such F- line. fairseq-generate prints the F- lines on "
+                         f"its standard output, also with --results-path (whose file holds fairseq's own lines only): "
+                         f"score the standard output; or generate with a model trained with --target-factors")
     for name, rows in predicted.items():
         for i, h in enumerate(hyps):
             if len(rows.get(i, [])) != len(h.split()):
@@ -164,10 +181,9 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
     try:
         # every sentence's words are the hypothesis's (the backend refuses a pipeline that merges or splits them)
         for i, sentence, _ in backend.parse((i, h, None) for i, h in enumerate(hyps)):
-            gold = {"pos": sentence.upos if pos_tagset == "upos" else sentence.xpos, "dep": sentence.deprels}
             for name in predicted:
                 tags = predicted[name].get(i, [])  # an empty hypothesis has no F- line
-                counts[name][0] += sum(a == b for a, b in zip(tags, gold[name]))
+                counts[name][0] += sum(a == b for a, b in zip(tags, target.truth(name, sentence, pos_tagset, case)))
                 counts[name][1] += len(tags)
     except InputError as e:  # "SOURCE:ID: message" -> "FILE: sentence ID: message"
         text = str(e)
@@ -580,7 +596,8 @@ def _named(spec: str, option: str = "") -> Tuple[str, object]:
 
 def main(args: argparse.Namespace):
     if args.command == "factors":
-        result = factor_accuracy(args.gen, args.parser, args.pos_tagset, args.strip_target_tags)
+        result = factor_accuracy(args.gen, args.parser, args.pos_tagset, args.strip_target_tags, args.target_scheme,
+                                 args.case)
         for name, r in result.items():
             print(f"{name}: {r['accuracy']:.2f}% of {r['words']} words agree with {args.parser}")
         if args.output:
@@ -663,9 +680,15 @@ def get_parser() -> argparse.ArgumentParser:
     reads(p.add_argument("--gen", required=True, help="fairseq-generate output (run with --remove-bpe)"))
     reads(p.add_argument("--parser", required=True, help="spaCy pipeline (name or path) of the target language, the "
                          "one the training target was annotated with"), "dir", name_or_path=True)
+    p.add_argument("--target-scheme", default="", help="the target scheme the system was trained with (python -m "
+                   "syntax_nmt.systems shell SYSTEM: SYSTEM_TARGET): the streams it scores, each against the truth it "
+                   "computes from the parse (default: tags with --strip-target-tags, else factors: the F lines of "
+                   "pos, case and dep)")
     p.add_argument("--pos-tagset", choices=["upos", "xpos"], default="upos", help="as syntax-nmt-annotate's")
+    p.add_argument("--case", choices=["binary", "rich"], default="binary", help="as syntax-nmt-annotate's")
     p.add_argument("--strip-target-tags", action="store_true",
-                   help="the hypotheses hold interleaved tags (syntax-nmt-target-tags): score the tag before each word")
+                   help="the hypotheses hold interleaved tags (syntax-nmt-target-tags): score the tag before each word "
+                   "as the scheme's one stream")
     writes(p.add_argument("--output", help="write the accuracies as JSON"))
     p = sub.add_parser("parse", help="UAS of the source parse a model predicts (G- lines of --print-source-parse) "
                        "against a parser's heads of the same words")

@@ -252,37 +252,52 @@ def report(eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: 
 
 
 def factor_accuracies(eval_dir: str, systems: Sequence[str], seeds: Sequence[int],
-                      splits: Sequence[str]) -> Dict[str, Dict[str, List[float]]]:
-    """split -> system -> the target tags' accuracy against the target parser (``SPLIT/SYSTEM.seedN.factors.json``
-    of ``syntax-nmt-evaluate factors``, factor ``pos``), one value per seed, for the systems that predict tags."""
-    out: Dict[str, Dict[str, List[float]]] = {}
+                      splits: Sequence[str]) -> Dict[str, Dict[str, Dict[str, List[float]]]]:
+    """split -> system -> stream -> the target tags' accuracy against the target parser (``SPLIT/SYSTEM.seedN.
+    factors.json`` of ``syntax-nmt-evaluate factors``: each stream its target scheme scores, e.g. ``pos``), one value
+    per seed, for the systems that predict tags.
+
+    Raises:
+        FileNotFoundError: the tags of some seeds only.
+        ValueError: a file that is not valid JSON, or seeds whose files score other streams.
+    """
+    out: Dict[str, Dict[str, Dict[str, List[float]]]] = {}
     for sp in splits:
         for n in systems:
             paths = [os.path.join(eval_dir, sp, f"{n}.seed{s}.factors.json") for s in seeds]
             if any(os.path.exists(p) for p in paths):
-                values = []
+                values: Dict[str, List[float]] = {}
                 for s, p in zip(seeds, paths):
                     again = f"run the evaluate stage again (it measures the tags of {n} seed {s} on {sp} again)"
                     if not os.path.exists(p):  # the tags of some seeds only: a failed step, not a table to print
                         raise FileNotFoundError(f"{p} is missing: {again}")
-                    values.append(_read_json(p, again)["pos"]["accuracy"])
+                    measured = _read_json(p, again)
+                    if values and list(measured) != list(values):
+                        raise ValueError(f"{p} scores the tags of {', '.join(measured) or 'no stream'}, seed "
+                                         f"{seeds[0]}'s those of {', '.join(values)}: {again}")
+                    for stream, result in measured.items():
+                        values.setdefault(stream, []).append(result["accuracy"])
                 out.setdefault(sp, {})[n] = values
     return out
 
 
 def factor_accuracy_lines(eval_dir: str, systems: Sequence[str], seeds: Sequence[int],
                           splits: Sequence[str]) -> List[str]:
-    """The markdown table of :func:`factor_accuracies` (nothing when no system predicts target tags)."""
+    """The markdown table of :func:`factor_accuracies`, a row per system and stream (nothing when no system predicts
+    target tags)."""
     acc = factor_accuracies(eval_dir, systems, seeds, splits)
-    names = [n for n in systems if any(n in acc.get(sp, {}) for sp in splits)]
-    if not names:
+    rows = []
+    for n in systems:
+        streams = list(dict.fromkeys(t for sp in splits for t in acc.get(sp, {}).get(n, {})))
+        rows += [[n, t, *("{:.2f} ± {:.2f}".format(*mean_sd(acc[sp][n][t])) if t in acc.get(sp, {}).get(n, {})
+                          else "-" for sp in splits)] for t in streams]
+    if not rows:
         return []
-    lines = ["## Target tags", "", "Accuracy (%) of the POS tags each system predicts for its own translation (target "
-             "factors: its F lines; interleaved: the tag before each word) against the target parser's tags of that "
-             "translation (`syntax-nmt-evaluate factors`), mean ± sd over seeds.", ""]
-    rows = [[n, *("{:.2f} ± {:.2f}".format(*mean_sd(acc[sp][n])) if n in acc.get(sp, {}) else "-" for sp in splits)]
-            for n in names]
-    return lines + [markdown_table(["system", *splits], rows), ""]
+    lines = ["## Target tags", "", "Accuracy (%) of the target tags each system predicts for its own translation "
+             "(target factors: its F lines; interleaved: the tag before each word) against the target parser's tags "
+             "of that translation (`syntax-nmt-evaluate factors`), for each stream its target scheme scores (`pos`: "
+             "the POS tags), mean ± sd over seeds.", ""]
+    return lines + [markdown_table(["system", "tags", *splits], rows), ""]
 
 
 def best_on_valid(eval_dir: str, split: str = "valid") -> str:

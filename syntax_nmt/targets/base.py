@@ -9,7 +9,7 @@ is one new file here and nothing else. Built in: ``factors`` (the decoder predic
 token) and ``tags`` (the target interleaved with its tags, data for the stock model).
 """
 
-from typing import Sequence, TextIO, Tuple
+from typing import Dict, List, Sequence, TextIO, Tuple
 
 from syntax_nmt.registry import Registry
 
@@ -48,11 +48,17 @@ class TargetScheme:
     #: (a recipe's ``data-bin/T-SUFFIX`` beside ``data-bin/T``); empty: the recipe's data, the target's streams
     #: binarized beside it (``syntax-nmt-binarize --target-streams``)
     data_suffix: str = ""
+    #: the target's tag streams (``syntax-nmt-annotate`` of the target: ``P.tgt.STREAM``) its systems read: a recipe
+    #: binarizes those of the systems it runs beside its data (``syntax-nmt-binarize --target-streams``), unless the
+    #: scheme has data of its own (:attr:`data_suffix`), which :meth:`write_target` makes from them
+    target_streams: Sequence[str] = ()
     #: ``syntax-nmt-evaluate score`` (and ``factors``) options for its hypotheses (e.g. tags to strip)
     evaluate_args: Sequence[str] = ()
-    #: whether its systems' tags are measured against the target parser (``syntax-nmt-evaluate factors``: F- lines,
-    #: or with ``--strip-target-tags`` the interleaved tags)
-    measures_tags: bool = False
+    #: the streams whose tags its systems' translations carry (F- lines, or with ``--strip-target-tags`` the
+    #: interleaved tags, then one stream), each scored against the target parser's parse of the translation
+    #: (``syntax-nmt-evaluate factors --target-scheme NAME``, the truth of each word by :meth:`truth`); empty: its
+    #: systems' tags are not measured
+    scored_streams: Sequence[str] = ()
 
     def write_target(self, prefix: str, tgt_lang: str, out: TextIO) -> int:
         """Write the target side of the scheme's own data for one annotated split to ``out``; returns its lines.
@@ -63,3 +69,31 @@ class TargetScheme:
             tgt_lang: the target language.
         """
         raise NotImplementedError(f"target scheme {self.name!r} has no data of its own")
+
+    def truth(self, stream: str, sentence, pos_tagset: str = "upos", case: str = "binary") -> List[str]:
+        """The true tags of ``stream`` for the words of a translation, from the target parser's parse of it
+        (``sentence``, a :class:`~syntax_nmt.syntax.conllu.Sentence` whose words are the translation's): what its
+        predicted tags are scored against. By default what ``syntax-nmt-annotate`` writes for each word of that
+        parse (:func:`word_tags`: the POS tag, the case class, the dependency label), with the annotation's
+        ``pos_tagset`` and ``case``; a scheme whose tags are made otherwise overrides it.
+
+        Raises:
+            ValueError: a stream with no tag per word (``subword``, ``head``).
+        """
+        if stream not in WORD_STREAMS:
+            raise ValueError(f"target stream {stream!r} has no tag per word to score against a parse (those with one: "
+                             f"{', '.join(WORD_STREAMS)})")
+        return word_tags(sentence, pos_tagset, case)[stream]
+
+
+#: the target streams with one tag per word, the truth of :meth:`TargetScheme.truth` (the annotator's words)
+WORD_STREAMS = ("pos", "case", "dep")
+
+
+def word_tags(sentence, pos_tagset: str = "upos", case: str = "binary") -> Dict[str, List[str]]:
+    """Stream -> one tag per word of a parsed ``sentence`` for :data:`WORD_STREAMS`, as ``syntax-nmt-annotate``
+    writes them for a word of one piece (:func:`~syntax_nmt.annotate.align.align_streams`: an empty tag is ``_``)."""
+    from syntax_nmt.annotate.align import align_streams
+
+    aligned = align_streams(sentence, [[w] for w in sentence.words], pos_tagset, case)
+    return {s: aligned[s] for s in WORD_STREAMS}

@@ -16,8 +16,9 @@ class InterleavedTags(TargetScheme):
 
     systems = (("interleaved", (), f"the target interleaved with its {TAG.upper()} tags (Nadejde et al., 2017)"),)
     data_suffix = "tagged"
+    target_streams = (TAG,)
     evaluate_args = ("--strip-target-tags",)
-    measures_tags = True
+    scored_streams = (TAG,)
 
     def write_target(self, prefix: str, tgt_lang: str, out: TextIO) -> int:
         from syntax_nmt.annotate.target_tags import interleave_files

@@ -2,7 +2,7 @@
 on, and applies or checks when a checkpoint is loaded: the signatures of its word dictionaries, ``--source-prepend-bos``
 and ``--truncate-source`` (the format of the signatures: :mod:`syntax_nmt.data.signatures`; the stream dictionaries
 are checked where the task settles the streams, :mod:`~syntax_nmt.tasks.source_streams`; the annotation settings in
-:mod:`~syntax_nmt.tasks.raw_inference`; the target factors in :mod:`syntax_nmt.targets.factors`).
+:mod:`~syntax_nmt.tasks.raw_inference`; the target factors in :mod:`syntax_nmt.tasks.target_factors`).
 
 Each function takes the task and the model's arguments ``cfg`` (an ``argparse.Namespace`` or a ``DictConfig``):
 training (``from_checkpoint`` false) writes the record, loading reads it.

@@ -3,8 +3,9 @@
 The task coordinates; each concern has a module of its own: the source streams and ``--source-parse``
 (:mod:`~syntax_nmt.tasks.source_streams`), loading the binarized splits (:mod:`~syntax_nmt.tasks.stream_loading`),
 what checkpoints record (:mod:`~syntax_nmt.tasks.checkpoint_records`), raw-text annotation
-(:class:`~syntax_nmt.tasks.raw_inference.RawTextAnnotation`), the target factors (:mod:`syntax_nmt.targets.factors`)
-and the source parses a model predicts (:mod:`~syntax_nmt.tasks.source_parse`).
+(:class:`~syntax_nmt.tasks.raw_inference.RawTextAnnotation`), the target factors
+(:mod:`~syntax_nmt.tasks.target_factors`) and the source parses a model predicts
+(:mod:`~syntax_nmt.tasks.source_parse`).
 """
 
 import logging
@@ -24,7 +25,7 @@ from syntax_nmt.data.streams import STREAMS, StreamConfigError
 from syntax_nmt.models.syntax_transformer import ModelOptionError
 from syntax_nmt.syntax.conllu import CoNLLUError, Sentence
 from syntax_nmt.syntax.parse_lines import FORMATS as PARSE_FORMATS
-from syntax_nmt.targets.factors import TargetFactors
+from syntax_nmt.tasks.target_factors import TargetFactors
 from syntax_nmt.tasks import checkpoint_records, raw_inference, stream_loading
 from syntax_nmt.tasks.source_parse import SourceParses, print_parses
 from syntax_nmt.tasks.source_streams import SOURCE_PARSE, SourceStreams, needs_parse_message

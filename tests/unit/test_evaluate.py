@@ -427,7 +427,7 @@ def test_parser_defaults_and_values():
         "strip_target_tags": False}
     assert vars(parse(["factors", "--gen", "g", "--parser", "p"])) == {
         "command": "factors", "gen": "g", "parser": "p", "pos_tagset": "upos", "strip_target_tags": False,
-        "output": None}
+        "output": None, "target_scheme": "", "case": "binary"}
     assert vars(parse(["significance", "--ref-raw", "r", "--baseline", "b", "s1", "s2"])) == {
         "command": "significance", "ref_raw": "r", "baseline": "b", "systems": ["s1", "s2"], "metric": "sacrebleu",
         "test": "bs",

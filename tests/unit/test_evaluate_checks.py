@@ -186,7 +186,8 @@ def test_factors_of_a_results_path_file_say_where_the_f_lines_went(tmp_path, cap
     gen = write(tmp_path / "generate-test.txt", ["S-0\tx", "H-0\t-1.0\tthe cat", "D-0\t-1.0\tthe cat"])
     code, err = run_cli(capsys, ["factors", "--gen", gen, "--parser", "unused"])
     assert code == 2 and len(err) == 1
-    assert err[0] == (f"syntax-nmt-evaluate: error: {gen}: no target factor the parser gives (pos, dep): no F- line. "
+    assert err[0] == (f"syntax-nmt-evaluate: error: {gen}: no target factor that target scheme 'factors' scores (pos, "
+                      f"case, dep): no such F- line. "
                       f"fairseq-generate prints the F- lines on its standard output, also with --results-path (whose "
                       f"file holds fairseq's own lines only): score the standard output; or generate with a model "
                       f"trained with --target-factors")

@@ -20,13 +20,13 @@ FLOORS: List[Set[str]] = [
     {"constants", "registry", "utils", "cli_errors", "io_guard", "checkpoint_compat", "syntax", "annotation_settings"},
     # data on disk and in batches; the synthetic corpus; the hub's interface
     {"data", "synthetic", "hub"},
-    # annotation (parsers -> aligned streams), the model and its methods; metrics, tests of significance and
-    # multi-seed tables (the target factors' accuracy parses the hypotheses with the annotator's parser), and the old
-    # paths of those three modules (aliases of syntax_nmt.evaluation's)
-    {"annotate", "models", "evaluation", "evaluate", "compare", "significance"},
-    # what reads the model's registry: the criterion, the table of systems; the target-side schemes (the task's side
-    # of target factors, the recipes' data of each scheme)
-    {"criterions", "systems", "targets"},
+    # annotation (parsers -> aligned streams), the model and its methods; the target-side schemes (what each
+    # declares: its options, streams and data, the truth of its tags); metrics, tests of significance and multi-seed
+    # tables (the target tags' accuracy parses the hypotheses with the annotator's parser and scores each scheme's
+    # streams), and the old paths of those three modules (aliases of syntax_nmt.evaluation's)
+    {"annotate", "models", "targets", "evaluation", "evaluate", "compare", "significance"},
+    # what reads the model's registry: the criterion, the table of systems
+    {"criterions", "systems"},
     # the task: training data, raw-text inference
     {"tasks"},
     # the plugin's registration with fairseq (syntax_nmt/__init__.py)

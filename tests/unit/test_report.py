@@ -87,11 +87,12 @@ def write_done(ckpt):
             json.dump(record, f)
 
 
-def write_factors(eval_dir, system="sgnet", factors=FACTORS):
+def write_factors(eval_dir, system="sgnet", factors=FACTORS, stream="pos"):
     for sp, values in factors.items():
         for s, v in zip(SEEDS, values):
             with open(os.path.join(eval_dir, sp, f"{system}.seed{s}.factors.json"), "w") as f:
-                json.dump({"pos": {"accuracy": v}}, f)
+                json.dump({stream: {"accuracy": v}} if not isinstance(v, dict) else
+                          {k: {"accuracy": x} for k, x in v.items()}, f)
 
 
 def read_json(path):
@@ -469,10 +470,11 @@ def test_report_markdown_every_line(reported):
         "## test (3 sentences)", "", compare.results_table(test, METRICS, ["bs", "ar"], ("sacrebleu", "chrf")), "",
         f"Ranking on valid (mean sacreBLEU): sgnet {valid[1]['mean']:.2f}, transformer {valid[0]['mean']:.2f}", "",
         "## Target tags", "",
-        "Accuracy (%) of the POS tags each system predicts for its own translation (target factors: its F lines; "
+        "Accuracy (%) of the target tags each system predicts for its own translation (target factors: its F lines; "
         "interleaved: the tag before each word) against the target parser's tags of that translation "
-        "(`syntax-nmt-evaluate factors`), mean ± sd over seeds.", "",
-        markdown_table(["system", "valid", "test"], [["sgnet", "92.50 ± 1.41", "82.00 ± 2.83"]]), "",
+        "(`syntax-nmt-evaluate factors`), for each stream its target scheme scores (`pos`: the POS tags), mean ± sd "
+        "over seeds.", "",
+        markdown_table(["system", "tags", "valid", "test"], [["sgnet", "pos", "92.50 ± 1.41", "82.00 ± 2.83"]]), "",
         "## Training time", "",
         markdown_table(["system", "wall min per training", "CPU min per training"],
                        [["transformer", "12.5", "22.5"], ["sgnet", "21.0", "40.0"]]), "",
@@ -608,21 +610,25 @@ def test_factor_accuracies_per_seed_and_their_table(tmp_path):
     write_factors(str(tmp_path), "sgnet", {"valid": [90.0, 95.0], "test": [70.0, 71.0]})
     write_factors(str(tmp_path), "lisa", {"test": [60.0, 61.5]})
     assert R.factor_accuracies(str(tmp_path), ["transformer", "lisa", "sgnet"], SEEDS, SPLITS) == {
-        "valid": {"sgnet": [90.0, 95.0]}, "test": {"lisa": [60.0, 61.5], "sgnet": [70.0, 71.0]}}
-    assert R.factor_accuracies(str(tmp_path), ["sgnet"], [2], ["test"]) == {"test": {"sgnet": [71.0]}}
+        "valid": {"sgnet": {"pos": [90.0, 95.0]}}, "test": {"lisa": {"pos": [60.0, 61.5]},
+                                                             "sgnet": {"pos": [70.0, 71.0]}}}
+    assert R.factor_accuracies(str(tmp_path), ["sgnet"], [2], ["test"]) == {"test": {"sgnet": {"pos": [71.0]}}}
     assert R.factor_accuracies(str(tmp_path), ["transformer"], SEEDS, SPLITS) == {}
     assert R.factor_accuracy_lines(str(tmp_path), ["transformer"], SEEDS, SPLITS) == []
     lines = R.factor_accuracy_lines(str(tmp_path), ["transformer", "sgnet", "lisa"], SEEDS, SPLITS)
     assert lines[:4] == ["## Target tags", "",
-                         "Accuracy (%) of the POS tags each system predicts for its own translation (target factors: "
-                         "its F lines; interleaved: the tag before each word) against the target parser's tags of "
-                         "that translation (`syntax-nmt-evaluate factors`), mean ± sd over seeds.", ""]
-    assert lines[4:] == [markdown_table(["system", "valid", "test"], [["sgnet", "92.50 ± 3.54", "70.50 ± 0.71"],
-                                                                      ["lisa", "-", "60.75 ± 1.06"]]), ""]
-    assert lines[4].split("\n")[2:] == ["| sgnet | 92.50 ± 3.54 | 70.50 ± 0.71 |", "| lisa | - | 60.75 ± 1.06 |"]
+                         "Accuracy (%) of the target tags each system predicts for its own translation (target "
+                         "factors: its F lines; interleaved: the tag before each word) against the target parser's "
+                         "tags of that translation (`syntax-nmt-evaluate factors`), for each stream its target scheme "
+                         "scores (`pos`: the POS tags), mean ± sd over seeds.", ""]
+    assert lines[4:] == [markdown_table(["system", "tags", "valid", "test"],
+                                        [["sgnet", "pos", "92.50 ± 3.54", "70.50 ± 0.71"],
+                                         ["lisa", "pos", "-", "60.75 ± 1.06"]]), ""]
+    assert lines[4].split("\n")[2:] == ["| sgnet | pos | 92.50 ± 3.54 | 70.50 ± 0.71 |",
+                                        "| lisa | pos | - | 60.75 ± 1.06 |"]
     # a split where no system has tags (no factors file at all): a "-" column
     assert R.factor_accuracy_lines(str(tmp_path), ["sgnet"], SEEDS, ["valid", "mscoco"])[4] == markdown_table(
-        ["system", "valid", "mscoco"], [["sgnet", "92.50 ± 3.54", "-"]])
+        ["system", "tags", "valid", "mscoco"], [["sgnet", "pos", "92.50 ± 3.54", "-"]])
     os.unlink(tmp_path / "test" / "lisa.seed1.factors.json")
     with pytest.raises(FileNotFoundError) as e:
         R.factor_accuracies(str(tmp_path), ["lisa"], SEEDS, SPLITS)
@@ -634,6 +640,33 @@ def test_factor_accuracies_per_seed_and_their_table(tmp_path):
     assert str(e.value).startswith(f"{tmp_path}/valid/sgnet.seed2.factors.json is not valid JSON (")
     assert str(e.value).endswith("): run the evaluate stage again (it measures the tags of sgnet seed 2 on valid "
                                  "again)")
+
+
+def test_factor_accuracies_of_each_stream_a_scheme_scores(tmp_path):
+    """A target scheme scores the streams it declares (issue 57.2): a row per system and stream, in the order the
+    files hold them; a system's streams on one split only leave "-" on the others."""
+    for sp in SPLITS:
+        (tmp_path / sp).mkdir()
+    write_factors(str(tmp_path), "casefactors", {"valid": [80.0, 90.0], "test": [50.0, 60.0]}, stream="case")
+    write_factors(str(tmp_path), "factors", {"valid": [{"pos": 70.0, "dep": 40.0}, {"pos": 72.0, "dep": 42.0}],
+                                             "test": [{"pos": 60.0, "dep": 30.0}, {"pos": 62.0, "dep": 30.0}]})
+    write_factors(str(tmp_path), "interleaved", {"test": [10.0, 20.0]})
+    assert R.factor_accuracies(str(tmp_path), ["factors", "casefactors", "interleaved"], SEEDS, SPLITS) == {
+        "valid": {"factors": {"pos": [70.0, 72.0], "dep": [40.0, 42.0]}, "casefactors": {"case": [80.0, 90.0]}},
+        "test": {"factors": {"pos": [60.0, 62.0], "dep": [30.0, 30.0]}, "casefactors": {"case": [50.0, 60.0]},
+                 "interleaved": {"pos": [10.0, 20.0]}}}
+    lines = R.factor_accuracy_lines(str(tmp_path), ["transformer", "casefactors", "interleaved", "factors"], SEEDS,
+                                    SPLITS)
+    assert lines[4] == markdown_table(["system", "tags", "valid", "test"], [
+        ["casefactors", "case", "85.00 ± 7.07", "55.00 ± 7.07"], ["interleaved", "pos", "-", "15.00 ± 7.07"],
+        ["factors", "pos", "71.00 ± 1.41", "61.00 ± 1.41"], ["factors", "dep", "41.00 ± 1.41", "30.00 ± 0.00"]])
+    # seeds whose files score other streams: a failed or mixed evaluation, named
+    (tmp_path / "test" / "factors.seed2.factors.json").write_text('{"pos": {"accuracy": 1.0}}')
+    with pytest.raises(ValueError) as e:
+        R.factor_accuracies(str(tmp_path), ["factors"], SEEDS, ["test"])
+    assert str(e.value) == (f"{tmp_path}/test/factors.seed2.factors.json scores the tags of pos, seed 1's those of "
+                            f"pos, dep: run the evaluate stage again (it measures the tags of factors seed 2 on test "
+                            f"again)")
 
 
 def _results(path, splits):

@@ -106,4 +106,4 @@ def test_pack_and_the_per_seed_files_are_each_seeds_own(report, tmp_path):
             [{"train_seconds": 100 * i + s, "train_cpu_seconds": 2 * s} for s in SEEDS]
         assert [recipe._timing(str(kept), name, s)["train_seconds"] for s in SEEDS] == [100 * i + s for s in SEEDS]
     assert recipe.factor_accuracies(str(evald), SYSTEMS, SEEDS, ["test2016"]) == \
-        {"test2016": {name: [90.0 + 10 * i + s for s in SEEDS] for i, name in enumerate(SYSTEMS)}}
+        {"test2016": {name: {"pos": [90.0 + 10 * i + s for s in SEEDS]} for i, name in enumerate(SYSTEMS)}}

@@ -11,6 +11,7 @@ from syntax_nmt.models.modules.methods import base as methods_base
 from syntax_nmt.models.modules.methods.lisa import LisaAttention
 from syntax_nmt.models.modules.methods.sla import SyntaxLocalAttention
 from syntax_nmt.models.modules.methods.syntax_bert import SyntaxBertAttention
+from syntax_nmt.targets import base as targets_base
 
 CRIT = ["--criterion", "label_smoothed_cross_entropy_with_syntax"]
 
@@ -40,13 +41,47 @@ def test_the_target_side_systems():
     """Outside the default comparison; target factors need the syntax task, model and criterion; interleaved tags
     are data for the stock model."""
     t = S.systems()
-    assert [n for n in S.TARGET_SYSTEMS if t[n].target] == ["factors", "interleaved", "lisa+factors"]
+    # the target-side comparison, from the schemes' systems (the EN->FR recipe's default); a scheme added in a file
+    # of its own (tests/integration's toys, none with a source method) joins it after the built-in ones alone
+    later = [n for n, s in t.items() if s.target and s.target not in targets_base.BUILTIN]
+    assert not any(t[n].methods for n in later)
+    assert S.target_systems() == ["transformer", "factors", "interleaved", *later, "lisa", "lisa+factors"]
     assert not any(t[n].default for n in ("factors", "interleaved", "lisa+factors"))
     assert t["factors"].args() == ["--source-features", "", "--target-factors", "pos", "--target-factor-input", *CRIT]
     assert t["lisa+factors"].args() == ["--source-features", "", "--syntax-attention", "lisa", "--target-factors", "pos",
                                         "--target-factor-input", *CRIT, "--lisa-loss-weight", "0.1"]
     assert t["interleaved"].stock and t["interleaved"].task == "translation" and t["interleaved"].args() == []
     assert t["interleaved"].target == "tags" and not t["factors"].stock
+
+
+def test_a_target_scheme_registered_later_joins_the_target_comparison_with_its_streams(monkeypatch, capsys):
+    """The target-side comparison and the target streams the recipes binarize come from what a scheme declares
+    (issue 57.2): its systems alone after the built-in ones alone, the source methods its other systems add each
+    alone after lisa, those others last; ``shell`` gives its streams (SYSTEM_TARGET_STREAMS) and whether its tags
+    are measured (SYSTEM_TAGS: it scores a stream)."""
+
+    class Toy(targets_base.TargetScheme):
+        """A toy scheme: case factors."""
+        name = "toy"
+        systems = (("toy-case", (), "case factors"), ("sgnet+toy", ("sgnet",), "SG-Net and case factors"),
+                   ("lisa+toy", ("lisa",), "LISA and case factors"))
+        needs_syntax_model = True
+        train_args = ("--target-factors", "case")
+        target_streams = ("case", "dep")
+        scored_streams = ("case",)
+
+    later = [n for n, s in S.systems().items() if s.target and s.target not in targets_base.BUILTIN]  # the toys'
+    monkeypatch.setitem(targets_base.TARGET_SCHEMES, "toy", Toy)
+    assert S.target_systems() == ["transformer", "factors", "interleaved", *later, "toy-case", "lisa", "sgnet",
+                                  "lisa+factors", "sgnet+toy", "lisa+toy"]
+    assert _cli(capsys, "list", "--target") == (0, "\n".join(S.target_systems()) + "\n", "")
+    shell = _cli(capsys, "shell", "sgnet+toy")[1].splitlines()
+    assert "SYSTEM_TARGET=toy" in shell and "SYSTEM_TARGET_STREAMS=case,dep" in shell and "SYSTEM_TAGS=1" in shell
+    assert "SYSTEM_TARGET_STREAMS=pos" in _cli(capsys, "shell", "lisa+factors")[1].splitlines()
+    assert "SYSTEM_TARGET_STREAMS=pos" in _cli(capsys, "shell", "interleaved")[1].splitlines()
+    assert "SYSTEM_TARGET_STREAMS=''" in _cli(capsys, "shell", "lisa")[1].splitlines()
+    monkeypatch.setattr(Toy, "scored_streams", ())
+    assert "SYSTEM_TAGS=0" in _cli(capsys, "shell", "toy-case")[1].splitlines()
 
 
 def test_all_gives_attention_methods_distinct_layers_and_needs_that_many():

@@ -5,17 +5,24 @@ recipes what they need through the shell interface, and writes its own data when
 
 import contextlib
 import io
+import json
 import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from support.annotate import write as write_lines
 from syntax_nmt import systems as S
-from syntax_nmt.annotate.target_tags import strip
+from syntax_nmt.annotate.target_tags import strip, tag_token
+from syntax_nmt.data.streams import TAG_STREAMS
+from syntax_nmt.evaluation.evaluate import factor_accuracy
 from syntax_nmt.targets import registered_schemes
 from syntax_nmt.targets.__main__ import own_data_schemes, write_data
+from syntax_nmt.targets import base as targets_base
+from syntax_nmt.targets.base import WORD_STREAMS, TargetScheme
 
 SCHEMES = list(registered_schemes())
 CRITERION = "label_smoothed_cross_entropy_with_syntax"
@@ -37,8 +44,88 @@ def _shell(name: str) -> dict:
     return values
 
 
+#: the recipes' shell library (the real checkout's, also when this file runs on a copy of the package)
+SYSTEMS_SH = Path(__file__).resolve().parents[2] / "examples" / "common" / "systems.sh"
+#: two translations and what syntax-nmt-annotate writes for each of their words with the rule-based parser of
+#: tests/support/annotate.py (fixture spacy_model): the truth of every stream with a tag per word
+HYPS = ["the cat sat", "We ran quickly ."]
+TRUTH = {"pos": ["DET NOUN VERB", "PRON VERB ADV PUNCT"], "case": ["L L L", "C L L L"],
+         "dep": ["det dep root", "dep root dep punct"]}
+
+
 def test_the_built_in_schemes_come_first():
     assert SCHEMES[:2] == ["factors", "tags"]
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_it_names_its_target_streams_and_how_they_are_scored(name):
+    """What a scheme declares of the target's streams is what the binarizer, the task and the scoring take."""
+    cls = registered_schemes()[name]
+    assert set(cls.target_streams) <= set(TAG_STREAMS) and len(set(cls.target_streams)) == len(cls.target_streams)
+    assert set(cls.scored_streams) <= set(WORD_STREAMS), "a stream scored against a parse has a tag per word"
+    if "--target-factors" in cls.train_args:  # the factors it trains are streams it reads
+        factors = cls.train_args[list(cls.train_args).index("--target-factors") + 1].split(",")
+        assert set(factors) <= set(cls.target_streams)
+    if "--strip-target-tags" in cls.evaluate_args and cls.scored_streams:  # the tag before each word: one stream's
+        assert len(cls.scored_streams) == 1 and cls.scored_streams[0] in cls.target_streams
+
+
+@pytest.mark.parametrize("name", [n for n in SCHEMES if registered_schemes()[n].scored_streams])
+def test_evaluate_factors_scores_the_streams_it_declares(name, tmp_path, spacy_model):
+    """``syntax-nmt-evaluate factors --target-scheme NAME`` scores each stream the scheme scores (and only those),
+    every word's predicted tag against what the annotator writes for the parser's parse of the translation; one
+    tag is wrong in each stream ("ran": X)."""
+    scheme = registered_schemes()[name]()
+    predicted = {s: [t.split() for t in TRUTH[s]] for s in WORD_STREAMS}
+    for tags in predicted.values():
+        tags[1][1] = "X"
+    strip_tags = "--strip-target-tags" in scheme.evaluate_args
+    if strip_tags:
+        (stream,) = scheme.scored_streams
+        lines = [f"H-{i}\t-1.0\t" + " ".join(f"{tag_token(t)} {w}" for t, w in zip(predicted[stream][i], h.split()))
+                 for i, h in enumerate(HYPS)]
+    else:  # F- lines of every stream with a tag per word, and one without (B/M/E/O)
+        lines = [f"F-{i}\t{s}\t{' '.join(tags[i])}" for i in range(2) for s, tags in predicted.items()]
+        lines += [f"F-{i}\tsubword\t{' '.join('O' for _ in h.split())}" for i, h in enumerate(HYPS)]
+        lines += [f"H-{i}\t-1.0\t{h}" for i, h in enumerate(HYPS)]
+    gen = write_lines(tmp_path / "gen.out", lines)
+    result = factor_accuracy(gen, spacy_model, strip_target_tags=strip_tags, scheme=name)
+    assert result == {s: {"accuracy": 100.0 * 6 / 7, "words": 7, "correct": 6} for s in scheme.scored_streams}
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_the_recipes_binarize_the_target_streams_its_systems_read(name, tmp_path, systems_cache):
+    """The recipes' ``target_streams DIR SYSTEM...`` (examples/common/systems.sh, read from SYSTEMS_CACHE): what the
+    scheme declares of each of its systems, none for one on its scheme's own data (made from the annotation), and
+    the streams the data directory holds already (a binarization again keeps them)."""
+    scheme = registered_schemes()[name]()
+
+    def bash(code, *args):
+        proc = subprocess.run(["bash", "-c", f'source "{SYSTEMS_SH}"; {code}', "bash", *map(str, args)],
+                              env=dict(os.environ, SYSTEMS_PYTHON="false", SYSTEMS_CACHE=str(systems_cache)),
+                              capture_output=True, text=True)
+        assert proc.returncode in (0, 1) and not proc.stderr, proc.stderr
+        return proc.returncode, proc.stdout.strip()
+
+    own = "" if scheme.data_suffix else ",".join(scheme.target_streams)
+    for system, _, _ in registered_schemes()[name].systems:
+        assert bash('target_streams "$@"', tmp_path, system) == (0, own)
+        assert bash('target_streams "$@"', tmp_path, "transformer", system, "lisa", system) == (0, own)
+    assert bash('lacks_streams "$@"', tmp_path, own)[0] == (0 if own else 1)
+    (tmp_path / "dict.tgt.dep.txt").write_text("")  # binarized before
+    assert bash('target_streams "$@"', tmp_path, *(s for s, _, _ in registered_schemes()[name].systems)) == \
+        (0, ",".join(dict.fromkeys([*filter(None, own.split(",")), "dep"])))
+    assert bash('lacks_streams "$@"', tmp_path, "dep")[0] == 1
+
+
+def test_the_target_comparison_reads_the_target_streams_of_the_built_in_schemes(tmp_path, systems_cache):
+    """The EN->FR recipe's comparison binarizes the target's POS tags beside its data (target factors), and no
+    dependency label any more (no system of it reads one; issue 57.2)."""
+    proc = subprocess.run(["bash", "-c", f'source "{SYSTEMS_SH}"; target_streams "$@"', "bash", str(tmp_path),
+                           "transformer", "factors", "interleaved", "lisa", "lisa+factors"],
+                          env=dict(os.environ, SYSTEMS_PYTHON="false", SYSTEMS_CACHE=str(systems_cache)),
+                          capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "pos\n", "")
 
 
 @pytest.mark.parametrize("name", SCHEMES)
@@ -64,7 +151,8 @@ def test_its_systems_are_in_the_table_with_what_it_declares(name):
         shell = _shell(system_name)
         assert shell["SYSTEM_TARGET"] == name and shell["SYSTEM_DATA"] == scheme.data_suffix
         assert shell["SYSTEM_EVALUATE_ARGS"] == list(scheme.evaluate_args)
-        assert shell["SYSTEM_TAGS"] == str(int(scheme.measures_tags))
+        assert shell["SYSTEM_TARGET_STREAMS"] == ",".join(scheme.target_streams)
+        assert shell["SYSTEM_TAGS"] == str(int(bool(scheme.scored_streams)))
         assert shell["SYSTEM_STOCK"] == str(int(s.stock))
 
 
@@ -96,3 +184,67 @@ def test_the_command_line_lists_the_own_data_schemes_and_writes_nothing_for_none
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "none/train.de" in bad.stderr
     assert os.listdir(tmp_path) == []  # no directory made for nothing
+
+
+def test_evaluate_factors_takes_the_schemes_streams_and_truth(tmp_path, spacy_model, monkeypatch, capsys):
+    """``--target-scheme`` picks the streams scored (the others' F- lines ignored) and the truth of each word, the
+    scheme's own where it computes one; interleaved tags are scored as its one stream; ``--case`` is the annotator's
+    case scheme (issue 57.2)."""
+    from syntax_nmt.evaluation.evaluate import cli_main
+
+    class CaseOnly(TargetScheme):
+        name = "case-only"
+        scored_streams = ("case",)
+
+    class Shouting(TargetScheme):
+        """Its truth: every word in capitals (``C``), whatever the parse."""
+        name = "shouting"
+        scored_streams = ("case",)
+
+        def truth(self, stream, sentence, pos_tagset="upos", case="binary"):
+            return ["C"] * len(sentence.words)
+
+    class Two(TargetScheme):
+        name = "two"
+        scored_streams = ("pos", "case")
+
+    for cls in (CaseOnly, Shouting, Two):
+        monkeypatch.setitem(targets_base.TARGET_SCHEMES, cls.name, cls)
+    case = ["L L L", "C L C L"]  # one wrong: "quickly"
+    lines = [f"F-{i}\tpos\t{TRUTH['pos'][i]}" for i in range(2)] + [f"F-{i}\tcase\t{case[i]}" for i in range(2)]
+    gen = write_lines(tmp_path / "gen.out", lines + [f"H-{i}\t-1.0\t{h}" for i, h in enumerate(HYPS)])
+    assert factor_accuracy(gen, spacy_model, scheme="case-only") == {
+        "case": {"accuracy": 100.0 * 6 / 7, "words": 7, "correct": 6}}
+    assert factor_accuracy(gen, spacy_model, scheme="shouting") == {
+        "case": {"accuracy": 100.0 * 2 / 7, "words": 7, "correct": 2}}
+    assert factor_accuracy(gen, spacy_model) == {"pos": {"accuracy": 100.0, "words": 7, "correct": 7},
+                                                 "case": {"accuracy": 100.0 * 6 / 7, "words": 7, "correct": 6}}
+    # the case classes of --case rich ("We": Cap, the others lower, "." other)
+    rich = ["lower lower lower", "Cap lower lower other"]
+    gen_rich = write_lines(tmp_path / "rich.out", [f"F-{i}\tcase\t{rich[i]}" for i in range(2)]
+                           + [f"H-{i}\t-1.0\t{h}" for i, h in enumerate(HYPS)])
+    out = tmp_path / "rich.json"
+    cli_main(["factors", "--gen", gen_rich, "--parser", spacy_model, "--target-scheme", "case-only", "--case", "rich",
+              "--output", str(out)])
+    assert json.loads(out.read_text()) == {"case": {"accuracy": 100.0, "words": 7, "correct": 7}}
+    assert factor_accuracy(gen_rich, spacy_model, scheme="case-only")["case"]["correct"] == 0  # binary: C / L
+    # interleaved tags, scored as the scheme's one stream
+    tagged = write_lines(tmp_path / "tagged.out", [
+        f"H-{i}\t-1.0\t" + " ".join(f"{tag_token(t)} {w}" for t, w in zip(case[i].split(), h.split()))
+        for i, h in enumerate(HYPS)])
+    assert factor_accuracy(tagged, spacy_model, strip_target_tags=True, scheme="case-only") == {
+        "case": {"accuracy": 100.0 * 6 / 7, "words": 7, "correct": 6}}
+    with pytest.raises(ValueError) as e:
+        factor_accuracy(tagged, spacy_model, strip_target_tags=True, scheme="two")
+    assert str(e.value) == "target scheme 'two' scores 2 streams (pos, case): interleaved tags (--strip-target-tags) " \
+                           "are one"
+    only_pos = write_lines(tmp_path / "pos.out", lines[:2] + [f"H-{i}\t-1.0\t{h}" for i, h in enumerate(HYPS)])
+    with pytest.raises(ValueError, match=r"pos.out: no target factor that target scheme 'case-only' scores \(case\): "
+                                         r"no such F- line\."):
+        factor_accuracy(only_pos, spacy_model, scheme="case-only")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli_main(["factors", "--gen", gen, "--parser", spacy_model, "--target-scheme", "nope"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("syntax-nmt-evaluate: error: unknown target scheme 'nope'; this "
+                                                "syntax-nmt has: factors, tags") and len(err.splitlines()) == 1

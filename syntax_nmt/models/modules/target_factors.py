@@ -18,7 +18,7 @@ Neural Machine Translation"; Sockeye 3's ``--target-factors``).
 
 Without factors the model keeps fairseq's own decoder (same parameters, same state-dict keys). The factors the model
 is built with are typed records (:class:`~syntax_nmt.data.signatures.TargetFactor`, in its arguments); the task's
-side of them (dictionaries, adoption from a checkpoint, the ``F-`` lines) is :mod:`syntax_nmt.targets.factors`.
+side of them (dictionaries, adoption from a checkpoint, the ``F-`` lines) is :mod:`syntax_nmt.tasks.target_factors`.
 """
 
 from typing import Dict, List, Optional
