@@ -5,9 +5,10 @@ are checked where the task settles the streams, :mod:`~syntax_nmt.tasks.source_s
 :mod:`~syntax_nmt.tasks.raw_inference`; the target factors in :mod:`syntax_nmt.targets.factors`).
 
 The task reads the model's arguments once (:meth:`ModelRecords.read`), hands each value to the function that decides
-on it, and writes what they return once (:meth:`ModelRecords.write`): the functions here receive values and return
-values; none reads or writes the task or the arguments. :func:`cfg_value` and :func:`set_cfg_value` read and set one
-option of a configuration that fairseq hands as a ``Namespace`` or a ``DictConfig``, of any version.
+on it, and writes what they return once (:meth:`ModelRecords.write`): those functions (:func:`word_dictionaries`,
+:func:`source_prepend_bos`, :func:`source_truncation`) receive values and return values; none reads or writes the task
+or the arguments. :func:`cfg_value` and :func:`set_cfg_value` read and set one option of a configuration that
+fairseq hands as a ``Namespace`` or a ``DictConfig``, of any version.
 """
 
 import logging
