@@ -1,33 +1,13 @@
 """Small helpers shared by the plugin, the console scripts, the demo, the benches and the analyses (no fairseq, no
-torch): reading and setting an option of fairseq's configurations, the plugin directory and console scripts of this
-environment, the console scripts' one logging setup, matplotlib without a display, mean and sd, markdown tables,
-text files read line-exactly, atomic writes of lines, results and markers."""
+torch): the plugin directory and console scripts of this environment, the console scripts' one logging setup,
+matplotlib without a display, mean and sd, markdown tables, text files read line-exactly, atomic writes of lines,
+results and markers."""
 
 import logging
 import math
 import os
 import sys
 from typing import Callable, Iterable, Iterator, Optional, Sequence, TextIO, Tuple
-
-
-def cfg_value(cfg, key: str):
-    """``cfg.key`` of an ``argparse.Namespace`` or an omegaconf ``DictConfig`` (fairseq hands both); ``None`` if it
-    has no such key."""
-    return cfg.get(key, None) if hasattr(cfg, "get") else getattr(cfg, key, None)
-
-
-def set_cfg_value(cfg, key: str, value) -> None:
-    """Set ``cfg.key`` on an ``argparse.Namespace`` or an omegaconf ``DictConfig`` (struct or not)."""
-    try:
-        from omegaconf import DictConfig, open_dict
-
-        if isinstance(cfg, DictConfig):
-            with open_dict(cfg):
-                cfg[key] = value
-            return
-    except ImportError:  # pragma: no cover - omegaconf comes with fairseq
-        pass
-    setattr(cfg, key, value)
 
 
 def user_dir() -> str:

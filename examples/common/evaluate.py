@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Thin wrapper: ``syntax-nmt-evaluate`` (syntax_nmt/evaluate.py) for the recipe's scripts."""
+"""Thin wrapper: ``syntax-nmt-evaluate`` (syntax_nmt/evaluation/evaluate.py) for the recipe's scripts."""
 
 from syntax_nmt.evaluation.evaluate import cli_main
 

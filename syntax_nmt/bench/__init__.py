@@ -10,20 +10,4 @@
   parser;
 * :mod:`~syntax_nmt.bench.gpu_targets` (``python -m syntax_nmt.bench.gpu_targets FILES...``): issue 49's GPU targets
   against the JSON files of the two benches (``scripts/gpu/bench_all.sh`` writes them on a GPU).
-
-The old paths (``syntax_nmt.bench_length``, ``syntax_nmt.bench_memory``, ``syntax_nmt.bench_parse``) are aliases of
-these modules, and the names of the old ``syntax_nmt.bench`` module (e.g. ``train_wps``) are read here from
-:mod:`~syntax_nmt.bench.model`.
 """
-
-_SUBMODULES = {"model", "length", "memory", "parse", "gpu_targets"}
-
-
-def __getattr__(name):
-    # the old module syntax_nmt.bench was what syntax_nmt.bench.model is now (imported on first use: the package
-    # itself stays cheap to import for its siblings)
-    if name.startswith("__") or name in _SUBMODULES:  # (``from syntax_nmt.bench import length`` asks first)
-        raise AttributeError(name)
-    from syntax_nmt.bench import model
-
-    return getattr(model, name)

@@ -15,9 +15,8 @@ With no features and no syntax method the model is exactly fairseq's ``transform
 import functools
 import logging
 from argparse import Namespace
-from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field, fields, replace
+from typing import Dict, List, Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.utils import gen_parser_from_dataclass
@@ -136,17 +135,20 @@ class ModelOptionError(ValueError):
 @dataclass
 class SyntaxOptions:
     """The model's own options parsed and checked (:func:`parse_options`, the one place that parses
-    ``--syntax-attention`` and builds its methods): what the model, its encoder and the task are built from.
+    ``--syntax-attention`` and builds its methods): what the model, its encoder and its decoder are built from.
 
     Args:
         features: the ``--source-features`` to embed.
         feature_dims: the width of each (``--feature-embed-dim`` / ``--feature-embed-dims``).
         methods: the built syntax methods of ``--syntax-attention``, in its order.
+        target_factors: the target factors the decoder predicts (the task's record in the arguments, read by
+            :meth:`SyntaxTransformerModel.build_model`; empty: none, or not read yet).
     """
 
     features: List[str]
     feature_dims: List[int]
     methods: List[SyntaxMethod]
+    target_factors: List[TargetFactor] = field(default_factory=list)
 
     @property
     def required_streams(self) -> List[str]:
@@ -157,6 +159,11 @@ class SyntaxOptions:
         """What the model reads at inference, by reader (:func:`~.inference_needs.inference_needs`); ``factors``:
         whether its decoder predicts target factors."""
         return inference_needs(self.features, self.methods, factors)
+
+    def __repr__(self) -> str:
+        # fairseq-train logs its configuration, with the arguments that carry this (OPTIONS_ARG): names, no addresses
+        return (f"SyntaxOptions(features={self.features}, feature_dims={self.feature_dims}, "
+                f"methods={[m.name for m in self.methods]}, target_factors={[f.name for f in self.target_factors]})")
 
 
 def parse_options(args) -> SyntaxOptions:
@@ -194,56 +201,40 @@ def parse_options(args) -> SyntaxOptions:
     return SyntaxOptions(features, dims, methods)
 
 
-#: the options the architecture hook checked last: the values of the arguments it saw and what they parsed into.
-#: fairseq applies an architecture twice, while parsing the command line (the check, so that bad options are a
-#: usage error before any data is loaded) and again in its ``build_model`` (on a copy of the arguments): the model
-#: built from arguments with the same values takes these, so a run parses ``--syntax-attention`` and builds each
-#: method once (tests/e2e/test_options_parsed_once.py counts them in a fairseq-train run)
-_checked: Optional[Tuple[Dict[str, Any], SyntaxOptions]] = None
-#: the options and the target factors of the model :meth:`SyntaxTransformerModel.build_model` is building, for its
-#: ``build_encoder`` and ``build_decoder`` (which fairseq's ``build_model`` calls with the arguments only)
-_building: ContextVar[Optional[Tuple[SyntaxOptions, List[TargetFactor]]]] = ContextVar("syntax_model_being_built",
-                                                                                     default=None)
+#: the attribute of the model's arguments that carries their :class:`SyntaxOptions` from where they are parsed, the
+#: architecture hook (:func:`_architecture`), to the model built from these arguments and on to its encoder and
+#: decoder builders (fairseq hands those the arguments only). fairseq applies an architecture twice: while parsing
+#: the command line (the check, so that bad options are a usage error before any data is loaded) and again in its
+#: ``build_model``, on the arguments it copied from the parsed ones, attribute for attribute: the parse rides along,
+#: so a run parses ``--syntax-attention`` and builds each method once (tests/e2e/test_options_parsed_once.py counts
+#: them in a fairseq-train run). Never saved: :meth:`SyntaxTransformerModel.build_model` takes it off the arguments
+#: before they reach a checkpoint (the same test reads the saved checkpoint)
+OPTIONS_ARG = "_syntax_options"
 
 
-def _same_values(args, seen: Dict[str, Any]) -> bool:
-    missing = object()
-    try:
-        return all(getattr(args, key, missing) == value for key, value in seen.items())
-    except Exception:  # a value that does not compare (say, an array): not the same
-        return False
-
-
-def checked_options(args, take: bool = False) -> SyntaxOptions:
-    """:func:`parse_options` of ``args``, or what the architecture hook made of arguments with the same values.
-
-    Args:
-        take: the model being built takes them (a later model parses its own, so no two share a method object).
-    """
-    global _checked
-    options = None
-    if _checked is not None and _same_values(args, _checked[0]):
-        options = _checked[1]
-    elif isinstance(args, Namespace):
-        options = parse_options(args)
-        _checked = (dict(vars(args)), options)
-    if take:
-        _checked = None
+def take_options(args) -> SyntaxOptions:
+    """The options the architecture hook parsed into ``args``, taken off them (a later model built from the same
+    arguments parses its own, so that no two models share a method object), else :func:`parse_options` of them."""
+    options = vars(args).pop(OPTIONS_ARG, None) if isinstance(args, Namespace) else None
     return options if options is not None else parse_options(args)
 
 
 def _architecture(name: str):
-    """``register_model_architecture("syntax_transformer", name)``, the registered function checking the options
-    once the architecture is applied (:func:`checked_options`): on fairseq's command line (fairseq-train applies it
-    while parsing) options the model cannot be built with are a usage error like argparse's own, one line
-    ``PROG: error: ...`` with exit status 2, before any data is loaded (:class:`ModelOptionError`). The decorated
-    function itself (called by :meth:`build_model`, and by the other architectures) stays as it is."""
+    """``register_model_architecture("syntax_transformer", name)``, the registered function parsing and checking the
+    options once the architecture is applied (:func:`parse_options`), unless the arguments carry a parse already: on
+    fairseq's command line (fairseq-train applies it while parsing) options the model cannot be built with are a
+    usage error like argparse's own, one line ``PROG: error: ...`` with exit status 2, before any data is loaded
+    (:class:`ModelOptionError`). The parse rides on the arguments (:data:`OPTIONS_ARG`) to the model built from them.
+    The decorated function itself (called by :meth:`build_model`, and by the other architectures) stays as it is."""
 
     def deco(fn):
         @functools.wraps(fn)
         def arch(args):
             fn(args)
-            checked_options(args)
+            if getattr(args, OPTIONS_ARG, None) is None:
+                options = parse_options(args)
+                if isinstance(args, Namespace):  # (an omegaconf config holds no such object: parsed again)
+                    setattr(args, OPTIONS_ARG, options)
 
         register_model_architecture("syntax_transformer", name)(arch)
         return fn
@@ -282,38 +273,40 @@ class SyntaxTransformerModel(TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
-        """fairseq's, from the options parsed once (:func:`checked_options`), handed to :meth:`build_encoder`; the
-        task (``syntax_translation``) checks that it delivers the streams the model reads and returns their
-        dictionaries' signature, recorded in the arguments (so in checkpoints)."""
+        """fairseq's, from the options parsed once (:func:`take_options`), handed to :meth:`build_encoder` and
+        :meth:`build_decoder` on the arguments (:data:`OPTIONS_ARG`, taken off again before this returns); the task
+        (``syntax_translation``) checks that it delivers the streams the model reads and returns their dictionaries'
+        signature, recorded in the arguments (so in checkpoints)."""
         syntax_base_architecture(args)
-        options = checked_options(args, take=True)
+        options = take_options(args)
         needed = options.required_streams
         signature_of = getattr(task, "model_stream_signature", None)
         if needed and signature_of is None:
             raise ValueError(
                 f"the model needs source streams {needed}: use --task syntax_translation (got {type(task).__name__})"
             )
-        factors = read_target_factors(getattr(args, TARGET_FACTORS_ARG, None))
+        options = replace(options, target_factors=read_target_factors(getattr(args, TARGET_FACTORS_ARG, None)))
         if signature_of is not None:
             args.source_stream_dicts = signature_of(needed, getattr(args, "source_stream_dicts", None),
-                                                    options.inference_needs(bool(factors)))
+                                                    options.inference_needs(bool(options.target_factors)))
         args.source_streams = ",".join(needed)
         if "subword" in needed and options.methods and "subword" in getattr(task, "stream_dicts", {}):
             d = task.stream_dicts["subword"]  # (a checkpoint translating without the stream keeps its recorded ids)
             args.word_start_ids = ",".join(str(d.index(t)) for t in ("B", "O") if t in d.indices)
-        token = _building.set((options, factors))
+        setattr(args, OPTIONS_ARG, options)
         try:
-            return super().build_model(args, task)
+            model = super().build_model(args, task)
         finally:
-            _building.reset(token)
+            vars(args).pop(OPTIONS_ARG, None)
+        vars(model.cfg).pop(OPTIONS_ARG, None)  # fairseq's config of the model, made from the arguments, has a copy
+        return model
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
         """A :class:`SyntaxTransformerEncoder` with the options :meth:`build_model` parsed (parsed here when called
         on its own)."""
         cfg = TransformerConfig.from_namespace(args)
-        building = _building.get()
-        options = building[0] if building is not None else parse_options(cfg)
+        options = getattr(cfg, OPTIONS_ARG, None) or parse_options(cfg)
         if options.features:
             word_dim = word_embedding_dim(cfg.encoder.embed_dim, len(options.features), options.feature_dims,
                                           cfg.feature_merge, cfg.feature_combine)
@@ -330,9 +323,10 @@ class SyntaxTransformerModel(TransformerModel):
     def build_decoder(cls, args, tgt_dict, embed_tokens):
         """fairseq's decoder, or with target factors (the task's ``--target-factors``, recorded in the model's
         arguments as typed records, :class:`~syntax_nmt.data.signatures.TargetFactor`, read once by
-        :meth:`build_model`) a :class:`FactoredTransformerDecoder`."""
-        building = _building.get()
-        factors = building[1] if building is not None else read_target_factors(getattr(args, TARGET_FACTORS_ARG, None))
+        :meth:`build_model`, read here when called on its own) a :class:`FactoredTransformerDecoder`."""
+        options = getattr(args, OPTIONS_ARG, None)
+        factors = (options.target_factors if options is not None
+                   else read_target_factors(getattr(args, TARGET_FACTORS_ARG, None)))
         if not factors:
             return super().build_decoder(args, tgt_dict, embed_tokens)
         return FactoredTransformerDecoder(args, tgt_dict, embed_tokens, {f.name: f.size for f in factors},

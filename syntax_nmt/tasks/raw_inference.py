@@ -49,8 +49,6 @@ from syntax_nmt.data.streams import HEAD_STREAM, STREAMS, StreamConfigError
 
 logger = logging.getLogger(__name__)
 
-#: Model argument (saved in checkpoints) holding the annotation settings as a JSON string.
-MODEL_ARG = "annotation_settings"
 #: Attribute of an annotated source tensor: ``{stream: LongTensor}`` aligned with it.
 STREAMS_ATTR = "syntax_streams"
 #: Attribute of an annotated source tensor: its target tensor (scoring), or absent.
@@ -107,22 +105,15 @@ def data_settings(data_path: str) -> Optional[AnnotationSettings]:
     return AnnotationSettings.read(path) if os.path.exists(path) else None
 
 
-def recorded_settings(model_args) -> Optional[AnnotationSettings]:
-    """The settings recorded in a checkpoint's model arguments, or None (older checkpoints)."""
-    text = getattr(model_args, MODEL_ARG, None) if model_args is not None else None
+def recorded_settings(text: Optional[str]) -> Optional[AnnotationSettings]:
+    """The settings a checkpoint's model arguments record (``text``: the JSON string under ``annotation_settings``,
+    :class:`~syntax_nmt.tasks.checkpoint_records.ModelRecords`), or None (older checkpoints)."""
     return AnnotationSettings.from_dict(json.loads(text), "the checkpoint") if text else None
 
 
-def record_settings(model_args, settings: AnnotationSettings) -> None:
-    """Store ``settings`` in the model arguments (a Namespace, or a DictConfig), as a JSON string."""
-    text = json.dumps(settings.to_dict(), sort_keys=True)
-    try:
-        setattr(model_args, MODEL_ARG, text)
-    except Exception:  # omegaconf struct mode (dataclass-configured models)
-        from omegaconf import open_dict
-
-        with open_dict(model_args):
-            setattr(model_args, MODEL_ARG, text)
+def settings_record(settings: AnnotationSettings) -> str:
+    """``settings`` as the model arguments record them: a JSON string."""
+    return json.dumps(settings.to_dict(), sort_keys=True)
 
 
 def check_agree(a: AnnotationSettings, b: AnnotationSettings, what_a: str, what_b: str) -> None:
@@ -221,22 +212,23 @@ class RawTextAnnotation:
         self._lines = self.line_base = 0  # raw-text inputs so far, and before the current dataset
 
     # -- settings -------------------------------------------------------------------------------------
-    def record_or_check(self, model_args, from_checkpoint: bool) -> None:
-        """Training: record the data's settings in the model's arguments (so in checkpoints). Loading: the
-        checkpoint's settings must agree with the ensemble's other members and with the data directory's."""
-        recorded = recorded_settings(model_args)
-        if recorded is None and not from_checkpoint:
+    def record_or_check(self, recorded: Optional[str], from_checkpoint: bool) -> Optional[str]:
+        """Training: the data's settings to record in the model's arguments (so in checkpoints), as their JSON string
+        (None: the data has none). Loading: the checkpoint's settings (``recorded``, that string) must agree with the
+        ensemble's other members and with the data directory's; returns None (nothing to record)."""
+        settings = recorded_settings(recorded)
+        if settings is None and not from_checkpoint:
             if self.data_settings is not None:
-                record_settings(model_args, self.data_settings)
-            else:
-                logger.info("%s does not exist: the model records no annotation settings (raw-text inference "
-                            "will need --annotation-settings-file)", self.data_file)
-        elif recorded is not None:
+                return settings_record(self.data_settings)
+            logger.info("%s does not exist: the model records no annotation settings (raw-text inference "
+                        "will need --annotation-settings-file)", self.data_file)
+        elif settings is not None:
             if self.model_settings is not None:
-                check_agree(self.model_settings, recorded, "the first model of the ensemble", "another model")
+                check_agree(self.model_settings, settings, "the first model of the ensemble", "another model")
             if self.data_settings is not None:
-                check_agree(recorded, self.data_settings, "the checkpoint", self.data_file)
-            self.model_settings = recorded
+                check_agree(settings, self.data_settings, "the checkpoint", self.data_file)
+            self.model_settings = settings
+        return None
 
     def set_options(self, parser_model=None, subword_model=None, settings_file=None, spacy_model=None) -> None:
         """Override the annotation options (the hub's keyword arguments; ``spacy_model``: the older name of

@@ -14,17 +14,26 @@ from syntax_nmt.data.stream_pair_dataset import StreamLanguagePairDataset, Trunc
 from syntax_nmt.data.streams import StreamConfigError, stream_data_prefix, target_stream
 
 
-def load_split(task, split: str, epoch: int = 1, combine: bool = False) -> StreamLanguagePairDataset:
+def load_split(cfg, split: str, src_dict, tgt_dict, source, factors, epoch: int = 1,
+               combine: bool = False) -> StreamLanguagePairDataset:
     """Split ``split`` of the task's data (fairseq's ``load_dataset``): the language pair, the streams the task reads
-    (``task.source``) and the target factors whose data it loads (``task.factors``)."""
-    cfg = task.cfg
+    and the target factors whose data it loads.
+
+    Args:
+        cfg: the task's configuration (its data, languages, padding, truncation and BOS options).
+        src_dict, tgt_dict: the task's dictionaries.
+        source: the task's :class:`~syntax_nmt.tasks.source_streams.SourceStreams` (the streams read, their
+            dictionaries, padding and BOS values).
+        factors: the task's :class:`~syntax_nmt.targets.factors.TargetFactors` (whether their data is loaded, their
+            dictionaries).
+    """
     paths = utils.split_paths(cfg.data)
     if split != cfg.train_subset:
         paths = paths[:1]
     data_path = paths[(epoch - 1) % len(paths)]
     src, tgt = cfg.source_lang, cfg.target_lang
     pair = load_langpair_dataset(
-        data_path, split, src, task.src_dict, tgt, task.tgt_dict,
+        data_path, split, src, src_dict, tgt, tgt_dict,
         combine=combine,
         dataset_impl=cfg.dataset_impl,
         upsample_primary=cfg.upsample_primary,
@@ -38,15 +47,16 @@ def load_split(task, split: str, epoch: int = 1, combine: bool = False) -> Strea
         num_buckets=cfg.num_batch_buckets,
         shuffle=(split != "test"),
         pad_to_multiple=cfg.required_seq_len_multiple,
-        prepend_bos_src=task.src_dict.bos() if cfg.source_prepend_bos else None,
+        prepend_bos_src=src_dict.bos() if cfg.source_prepend_bos else None,
     )
-    streams = {name: prepend_bos(task, load_stream(task, data_path, split, name, combine), name)
-               for name in task.source.streams}
-    factors = task.factors
-    loaded = {name: load_stream(task, data_path, split, name, combine, side="target")
+    streams = {}
+    for name in source.streams:  # BOS prepended as to the source tokens (--source-prepend-bos)
+        ds = load_stream(cfg, data_path, split, name, combine, source.dicts.get(name), src_dict)
+        streams[name] = PrependTokenDataset(ds, source.bos(name)) if cfg.source_prepend_bos else ds
+    loaded = {name: load_stream(cfg, data_path, split, name, combine, factors.dicts[name], tgt_dict, side="target")
               for name in (factors.names if factors.loads_data else [])}
     return StreamLanguagePairDataset(
-        pair, streams, {name: task.source.pad(name) for name in streams}, target_streams=loaded,
+        pair, streams, {name: source.pad(name) for name in streams}, target_streams=loaded,
         target_specials={n: (factors.dicts[n].pad(), factors.dicts[n].eos()) for n in loaded},
     )
 
@@ -54,12 +64,6 @@ def load_split(task, split: str, epoch: int = 1, combine: bool = False) -> Strea
 def max_source_length(cfg) -> int:
     """The longest source ``--truncate-source`` keeps, BOS excluded (room is left for it)."""
     return cfg.max_source_positions - int(bool(cfg.source_prepend_bos))
-
-
-def prepend_bos(task, ds, name: str):
-    """Stream ``ds`` of source stream ``name`` with the BOS value prepended (``--source-prepend-bos``), as the
-    source tokens are."""
-    return PrependTokenDataset(ds, task.source.bos(name)) if task.cfg.source_prepend_bos else ds
 
 
 def check_complete(ds, prefix: str, name: str) -> None:
@@ -76,17 +80,21 @@ def check_complete(ds, prefix: str, name: str) -> None:
                                 f"{needed}: the file is cut short; binarize again or copy it whole")
 
 
-def load_stream(task, data_path: str, split: str, name: str, combine: bool, side: str = "source"):
+def load_stream(cfg, data_path: str, split: str, name: str, combine: bool, dictionary, text_dict,
+                side: str = "source"):
     """A stream of the source (or, ``side="target"``, the target factor ``name``), checked against the source's
     (target's) sentence lengths, truncated like the source (``--truncate-source``; BOS is not prepended here).
+
+    Args:
+        cfg: the task's configuration (languages, dataset format, truncation options, ``--upsample-primary``).
+        dictionary: the stream's dictionary.
+        text_dict: the dictionary of the side's text (the source's, or the target's).
 
     Raises:
         StreamConfigError: the stream is missing or does not match the sentences, naming the file.
     """
-    cfg = task.cfg
     src, tgt = cfg.source_lang, cfg.target_lang
     target = side == "target"
-    dictionary = task.factors.dicts[name] if target else task.source.dicts.get(name)
     lang = tgt if target else src
     file_name = target_stream(name) if target else name
     impl = cfg.dataset_impl
@@ -108,8 +116,7 @@ def load_stream(task, data_path: str, split: str, name: str, combine: bool, side
                                     + (f" (binarize with --target-streams {name})" if target else ""))
         check_complete(ds, prefix, name)
         text = data_utils.load_indexed_dataset(
-            os.path.join(data_path, f"{split_k}.{lang_pair[0]}-{lang_pair[1]}.{lang}"),
-            task.tgt_dict if target else task.src_dict, impl
+            os.path.join(data_path, f"{split_k}.{lang_pair[0]}-{lang_pair[1]}.{lang}"), text_dict, impl
         )
         if len(ds) != len(text) or (ds.sizes != text.sizes).any():
             if len(ds) != len(text):
@@ -119,7 +126,7 @@ def load_stream(task, data_path: str, split: str, name: str, combine: bool, side
                 detail = f"sentence {i + 1} has {ds.sizes[i]} tokens, the {side} {text.sizes[i]}"
             raise StreamConfigError(f"{what} of split {split_k!r} ({prefix}) does not match the {side}: {detail}")
         if cfg.truncate_source and not target:
-            ds = TruncateSourceDataset(ds, max_source_length(cfg), text, task.src_dict.eos())
+            ds = TruncateSourceDataset(ds, max_source_length(cfg), text, text_dict.eos())
         shards.append(ds)
         if not combine:
             break

@@ -27,9 +27,9 @@ from syntax_nmt.syntax.conllu import CoNLLUError, Sentence
 from syntax_nmt.syntax.parse_lines import FORMATS as PARSE_FORMATS
 from syntax_nmt.tasks.target_factors import TargetFactors
 from syntax_nmt.tasks import checkpoint_records, raw_inference, stream_loading
+from syntax_nmt.tasks.checkpoint_records import ModelRecords, cfg_value, set_cfg_value
 from syntax_nmt.tasks.source_parse import SourceParses, print_parses
 from syntax_nmt.tasks.source_streams import SOURCE_PARSE, SourceStreams, needs_parse_message
-from syntax_nmt.utils import cfg_value, set_cfg_value
 
 logger = logging.getLogger(__name__)
 
@@ -188,38 +188,57 @@ class SyntaxTranslationTask(TranslationTask):
     # -- models and criteria -------------------------------------------------------------------------
     def build_model(self, cfg, from_checkpoint=False):
         """fairseq's, plus what the data was made with: ``--source-prepend-bos``, ``--truncate-source``, the word
-        dictionaries, the target factors and the annotation settings are recorded in the model arguments when
-        training (so checkpoints carry them), and applied or checked against the data and the ensemble when
-        loading (:mod:`~syntax_nmt.tasks.checkpoint_records`).
+        dictionaries, the target factors and the annotation settings are recorded in the model arguments ``cfg``
+        when training (so checkpoints carry them), and applied or checked against the data and the ensemble when
+        loading (:mod:`~syntax_nmt.tasks.checkpoint_records`). ``cfg`` is read once and written once
+        (:class:`~syntax_nmt.tasks.checkpoint_records.ModelRecords`), then handed to fairseq to build the model.
 
         Raises:
             StreamConfigError: the data, the options and the model (or the checkpoint) do not agree.
         """
-        checkpoint_records.record_source_prepend_bos(self, cfg, from_checkpoint)
-        checkpoint_records.record_word_dictionaries(self, cfg, from_checkpoint)
-        self.factors.record_or_adopt(cfg, from_checkpoint)
-        if not from_checkpoint and cfg_value(cfg, "target_factor_input") and not self.factors.names:
+        recorded = ModelRecords.read(cfg)
+        bos = checkpoint_records.source_prepend_bos(self.cfg.source_prepend_bos, recorded.source_prepend_bos,
+                                                    from_checkpoint)
+        data = utils.split_paths(self.cfg.data)[0]
+        signature = checkpoint_records.word_dictionaries(
+            {"source": (self.src_dict, os.path.join(data, f"dict.{self.cfg.source_lang}.txt")),
+             "target": (self.tgt_dict, os.path.join(data, f"dict.{self.cfg.target_lang}.txt"))},
+            recorded.word_dict_signature if from_checkpoint else None)
+        if from_checkpoint:
+            self.factors.adopt(recorded.target_factor_dicts)
+        elif recorded.target_factor_input and not self.factors.names:
             raise StreamConfigError("--target-factor-input embeds the previous token's target factors: give the "
                                     "task's --target-factors too (or leave it out)")
-        self.raw_text.record_or_check(cfg, from_checkpoint)
+        settings = self.raw_text.record_or_check(recorded.annotation_settings, from_checkpoint)
+        self.cfg.source_prepend_bos = bos
+        if from_checkpoint:
+            ModelRecords(source_prepend_bos=bos).write(cfg)
+        else:
+            ModelRecords(word_dict_signature=signature, source_prepend_bos=bos,
+                         truncate_source=bool(self.cfg.truncate_source), target_factor_dicts=self.factors.to_record(),
+                         annotation_settings=settings).write(cfg)
         self._loading = bool(from_checkpoint)
         try:
             model = super().build_model(cfg, from_checkpoint)
         finally:
             self._loading = False
+        methods = list(getattr(model, "syntax_methods", []))
         if from_checkpoint and self.print_source_parse != "none" and not getattr(model, "predicts_source_parse",
                                                                                   False):
             raise StreamConfigError(f"--print-source-parse {self.print_source_parse}: the model predicts no parse "
                                     f"of the source (only --syntax-attention lisa has a parse head; "
-                                    f"its --syntax-attention: {cfg_value(cfg, 'syntax_attention') or 'none'})")
+                                    f"its --syntax-attention: {','.join(m.name for m in methods) or 'none'})")
         if self.factors.names and getattr(model, "target_factors", None) != self.factors.names:
             raise StreamConfigError(f"--target-factors {','.join(self.factors.names)} needs a model that predicts "
                                     f"them: --arch syntax_transformer* (got {type(model).__name__})")
-        positions = checkpoint_records.apply_source_truncation(self, cfg, model, from_checkpoint)
-        if positions is not None:  # raw input longer than the model's positions, without truncation, is blanked
+        if from_checkpoint:  # sources truncated as in training (the model's positions), raw input too
+            positions = utils.resolve_max_positions(
+                model.max_positions(), (self.cfg.max_source_positions, self.cfg.max_target_positions))[0]
+            self.cfg.truncate_source, self.cfg.max_source_positions = checkpoint_records.source_truncation(
+                self.cfg.truncate_source, recorded.truncate_source, positions, self.cfg.max_source_positions)
             self.raw_text.max_source_tokens = min(self.raw_text.max_source_tokens, positions)
-        if not from_checkpoint:
-            self._trained_methods = list(getattr(model, "syntax_methods", []))
+        else:
+            self._trained_methods = methods
         return model
 
     def build_criterion(self, cfg, from_checkpoint=False):
@@ -249,7 +268,8 @@ class SyntaxTranslationTask(TranslationTask):
 
     # -- data ------------------------------------------------------------------------------------------
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        self.datasets[split] = stream_loading.load_split(self, split, epoch, combine)
+        self.datasets[split] = stream_loading.load_split(self.cfg, split, self.src_dict, self.tgt_dict, self.source,
+                                                         self.factors, epoch, combine)
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         """fairseq's, except that no sentence of a valid/test split is dropped.

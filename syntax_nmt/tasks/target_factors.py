@@ -7,9 +7,8 @@ adoption of a checkpoint's factors, the factors a decoding predicted and the ``F
 import os
 from typing import Dict, List, Optional, Sequence
 
-from syntax_nmt.data.signatures import TARGET_FACTORS_ARG, TargetFactor, read_target_factors
+from syntax_nmt.data.signatures import TargetFactor, read_target_factors
 from syntax_nmt.data.streams import StreamConfigError, parse_target_streams, stream_dict_path, target_stream
-from syntax_nmt.utils import cfg_value, set_cfg_value
 
 
 class TargetFactors:
@@ -48,20 +47,22 @@ class TargetFactors:
         """The typed records of the factors (name, dictionary size and hash), in order."""
         return [TargetFactor.of(n, self.dicts[n]) for n in self.names]
 
-    def record_or_adopt(self, cfg, from_checkpoint: bool) -> None:
-        """Training: record the factors in the model's arguments ``cfg`` (typed records, so the decoder predicts
-        them and the checkpoint keeps them). Loading a checkpoint: take its factors, in its order (the F- lines follow
-        it), their dictionaries from the data directory checked against the recorded ones (a checkpoint trained
-        before the records were typed holds a signature string: read as well).
+    def to_record(self) -> List[dict]:
+        """Training: what the model's arguments record of the factors, under
+        :data:`~syntax_nmt.data.signatures.TARGET_FACTORS_ARG`: the typed records (so that the decoder predicts them
+        and the checkpoint keeps them)."""
+        return [f.to_record() for f in self.records()]
+
+    def adopt(self, recorded) -> None:
+        """Loading a checkpoint: take the factors its arguments record (``recorded``, as they hold them), in its order
+        (the F- lines follow it), their dictionaries from the data directory checked against the recorded ones (a
+        checkpoint trained before the records were typed holds a signature string: read as well).
 
         Raises:
             StreamConfigError: ``--target-factors`` other than the checkpoint's, a dictionary that differs or is
                 missing.
         """
-        if not from_checkpoint:
-            set_cfg_value(cfg, TARGET_FACTORS_ARG, [f.to_record() for f in self.records()])
-            return
-        recorded = read_target_factors(cfg_value(cfg, TARGET_FACTORS_ARG))
+        recorded = read_target_factors(recorded)
         names = [f.name for f in recorded]
         if self.loads_data and sorted(names) != sorted(self.names):
             raise StreamConfigError(f"--target-factors {','.join(self.names)}: the checkpoint was trained with "

@@ -12,7 +12,6 @@ binarized split with its stream files, fairseq-interactive and the hub with the 
 import contextlib
 import io
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 generate = pytest.importorskip("syntax_nmt.synthetic.generate")
 
 from conftest import USER_DIR  # noqa: E402
+from support.console import console_argv  # noqa: E402
 from syntax_nmt.annotate.cli import main as annotate  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -37,23 +37,6 @@ TRAIN = ["--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", "synt
          "--warmup-updates", "20", "--max-tokens", "2000", "--max-update", "60", "--seed", "1",
          "--no-epoch-checkpoints", "--disable-validation", "--save-interval", "1000", "--num-workers", "0",
          "--log-format", "simple", "--no-progress-bar"]
-
-
-@contextlib.contextmanager
-def _argv(*args):
-    """sys.argv for a console script's entry point run in this process; a root log handler, so that fairseq's
-    logging.basicConfig adds none."""
-    root = logging.getLogger()
-    handler = None if root.handlers else logging.NullHandler()
-    if handler:
-        root.addHandler(handler)
-    saved, sys.argv = sys.argv, [str(a) for a in args]
-    try:
-        yield
-    finally:
-        sys.argv = saved
-        if handler:
-            root.removeHandler(handler)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +64,7 @@ def lisa(tmp_path_factory):
         if f.endswith((".en.bin", ".en.idx", ".de.bin", ".de.idx")) or f in ("dict.en.txt", "dict.de.txt",
                                                                             "annotation.json"):
             shutil.copy(data / f, plain / f)
-    with _argv("fairseq-train", data, *TRAIN, "--save-dir", root / "ckpt"):
+    with console_argv("fairseq-train", data, *TRAIN, "--save-dir", root / "ckpt"):
         train.cli_main()
     return SimpleNamespace(root=root, data=str(data), plain=str(plain), paths=paths,
                            ckpt=str(root / "ckpt" / "checkpoint_last.pt"))
@@ -103,7 +86,7 @@ def fairseq_generate(data, path, *extra):
 
 def _generate(fairseq_generate_cli, data, path, *extra):
     out = io.StringIO()
-    with _argv("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", path,
+    with console_argv("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", path,
                *DECODE, "--remove-bpe", *extra), contextlib.redirect_stdout(out):
         fairseq_generate_cli.cli_main()
     return [line for line in out.getvalue().splitlines() if line[:2] in ("S-", "T-", "H-", "D-", "P-", "G-")]
@@ -115,7 +98,7 @@ def fairseq_interactive(data, path, source, *extra):
     from fairseq_cli import interactive
 
     out = io.StringIO()
-    with _argv("fairseq-interactive", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", path,
+    with console_argv("fairseq-interactive", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", path,
                *DECODE, "--remove-bpe", "--buffer-size", "8", "--input", source, *extra), \
             contextlib.redirect_stdout(out):
         interactive.cli_main()

@@ -8,16 +8,12 @@ must be in the table while ``all`` keeps its published layout.
 """
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-import syntax_nmt
-
-ROOT = os.path.dirname(os.path.dirname(syntax_nmt.__file__))
+from support.package_copy import copy_package
 
 HEADBIAS = '''"""A toy method: a learned bias added to the layer input of every token whose word has a head."""
 
@@ -73,14 +69,7 @@ SKIP = "not shell_interface and not count_ops and not tiny_run and not user_erro
 
 @pytest.fixture(scope="module")
 def copy_with_headbias(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plugin")
-    shutil.copytree(os.path.join(ROOT, "syntax_nmt"), root / "syntax_nmt",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (root / "syntax_nmt" / "models" / "modules" / "methods" / "headbias.py").write_text(HEADBIAS)
-    for name in ("tests", "pytest.ini"):  # the suite itself, run from the copy (python -m puts its directory first)
-        (root / name).symlink_to(os.path.join(ROOT, name))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    return root, env
+    return copy_package(tmp_path_factory.mktemp("plugin"), {"models/modules/methods/headbias.py": HEADBIAS})
 
 
 def test_the_copy_imports_the_new_method_and_all_keeps_its_layout(copy_with_headbias):

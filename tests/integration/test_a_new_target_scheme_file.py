@@ -11,16 +11,13 @@ tagged copy), binarize (its data directory), train, translate and score (its tok
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import syntax_nmt
-
-ROOT = os.path.dirname(os.path.dirname(syntax_nmt.__file__))
+from support.package_copy import ROOT, copy_package
 
 COUNTED = '''"""A toy target scheme: the target after a token of its length in words (``⟨5⟩ die Katze schläft .``)."""
 
@@ -52,14 +49,7 @@ SKIP = "not shell_interface and not all_builds and not command_line_lists"
 
 @pytest.fixture(scope="module")
 def copy_with_counted(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plugin")
-    shutil.copytree(os.path.join(ROOT, "syntax_nmt"), root / "syntax_nmt",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (root / "syntax_nmt" / "targets" / "counted.py").write_text(COUNTED, encoding="utf-8")
-    for name in ("tests", "pytest.ini"):  # the suite itself, run from the copy (python -m puts its directory first)
-        (root / name).symlink_to(os.path.join(ROOT, name))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    return root, env
+    return copy_package(tmp_path_factory.mktemp("plugin"), {"targets/counted.py": COUNTED})
 
 
 def test_the_copy_has_the_toys_system_with_what_the_recipes_read(copy_with_counted):

@@ -162,20 +162,15 @@ def test_a_null_spacy_model_written_before_agrees_with_none_and_a_model_is_the_s
 
 def test_settings_a_checkpoint_recorded_before_read_typed_and_record_the_same_string():
     """The model argument ``annotation_settings``, as fairseq-train stored it in checkpoints before."""
-    from argparse import Namespace
-
     from syntax_nmt.tasks import raw_inference
 
     text = json.dumps(json.loads(FILE_BEFORE), sort_keys=True)
-    settings = raw_inference.recorded_settings(Namespace(annotation_settings=text))
+    settings = raw_inference.recorded_settings(text)
     assert settings.to_dict() == json.loads(FILE_BEFORE) and settings.moses.aggressive_dash_splits is True
-    again = Namespace()
-    raw_inference.record_settings(again, settings)
-    assert again.annotation_settings == text
-    assert raw_inference.recorded_settings(Namespace()) is None  # a checkpoint from before settings were recorded
+    assert raw_inference.settings_record(settings) == text
+    assert raw_inference.recorded_settings(None) is None  # a checkpoint from before settings were recorded
     with pytest.raises(ValueError, match="the checkpoint: annotation setting 'escape' is missing"):
-        raw_inference.recorded_settings(Namespace(annotation_settings=json.dumps(
-            {k: v for k, v in json.loads(text).items() if k != "escape"})))
+        raw_inference.recorded_settings(json.dumps({k: v for k, v in json.loads(text).items() if k != "escape"}))
 
 
 def test_read_settings_validates(tmp_path):

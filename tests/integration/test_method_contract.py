@@ -25,15 +25,12 @@ The data is a tiny stream corpus whose parses are forests (several roots on a li
 pieces and one-word lines.
 """
 
-import contextlib
 import json
-import logging
 import math
 import os
 import re
 import socket
 import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -41,6 +38,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 
 from conftest import BIN, USER_DIR, build_task_and_model
+from support.console import console_argv
 from support.streamdata import binarized_corpus
 from syntax_nmt import systems
 from syntax_nmt.models.modules.methods import SYNTAX_METHODS
@@ -363,23 +361,6 @@ def test_inference_reads_what_the_method_declares(contract, name, extra):
 
 
 # -- 7. the command lines ------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _argv(*args):
-    """sys.argv for a console script's entry point; a root log handler, so that fairseq's logging.basicConfig
-    (fairseq-generate points it at its results file) adds none."""
-    root = logging.getLogger()
-    handler = None if root.handlers else logging.NullHandler()
-    if handler:
-        root.addHandler(handler)
-    saved, sys.argv = sys.argv, [str(a) for a in args]
-    try:
-        yield
-    finally:
-        sys.argv = saved
-        if handler:
-            root.removeHandler(handler)
-
-
 def _meters(state, group):
     """name -> (average, count) of the meters of one metrics group saved in a checkpoint."""
     out = {}
@@ -402,7 +383,7 @@ def test_fairseq_train_and_generate(contract, name, tmp_path):
     from fairseq_cli import generate, train
 
     save = tmp_path / "ckpt"
-    with _argv("fairseq-train", contract.data, *TRAIN, *system_args(name), "--save-dir", save):
+    with console_argv("fairseq-train", contract.data, *TRAIN, *system_args(name), "--save-dir", save):
         train.cli_main()
     state = checkpoint_utils.load_checkpoint_to_cpu(str(save / "checkpoint_last.pt"))
     meters = _meters(state, "train")
@@ -414,7 +395,7 @@ def test_fairseq_train_and_generate(contract, name, tmp_path):
     assert math.isfinite(state["extra_state"]["val_loss"])
 
     results = tmp_path / "gen"
-    with _argv("fairseq-generate", contract.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+    with console_argv("fairseq-generate", contract.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
                "--path", save / "checkpoint_last.pt", "--beam", "2", "--batch-size", "8", "--max-len-b", "10",
                "--num-workers", "0", "--results-path", results):
         generate.cli_main()

@@ -1,4 +1,4 @@
-"""``make bench``'s training words/s (syntax_nmt/bench.py): complete epochs, never one epoch's line."""
+"""``make bench``'s training words/s (syntax_nmt/bench/model.py): complete epochs, never one epoch's line."""
 
 import pytest
 

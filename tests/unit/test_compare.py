@@ -1,4 +1,5 @@
-"""Systems compared over seeds (syntax_nmt/compare.py): the arithmetic, the pooled paired tests, the table."""
+"""Systems compared over seeds (syntax_nmt/evaluation/compare.py): the arithmetic, the pooled paired tests, the
+table."""
 
 import statistics
 

@@ -1,4 +1,4 @@
-"""Paired tests with the test sentence as the unit (syntax_nmt/significance.py), against sacreBLEU's own."""
+"""Paired tests with the test sentence as the unit (syntax_nmt/evaluation/significance.py), against sacreBLEU's own."""
 
 import random
 
