@@ -92,8 +92,8 @@ def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], sp
              + recipe_report.significance_caption(tests, [0, 1], "the baseline").split(" Seeds better")[0]
              + " Seeds better: in how many seeds the system's sacreBLEU beats the baseline's same seed.", ""]
     head = ["budget", "updates × tokens", "seeds", "baseline sacreBLEU", "system sacreBLEU", "Δ BLEU"]
-    head += [f"p {t} BLEU" for t in tests]
-    head += ["baseline chrF", "system chrF", "Δ chrF"] + [f"p {t} chrF" for t in tests]
+    head += [f"p {compare.TEST_LABELS.get(t, t)} BLEU" for t in tests]
+    head += ["baseline chrF", "system chrF", "Δ chrF"] + [f"p {compare.TEST_LABELS.get(t, t)} chrF" for t in tests]
     head += ["seeds better", "baseline lc tok. BLEU", "system lc tok. BLEU"]
     for sp in splits:
         table = []

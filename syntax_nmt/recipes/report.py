@@ -204,7 +204,7 @@ def significance_caption(tests: Sequence[str], seeds: Sequence[int], baseline: s
     text = caption(tests, len(seeds), baseline=baseline)
     if len(seeds) > 1:
         text += (f" Seeds better: in how many seeds the system's sacreBLEU beats {baseline}'s same seed; p per seed: "
-                 f"each seed's translations alone ({compare.TEST_NAMES[tests[0]]}, sacreBLEU).")
+                 f"each seed's translations alone ({compare.TEST_LABELS.get(tests[0], tests[0])}, sacreBLEU).")
     return text
 
 
@@ -351,7 +351,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de (and SPLIT.de, tokenized: "
                    "with --translations)")
     p.add_argument("--tgt-lang", default="de", help="target language: the references are SPLIT.raw.LANG, SPLIT.LANG")
-    p.add_argument("--tests", default="bs ar", help="paired tests: bs (bootstrap), ar (approximate randomization)")
+    p.add_argument("--tests", default="bs ar", help="paired tests, the first one's stars on the charts: bs (two-sided "
+                   "bootstrap), ar (approximate randomization), bs-sacrebleu (sacreBLEU's bootstrap statistic, about "
+                   "one-sided)")
     p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training times)")
     p.add_argument("--pack-suffix", default="", metavar="SUFFIX",
                    help="with --pack: keep each system as SYSTEM+SUFFIX (another budget beside it: -6400)")

@@ -147,7 +147,7 @@ def test_significance_refuses_subword_pieces_and_score_refuses_tags(tmp_path, ca
 
 
 # ------------------------------------------------------------------------------------------- statistics
-@pytest.mark.parametrize("test", ["bs", "ar"])
+@pytest.mark.parametrize("test", ["bs", "ar", "bs-sacrebleu"])
 def test_a_system_against_itself_is_not_significant(tmp_path, test):
     """Δ 0.00 gave p = 1/(n+1) (0.0010* bootstrap, 0.0001* AR), inherited from sacreBLEU's _compute_p_value."""
     ref, base = write(tmp_path / "ref", REFS), write(tmp_path / "base", BASE)
