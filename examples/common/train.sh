@@ -140,8 +140,10 @@ TRAIN_CMD=("$FAIRSEQ_TRAIN" "$DATA"
 ENDED="$SAVE/.train_ended"
 printf -v COMMAND_LINE '%q ' "${TRAIN_CMD[@]}"
 if [[ -f "$ENDED" && "$(cat "$ENDED")" == "$COMMAND_LINE" ]]; then
-    echo "train.sh: the training in $SAVE ended with this command line ($ENDED): not trained again" \
-        | tee -a "$SAVE/train.log"
+    # the update it ended at, as fairseq logs it (the recipe's training record reads it from this line)
+    ENDED_AT=$(grep -oE 'num_updates[ =][0-9]+' "$SAVE/train.log" 2>/dev/null | tail -1 | grep -oE '[0-9]+' || true)
+    echo "train.sh: the training in $SAVE ended${ENDED_AT:+ at num_updates $ENDED_AT} with this command line" \
+         "($ENDED): not trained again" | tee -a "$SAVE/train.log"
 else
     rm -f "$ENDED"
     "${TRAIN_CMD[@]}" 2>&1 | tee -a "$SAVE/train.log"

@@ -43,10 +43,14 @@ def test_a_training_that_ended_is_not_trained_again(tmp_path, systems_cache):
     again = _train(tmp_path, systems_cache)
     assert again.returncode == 0, again.stderr
     assert len(_calls(tmp_path)) == 1
-    note = (f"train.sh: the training in {tmp_path / 'ckpt'} ended with this command line "
+    note = (f"train.sh: the training in {tmp_path / 'ckpt'} ended at num_updates 100 with this command line "
             f"({tmp_path / 'ckpt' / '.train_ended'}): not trained again")
     assert again.stdout.splitlines() == [note]
     assert (tmp_path / "ckpt" / "train.log").read_text().splitlines()[-1] == note
+    # the recipe's training record reads the update from it: the retry trained nothing, from update 0 to 100
+    from syntax_nmt.recipes.training_record import updates_of
+
+    assert updates_of(again.stdout) == {"start_update": 0, "end_update": 100}
     longer = _train(tmp_path, systems_cache, MAX_UPDATE="200")
     assert longer.returncode == 0, longer.stderr
     calls = _calls(tmp_path)
