@@ -390,7 +390,7 @@ def test_unpack_refuses_missing_references_and_translations(tiny, tmp_path):
         R.unpack(str(kept), str(tmp_path / "new"), SYSTEMS, SEEDS, SPLITS, str(refs))
     assert str(e.value) == (f"{refs}/test.de is missing: --refs must be the recipe's prepared data "
                             f"(STAGES=\"download prepare\" run_all.sh makes it)")
-    assert (tmp_path / "new" / "valid" / "sgnet.seed2.json").exists()  # the splits before it are scored
+    assert not (tmp_path / "new").exists()  # every file is checked first: nothing is scored (issue 56.6)
     (refs / "valid.raw.de").unlink()
     with pytest.raises(FileNotFoundError) as e:
         R.unpack(str(kept), str(tmp_path / "new2"), SYSTEMS, SEEDS, SPLITS, str(refs))
@@ -400,6 +400,7 @@ def test_unpack_refuses_missing_references_and_translations(tiny, tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         R.unpack(str(kept), str(tmp_path / "new3"), SYSTEMS, SEEDS, SPLITS, tiny["refs"])
     assert str(e.value) == f"{kept}/test/sgnet.seed1.detok.gz is missing: no kept translation of sgnet seed 1 on test"
+    assert not (tmp_path / "new3").exists()
 
 
 # --- the report ---------------------------------------------------------------------------------------------
