@@ -185,11 +185,10 @@ UNKNOWN_PIECE = "<unk>"
 def read_sources(generate_log: str) -> Dict[int, List[str]]:
     """The words of the ``S-`` lines of a fairseq-generate/-interactive log: sentence id -> words."""
     out: Dict[int, List[str]] = {}
-    with open(generate_log, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("S-"):
-                sid, _, text = line.rstrip("\n").partition("\t")
-                out[int(sid[2:])] = text.split()
+    for line in read_lines(generate_log):  # invalid UTF-8: one line naming the file and the line
+        if line.startswith("S-"):
+            sid, _, text = line.partition("\t")
+            out[int(sid[2:])] = text.split()
     return out
 
 
@@ -227,8 +226,12 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
 
     if (conllu is None) == (parser is None):
         raise ValueError("give the reference parse as --conllu FILE or --parser SPACY_MODEL (one of them)")
-    with open(generate_log, encoding="utf-8") as f:
-        predicted = read_parse_lines(f)
+    try:
+        predicted = read_parse_lines(read_lines(generate_log))  # invalid UTF-8: named with its file and line
+    except ValueError as e:
+        if str(e).startswith(generate_log):
+            raise
+        raise ValueError(f"{generate_log}: {e}") from None
     if not predicted:
         raise ValueError(f"{generate_log}: no G- line: generate with --print-source-parse heads (or conllu) and a "
                          f"model that predicts the parse (--syntax-attention lisa)")
@@ -242,6 +245,11 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         if len(words) != len(heads):
             raise ValueError(f"{generate_log}: sentence {sid}: {len(heads)} heads for {len(words)} words (generate "
                              f"with --remove-bpe, so that the S- line holds words)")
+        beyond = [(k, h) for k, h in enumerate(heads, 1) if not 0 <= h <= len(words)]
+        if beyond:
+            k, h = beyond[0]
+            raise ValueError(f"{generate_log}: sentence {sid}: word {k}'s head is {h}, beyond its {len(words)} words "
+                             f"(heads are 1-based word numbers, 0 the root): not a parse of --print-source-parse")
         if words:
             rows.append((sid, words, heads))
     if conllu is not None:

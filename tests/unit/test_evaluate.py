@@ -499,3 +499,35 @@ def test_the_signature_alone_is_the_scores_one():
     signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
     assert evaluate.bleu_signature() == signature == evaluate.detok_bleu(["a b"], ["a b"])[2]
     assert evaluate.detok_bleu([], [])[2] == signature
+
+
+# --- issue 56.5 / 56.7: evaluate parse ---
+
+
+@pytest.mark.parametrize("heads,word,head", [("2 5 0 3", 2, 5), ("2 0 -1 2", 3, -1), ("9 0 2 2", 1, 9)])
+def test_parse_refuses_a_head_beyond_the_sentence(tmp_path, heads, word, head):
+    """A head index beyond the sentence (5 of 4 words) was counted as a wrong head, not refused."""
+    log = write(tmp_path / "gen.out", ["S-0\tA cat runs .", f"G-0\t{heads}"])
+    gold = write(tmp_path / "gold.conllu", ["1\tA\t_\tDET\t_\t_\t2\tdet\t_\t_", "2\tcat\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_",
+                                            "3\truns\t_\tVERB\t_\t_\t0\troot\t_\t_",
+                                            "4\t.\t_\tPUNCT\t_\t_\t3\tpunct\t_\t_", ""])
+    with pytest.raises(ValueError) as e:
+        evaluate.parse_accuracy(log, conllu=gold)
+    assert str(e.value) == (f"{log}: sentence 0: word {word}'s head is {head}, beyond its 4 words (heads are 1-based "
+                            f"word numbers, 0 the root): not a parse of --print-source-parse")
+    assert evaluate.parse_accuracy(write(tmp_path / "ok.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3"]),
+                                   conllu=gold)["uas"] == 100.0
+
+
+def test_parse_names_the_file_and_the_line_of_invalid_utf8(tmp_path):
+    """``'utf-8' codec can't decode byte 0xff in position 9: invalid start byte``: neither file nor line."""
+    log = tmp_path / "gen.out"
+    log.write_bytes(b"S-0\tA cat runs .\nG-0\t2 3 0 3\nS-1\tA \xff dog\nG-1\t0 1 1\n")
+    for run in (lambda: evaluate.parse_accuracy(str(log), parser="x"), lambda: evaluate.read_sources(str(log))):
+        with pytest.raises(ValueError) as e:
+            run()
+        assert str(e.value) == f"{log}:3: invalid UTF-8 (invalid start byte at byte 6)"
+    bad = write(tmp_path / "bad.out", ["S-0\tA cat", "G-0\tx y"])
+    with pytest.raises(ValueError) as e:
+        evaluate.parse_accuracy(bad, parser="x")
+    assert str(e.value) == f"{bad}: line 2: not a parse line of --print-source-parse (heads or conllu): 'G-0\\tx y'"
