@@ -228,8 +228,15 @@ def compare_systems(hypotheses: Dict[str, Sequence[Sequence[str]]], references: 
         references: the N reference lines.
 
     Raises:
-        ValueError: a system with another number of seeds than the baseline.
+        ValueError: an unknown ``baseline``, a system given as one list of lines (not one list per seed), or a
+            system with another number of seeds than the baseline.
     """
+    if baseline not in hypotheses:
+        raise ValueError(f"the baseline {baseline!r} is not one of the systems ({', '.join(map(repr, hypotheses))})")
+    for name, hyps in hypotheses.items():
+        if isinstance(hyps, str) or any(isinstance(lines, str) for lines in hyps):
+            raise ValueError(f"{name}: give its translations as one list of lines per seed ([lines] for one seed), "
+                             f"not one list of lines")
     for name, hyps in hypotheses.items():
         if len(hyps) != len(hypotheses[baseline]):
             raise ValueError(f"{name} has {len(hyps)} seeds' translations, the baseline {baseline} "

@@ -295,3 +295,17 @@ def test_where_the_resamples_keep_their_sign_the_two_sided_p_is_about_twice_sacr
     delta = (np.array([bleu._compute_score_from_stats(x).score for x in s.astype("float32")[idx].sum(1)])
              - np.array([bleu._compute_score_from_stats(x).score for x in b.astype("float32")[idx].sum(1)]))
     assert int((delta <= 0).sum()) == 44  # 4.4% of the resamples change sign
+
+
+def test_compare_systems_names_an_unknown_baseline_and_a_flat_list():
+    """Issue 56.7: a flat list of lines (one seed given without its list) was read as seeds of one line each and
+    said "37 lines" (the characters of the first); an unknown baseline was a bare KeyError."""
+    refs, base, system = _corpus(n=20)
+    with pytest.raises(ValueError) as e:
+        sig.compare_systems({"base": base[0], "sys": system[0]}, refs, "base")
+    assert str(e.value) == ("base: give its translations as one list of lines per seed ([lines] for one seed), not "
+                            "one list of lines")
+    with pytest.raises(ValueError) as e:
+        sig.compare_systems({"base": base, "sys": system}, refs, "transformer")
+    assert str(e.value) == "the baseline 'transformer' is not one of the systems ('base', 'sys')"
+    assert set(sig.compare_systems({"base": [base[0]], "sys": [system[0]]}, refs, "base", n_samples=50)) == {"sys"}
