@@ -139,7 +139,7 @@ def parse_settings(items: Sequence[str]) -> Dict[str, str]:
     return parse(items)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("todo", help="print the splits still to translate and score")
@@ -162,7 +162,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     n = sub.add_parser("parser", help="the recorded parser's name and version")
     n.add_argument("path", help="an annotation prefix or a data directory")
     n.add_argument("--default", default=None, help="printed when PATH records no parser")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = get_parser().parse_args(argv)
     try:
         if args.command == "todo":
             settings = parse_settings(args.setting)
