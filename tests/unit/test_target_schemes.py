@@ -96,3 +96,22 @@ def test_the_command_line_lists_the_own_data_schemes_and_writes_nothing_for_none
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "none/train.de" in bad.stderr
     assert os.listdir(tmp_path) == []  # no directory made for nothing
+
+
+def test_the_same_language_on_both_sides_is_refused_before_anything_is_written(tmp_path, capsys):
+    """Issue 56.5: ``--src-lang de --tgt-lang de`` wrote the tagged target SPLIT.de, then copied the untagged source
+    SPLIT.de over it: the scheme's data held the plain text, silently."""
+    from syntax_nmt.targets.__main__ import main
+
+    ann = tmp_path / "annotated" / "bpe10"
+    ann.mkdir(parents=True)
+    for ext, lines in SPLIT.items():
+        (ann / f"train.{ext}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    before = sorted(os.listdir(tmp_path / "annotated"))
+    with pytest.raises(SystemExit) as e:
+        main(["write-data", "--annotated", str(ann), "--splits", "train", "--src-lang", "de", "--tgt-lang", "de"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == ("python -m syntax_nmt.targets: error: --src-lang and --tgt-lang are both 'de': "
+                                       "the copy of the source would replace the tagged target (SPLIT.de); give the "
+                                       "pair's two languages\n")
+    assert sorted(os.listdir(tmp_path / "annotated")) == before
