@@ -48,6 +48,10 @@ _COMPOUND = re.compile(r"(\S)-(\S)")
 _BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 #: Metrics of :func:`significance`.
 METRICS = ("sacrebleu", "tokenized")
+#: where the lines of one translation are with fairseq-generate --results-path (issue 56.7)
+RESULTS_PATH_ADVICE = ("fairseq-generate --results-path writes its own lines (S-, H-...) to its file and the plugin's "
+                       "G- and F- lines to the standard output: give both, one after the other (cat "
+                       "RESULTS/generate-SPLIT.txt stdout.log > gen.out)")
 
 
 def check_hypothesis(text: str, where: str, target_tags: bool = False) -> None:
@@ -149,9 +153,7 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
         predicted = {k: v for k, v in read_factors(generate_log).items() if k in PARSER_FACTORS}
     if not predicted:
         raise ValueError(f"{generate_log}: no target factor the parser gives ({', '.join(PARSER_FACTORS)}): no F- "
-                         f"line. fairseq-generate prints the F- lines on its standard output, also with --results-path "
-                         f"(whose file holds fairseq's own lines only): score the standard output; or generate with "
-                         f"a model trained with --target-factors")
+                         f"line. {RESULTS_PATH_ADVICE}; or generate with a model trained with --target-factors")
     for name, rows in predicted.items():
         for i, h in enumerate(hyps):
             if len(rows.get(i, [])) != len(h.split()):
@@ -241,7 +243,8 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         words, heads = predicted.get(sid, (None, []))
         words = words if words is not None else sources.get(sid)
         if words is None:
-            raise ValueError(f"{generate_log}: sentence {sid}: no S- line to give the words of its G- line")
+            raise ValueError(f"{generate_log}: sentence {sid}: no S- line to give the words of its G- line. "
+                             f"{RESULTS_PATH_ADVICE}")
         if len(words) != len(heads):
             raise ValueError(f"{generate_log}: sentence {sid}: {len(heads)} heads for {len(words)} words (generate "
                              f"with --remove-bpe, so that the S- line holds words)")
