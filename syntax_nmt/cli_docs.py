@@ -2,7 +2,7 @@
 report and the demo), with their descriptions and examples, rendered from their argparse parsers, so that the page
 and ``--help`` say the same.
 
-    python -m syntax_nmt.cli_docs > docs/cli.md       # after changing an option
+    python -m syntax_nmt.cli_docs -o docs/cli.md       # after changing an option (or > docs/cli.md)
 
 ``tests/unit/test_cli_docs.py`` fails while the page and the parsers differ. The page is built from the parsers'
 actions (option strings, value name, default, choices, help), not from argparse's formatted help, whose layout
@@ -11,7 +11,7 @@ changes between Python versions.
 
 import argparse
 import importlib
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 #: (the command as typed, "module:function" building its parser); a command that extends a fairseq command line
 #: lists its own options only (:data:`EXTENDS`)
@@ -24,7 +24,13 @@ COMMANDS: Tuple[Tuple[str, str], ...] = (
     ("syntax-nmt-evaluate", "syntax_nmt.evaluation.evaluate:get_parser"),
     ("syntax-nmt-analyze", "syntax_nmt.analyze.cli:get_parser"),
     ("python -m syntax_nmt.recipes.report", "syntax_nmt.recipes.report:get_parser"),
+    ("python -m syntax_nmt.recipes.markers", "syntax_nmt.recipes.markers:get_parser"),
     ("make demo DEMO_ARGS=... (python -m syntax_nmt.demo)", "syntax_nmt.demo.cli:get_parser"),
+    ("make bench (python -m syntax_nmt.bench)", "syntax_nmt.bench.model:get_parser"),
+    ("make bench-length (python -m syntax_nmt.bench.length)", "syntax_nmt.bench.length:get_parser"),
+    ("python -m syntax_nmt.bench.parse", "syntax_nmt.bench.parse:get_parser"),
+    ("python -m syntax_nmt.bench.gpu_targets", "syntax_nmt.bench.gpu_targets:get_parser"),
+    ("python -m syntax_nmt.cli_docs", "syntax_nmt.cli_docs:get_parser"),
 )
 
 
@@ -127,5 +133,31 @@ def render(commands: Sequence[Tuple[str, str]] = COMMANDS) -> str:
     return "\n".join(lines)
 
 
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m syntax_nmt.cli_docs", description=__doc__.split("\n\n")[0],
+                                epilog="example:\n  python -m syntax_nmt.cli_docs -o docs/cli.md",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from syntax_nmt.io_guard import writes
+
+    writes(p.add_argument("--output", "-o", metavar="FILE", help="write the page to FILE (default: the standard "
+                          "output)"))
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Print the page, or write it to ``--output`` (atomically); an option it does not know is an error (``-o`` was
+    read by nobody: the page went to the standard output and FILE stayed as it was)."""
+    from syntax_nmt.cli_errors import run
+    from syntax_nmt.io_guard import parse_args
+    from syntax_nmt.utils import atomic_write_text
+
+    args = parse_args(get_parser(), argv)
+    text = render()
+    if args.output:
+        run("python -m syntax_nmt.cli_docs", atomic_write_text, args.output, text)
+    else:
+        print(text, end="")
+
+
 if __name__ == "__main__":
-    print(render(), end="")
+    main()

@@ -24,7 +24,8 @@
 #   MAX_EPOCH      training epochs (0: no limit)                                         [preset]
 #   PATIENCE       stop after this many validations without a better dev loss (-1: never) [preset]
 #   SAVE_INTERVAL  updates between checkpoints (and validations; 0: one per epoch)       [preset]
-#   AVERAGE        last checkpoints averaged into checkpoint_avg.pt (0: none)            [preset]
+#   AVERAGE        last checkpoints averaged into checkpoint_avg.pt, the final state (checkpoint_last.pt) included
+#                  where it was saved after the newest numbered checkpoint (0: none)     [preset]
 #   EVAL_BLEU      1: validate with beam-BEAM dev BLEU every SAVE_INTERVAL updates and keep the best
 #                  dev-BLEU checkpoint as checkpoint_best.pt (fairseq --eval-bleu)       [preset]
 #   BEAM           beam of the dev BLEU (EVAL_BLEU=1)                                    [preset]
@@ -120,20 +121,38 @@ else
 fi
 
 mkdir -p "$SAVE"
-"$FAIRSEQ_TRAIN" "$DATA" \
-    --user-dir "$USER_DIR" "${TASK_ARGS[@]}" --source-lang en --target-lang "${TGT_LANG:-de}" \
-    --arch "$ARCH" "${MODEL_ARGS[@]}" \
-    --optimizer adam --adam-betas "$ADAM_BETAS" --adam-eps "$ADAM_EPS" --clip-norm "$CLIP_NORM" \
-    --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr "$WARMUP_INIT_LR" \
-    --dropout "$DROPOUT" --attention-dropout "$ATTENTION_DROPOUT" --weight-decay 0.0 \
-    --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING" "${SYSTEM_ARGS[@]}" \
-    --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" --max-epoch "$MAX_EPOCH" \
-    --patience "$PATIENCE" --save-dir "$SAVE" "${SAVE_ARGS[@]}" \
-    --skip-invalid-size-inputs-valid-test "${VALID_ARGS[@]}" \
-    --log-format simple --log-interval 100 --seed "${SEED:-1}" \
-    "${DEVICE_ARGS[@]}" "${PRECISION_ARGS[@]}" "$@" 2>&1 | tee -a "$SAVE/train.log"
+TRAIN_CMD=("$FAIRSEQ_TRAIN" "$DATA"
+    --user-dir "$USER_DIR" "${TASK_ARGS[@]}" --source-lang en --target-lang "${TGT_LANG:-de}"
+    --arch "$ARCH" "${MODEL_ARGS[@]}"
+    --optimizer adam --adam-betas "$ADAM_BETAS" --adam-eps "$ADAM_EPS" --clip-norm "$CLIP_NORM"
+    --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr "$WARMUP_INIT_LR"
+    --dropout "$DROPOUT" --attention-dropout "$ATTENTION_DROPOUT" --weight-decay 0.0
+    --criterion label_smoothed_cross_entropy --label-smoothing "$LABEL_SMOOTHING" "${SYSTEM_ARGS[@]}"
+    --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" --max-epoch "$MAX_EPOCH"
+    --patience "$PATIENCE" --save-dir "$SAVE" "${SAVE_ARGS[@]}"
+    --skip-invalid-size-inputs-valid-test "${VALID_ARGS[@]}"
+    --log-format simple --log-interval 100 --seed "${SEED:-1}"
+    "${DEVICE_ARGS[@]}" "${PRECISION_ARGS[@]}" "$@")
+# A training that ended (fairseq-train exited 0) with this very command line is not trained again: resumed from
+# checkpoint_last.pt, fairseq-train takes one more step before it looks at --max-update (update 101 of 100) and
+# rewrites checkpoint_last.pt and checkpoint_best.pt, one update more at each retry. Only the averaging runs again
+# (after it failed, say). Another command line (MAX_UPDATE raised) trains on from checkpoint_last.pt.
+ENDED="$SAVE/.train_ended"
+printf -v COMMAND_LINE '%q ' "${TRAIN_CMD[@]}"
+if [[ -f "$ENDED" && "$(cat "$ENDED")" == "$COMMAND_LINE" ]]; then
+    # the update it ended at, as fairseq logs it (the recipe's training record reads it from this line)
+    ENDED_AT=$(grep -oE 'num_updates[ =][0-9]+' "$SAVE/train.log" 2>/dev/null | tail -1 | grep -oE '[0-9]+' || true)
+    echo "train.sh: the training in $SAVE ended${ENDED_AT:+ at num_updates $ENDED_AT} with this command line" \
+         "($ENDED): not trained again" | tee -a "$SAVE/train.log"
+else
+    rm -f "$ENDED"
+    "${TRAIN_CMD[@]}" 2>&1 | tee -a "$SAVE/train.log"
+    printf '%s' "$COMMAND_LINE" > "$ENDED"
+fi
 
+# the last AVERAGE checkpoints, the final state included (scripts/average_checkpoints.py), its messages and errors
+# in train.log beside the training's
 if (( AVERAGE > 0 )); then
     "$PYTHON" "$HERE/../../scripts/average_checkpoints.py" --inputs "$SAVE" \
-        "${AVERAGE_ARGS[@]}" --output "$SAVE/checkpoint_avg.pt"
+        "${AVERAGE_ARGS[@]}" --output "$SAVE/checkpoint_avg.pt" 2>&1 | tee -a "$SAVE/train.log"
 fi

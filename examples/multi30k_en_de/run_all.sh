@@ -247,6 +247,12 @@ sys.exit(0 if is_done(sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv
     stage_end binarize
 fi
 
+# logged_update LOG: the newest update in a training's log: fairseq's in-epoch lines ("num_updates=N", every
+# --log-interval updates), its end-of-epoch lines ("num_updates N"), or the checkpoint it resumed from ("@ N updates)")
+logged_update() {
+    grep -oE 'num_updates[ =][0-9]+|@ [0-9]+ updates' "$1" 2>/dev/null | tail -1 | grep -oE '[0-9]+' || true
+}
+
 # train_one DATA SAVEDIR SYSTEM SEED: one training, skipped when done. Each attempt (a resumption too) appends its
 # wall and CPU seconds, the update it started from, the device, threads, library versions and settings to
 # SAVE/parts.jsonl; SAVE/.done sums the parts (syntax_nmt/recipes/training_record.py). A finished training made
@@ -280,9 +286,7 @@ train_one() {
         if (( SECONDS - last >= PROGRESS_SECONDS )); then
             last=$SECONDS
             local now
-            # fairseq's logged updates, or those of the checkpoint it resumed from ("... @ N updates)")
-            now=$(grep -oE 'num_updates [0-9]+|@ [0-9]+ updates' "$save/stdout.log" 2>/dev/null | tail -1 \
-                  | grep -oE '[0-9]+' || true)
+            now=$(logged_update "$save/stdout.log")
             if [[ -n "$now" ]]; then
                 if [[ -z "$first" ]]; then first="$now $SECONDS"; fi
                 read -r u0 s0 <<< "$first"
@@ -301,7 +305,7 @@ train_one() {
         --status "$status" --log "$save/stdout.log" --threads "$THREADS" --device "$device" --data "$data" \
         "${settings[@]/#/--setting=}" || true
     if (( status != 0 )); then
-        echo "run_all.sh: error: training $system seed $seed failed (status $status): see $save/train.log" >&2
+        echo "run_all.sh: error: training $system seed $seed failed (status $status): see $save/stdout.log" >&2
         return 1
     fi
     "$PYTHON" -m syntax_nmt.recipes.training_record done "$save" || return 1

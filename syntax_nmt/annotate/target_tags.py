@@ -190,6 +190,10 @@ def _missing_dirs(path: str) -> List[str]:
 def main(args) -> None:
     if args.command == "interleave":
         created = _missing_dirs(args.output)
+        above = os.path.dirname(created[0] if created else os.path.abspath(args.output))
+        blocking = next((d for d in [*created, above] if os.path.lexists(d) and not os.path.isdir(d)), None)
+        if blocking is not None:  # os.makedirs said "File exists", naming neither the option nor the file
+            raise InputError(f"--output {args.output}: {blocking} is a file, not a folder")
         if created:
             os.makedirs(created[-1])
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.output)),

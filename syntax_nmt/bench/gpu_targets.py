@@ -16,7 +16,7 @@ Reads the JSON files the benches write (``bench-length.json`` of :mod:`syntax_nm
 Each figure is marked ``met`` or ``SHORT`` where it was measured as the target says (on a GPU, in its precision);
 elsewhere (a CPU run, fp32 for a bf16 target) it is shown with ``-`` and why. Every row names the device (the GPU's
 name where the file records it), the precision and the file it came from. A measure no file holds is shown as
-``not measured``: nothing is estimated. The exit status is 0 whatever the verdicts (it reports); 2, with one line
+``not measured``: nothing is estimated; so is a figure a bench wrote as NaN (its measure failed). The exit status is 0 whatever the verdicts (it reports); 2, with one line
 ``python -m syntax_nmt.bench.gpu_targets: error: ...``, for a file it cannot read.
 """
 
@@ -49,6 +49,23 @@ ENCODER_SYSTEMS = ("sgnet", "sla", "syntax_bert", "seprem", "lisa")
 COMPILED_LENGTHS = (64, 256)
 
 NOT_MEASURED = "not measured"
+#: what every row of each kind of file holds, read by the tables (a file of the right shape without them is refused)
+ENCODER_KEYS = ("system", "T", "time_ratio", "seconds", "stock_seconds")
+MODEL_KEYS = ("system", "train_wps", "train_wps_ratio", "gen_sps", "gen_sps_ratio")
+
+
+def _measured(value) -> bool:
+    """A figure that was measured: not None, not NaN (the benches write NaN where a measure failed)."""
+    return value is not None and value == value
+
+
+def _check_keys(path: str, rows: List[Dict], keys: tuple) -> None:
+    for i, r in enumerate(rows):
+        need = keys + (("cuda_peak_mib",) if "cuda_peak_ratio" in r else ())
+        missing = [k for k in need if k not in r]
+        if missing:
+            raise ValueError(f"{path}: row {i + 1} ({r.get('system', 'no system')}) lacks {', '.join(missing)}: not a "
+                             f"file of this version's bench")
 
 
 # -- reading ------------------------------------------------------------------------------------------------------
@@ -76,6 +93,7 @@ def load(path: str, label: Optional[str] = None) -> Dict:
     file = label or os.path.basename(path)
     if isinstance(data, dict) and isinstance(data.get("rows"), list) and \
             all(isinstance(r, dict) and "time_ratio" in r and "T" in r for r in data["rows"]):
+        _check_keys(path, data["rows"], ENCODER_KEYS)
         args = data.get("args") or {}
         setup = str(data.get("setup", ""))
         device = data.get("device")
@@ -93,6 +111,7 @@ def load(path: str, label: Optional[str] = None) -> Dict:
         return {"kind": "encoder", "file": file, "setup": setup, "rows": rows}
     if isinstance(data, list) and data and all(isinstance(r, dict) and "system" in r and "train_wps_ratio" in r
                                                for r in data):
+        _check_keys(path, data, MODEL_KEYS)
         rows = []
         for r in data:
             device = r.get("device")
@@ -111,7 +130,7 @@ def _verdict(value: Optional[float], target: Optional[float], higher: bool, row:
     why."""
     if target is None:
         return "- (no target)"
-    if value is None:
+    if not _measured(value):  # None, or NaN: a measure that failed is not a short one
         return NOT_MEASURED
     if row["on_gpu"] is not True:
         return "- (not a GPU run)" if row["on_gpu"] is False else "- (device not recorded)"
@@ -127,7 +146,7 @@ def _path(row: Dict) -> str:
 
 
 def _f(x: Optional[float], digits: int = 2) -> str:
-    return NOT_MEASURED if x is None else f"{x:.{digits}f}"
+    return f"{x:.{digits}f}" if _measured(x) else NOT_MEASURED
 
 
 def _missing(columns: List[str], **known) -> Dict:
@@ -177,7 +196,7 @@ def train_table(results: List[Dict]) -> Dict:
 
 def _memory(r: Dict) -> str:
     ratio = r.get("model_mem_mib_ratio")
-    if ratio is None or ratio != ratio:  # NaN: the memory measure failed
+    if not _measured(ratio):  # NaN: the memory measure failed
         return NOT_MEASURED
     kind = {True: "GPU peak", False: "CPU count", None: "device not recorded"}[r["on_gpu"]]
     return f"{ratio:.2f}x ({kind})"
@@ -239,7 +258,7 @@ def peak_table(results: List[Dict]) -> Dict:
             rows.append(_missing(cols, system=name, precision=ENCODER_PRECISION, path="eager",
                                  target=_target(target, "<=")))
         for r in found:
-            peak = r.get("cuda_peak_ratio")
+            peak = r.get("cuda_peak_ratio") if _measured(r.get("cuda_peak_ratio")) else None
             rows.append({"system": name, "precision": r["precision"], "path": _path(r),
                          "ratio": NOT_MEASURED if peak is None else f"{peak:.2f}x", "target": _target(target, "<="),
                          "verdict": _verdict(peak, target, False, r, ENCODER_PRECISION) if peak is not None else

@@ -641,7 +641,17 @@ def cli_main(argv=None) -> int:
         fail(prog, f"--systems: {', '.join(bad)} are not encoders with a syntax method and no source features")
     if min(a.lengths) < 2 or a.tokens < max(a.lengths) or a.pieces_per_word < 1 or a.repeats < 1:
         fail(prog, "need lengths >= 2, --tokens >= the longest length, --pieces-per-word >= 1, --repeats >= 1")
-    os.makedirs(a.out, exist_ok=True)
+    if a.threads < 0:
+        fail(prog, f"--threads {a.threads}: give the number of torch threads, or 0 for torch's default")
+    if (a.count_ops or a.count_bytes) and a.precision != "fp32":
+        fail(prog, f"--count-ops and --count-bytes count the operations of float32 encoders on the CPU, not "
+                   f"--precision {a.precision}: leave --precision out")
+    if os.path.exists(a.out) and not os.path.isdir(a.out):
+        fail(prog, f"--out {a.out} is a file: give a folder (the results are written into it)")
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        fail(prog, f"--out {a.out}: {e.strerror or e}")
 
     import torch
 

@@ -46,7 +46,7 @@ def parse_target_streams(value) -> List[str]:
     names = parse_stream_list(value)
     bad = [n for n in names if n not in TAG_STREAMS]
     if bad:
-        raise ValueError(f"target streams are tag streams ({', '.join(TAG_STREAMS)}), not {', '.join(bad)}")
+        raise StreamConfigError(f"target streams are tag streams ({', '.join(TAG_STREAMS)}), not {', '.join(bad)}")
     return names
 
 
@@ -60,8 +60,8 @@ def parse_stream_list(value) -> List[str]:
         item = item.strip()
         if not item:
             continue
-        if item not in STREAMS:
-            raise ValueError(f"unknown stream {item!r}; known streams: {', '.join(STREAMS)}")
+        if item not in STREAMS:  # a StreamConfigError: fairseq's command lines print it in one line
+            raise StreamConfigError(f"unknown stream {item!r}; known streams: {', '.join(STREAMS)}")
         if item not in names:
             names.append(item)
     return names

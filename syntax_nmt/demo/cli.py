@@ -23,13 +23,19 @@ On a GPU fairseq-train/-generate use it automatically; raise --train, --max-upda
 
 
 def parse_seeds(value: str) -> List[int]:
-    """``--seeds``: ``N`` -> seeds 1..N; a comma-separated list -> those seeds (distinct non-negative integers: a
-    repeated seed would train once and count twice, as the recipe's SEEDS refuses too).
+    """``--seeds``: ``N`` -> seeds 1..N; a list separated by commas or spaces (``1,2``, ``"1 2"`` as the recipes'
+    SEEDS) -> those seeds (distinct non-negative integers: a repeated seed would train once and count twice, as the
+    recipe's SEEDS refuses too).
 
     Raises:
         ValueError: a repeated or negative seed, or one that is not an integer.
     """
-    items = [int(v) for v in value.split(",") if v.strip()]
+    words = value.replace(",", " ").split()
+    try:
+        items = [int(v) for v in words]
+    except ValueError:
+        raise ValueError(f"--seeds {value}: give a count N (seeds 1..N) or a list of seeds, integers separated by "
+                         f"commas or spaces") from None
     if len(items) == 1 and "," not in value:
         return list(range(1, items[0] + 1))
     if any(s < 0 for s in items):
@@ -66,7 +72,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--test", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1, help="seed of the corpus and of the data fractions")
     p.add_argument("--seeds", default="auto",
-                   help="training seeds: a count N (seeds 1..N), a comma-separated list, or 'auto' (default): "
+                   help="training seeds: a count N (seeds 1..N), a list separated by commas or spaces, or 'auto' "
+                   "(default): "
                    f"the seeds ({MIN_AUTO_SEEDS} to {MAX_AUTO_SEEDS}; one if two do not fit; then 3/4 or 1/2 of "
                    "--max-update, said so) and, with the default --systems, the systems that fit in --time-budget, "
                    "measured on the first trainings")

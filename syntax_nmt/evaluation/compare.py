@@ -23,6 +23,7 @@ LABELS = {"sacrebleu": "sacreBLEU", "chrf": "chrF", "tokenized_bleu": "tok. BLEU
 #: metrics a paired test can use (on detokenized text): score key -> sacrebleu metric
 TESTABLE = {"sacrebleu": ("BLEU",), "chrf": ("chrF",)}
 TEST_NAMES = significance_tests.TEST_NAMES
+TEST_LABELS = significance_tests.TEST_LABELS
 
 
 def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[int],
@@ -67,8 +68,8 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
     Adds to each row but the first: ``p`` = ``{test: {metric: p-value}}``, ``p_pooled`` (the first test and
     metric; "pooled": over the seeds' translations, the sentence the unit), ``wins`` (in how many seeds the first
     metric beats the baseline's same seed), and with ``per_seed`` ``p_per_seed`` (the first test and metric, each
-    seed's translations alone: sacreBLEU's own test). Every row gets ``tests`` = what the p-values are (for
-    captions: :func:`syntax_nmt.evaluation.significance.caption`).
+    seed's translations alone). Every row gets ``tests`` = what the p-values are (for captions:
+    :func:`syntax_nmt.evaluation.significance.caption`; ``stars``: the test of ``p_pooled``, the chart's stars).
 
     Args:
         hypotheses: ``(system, seed)`` -> detokenized hypotheses file (one line per reference line).
@@ -98,8 +99,9 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
                               for lines in hyps[n]] for n in names} for m in metrics}
     stats = {m: {n: sum(per_seed_stats[m][n]) for n in names} for m in metrics}
     base, first = names[0], metrics[0]
-    info = {"unit": "sentence", "two_sided": True, "seeds": len(seeds), "resampling_seed": rng_seed,
-            "samples": {t: n_samples or significance_tests.DEFAULT_SAMPLES[t] for t in tests}}
+    info = {"unit": "sentence", "two_sided": {t: t in significance_tests.TWO_SIDED for t in tests},
+            "statistic": {t: TEST_NAMES[t] for t in tests}, "seeds": len(seeds), "resampling_seed": rng_seed,
+            "samples": {t: n_samples or significance_tests.DEFAULT_SAMPLES[t] for t in tests}, "stars": tests[0]}
     for r in rows:
         r["tests"] = info
     for r in rows[1:]:
@@ -125,7 +127,8 @@ def results_table(rows: List[dict], metrics: Sequence[str], tests: Sequence[str]
                   tested: Sequence[str] = ("sacrebleu",)) -> str:
     """A markdown table (:func:`~syntax_nmt.utils.markdown_table`): per metric mean ± sd (and the per-seed scores of
     the first), Δ of the first metric's mean to the baseline, the p-values of every test and tested metric over the
-    seeds' translations, the sentence the unit (``*``: p < 0.05), and where :func:`significance` gave them, the
+    seeds' translations, the sentence the unit (``*``: p < 0.05; each column headed by its test,
+    :data:`~syntax_nmt.evaluation.significance.TEST_LABELS`), and where :func:`significance` gave them, the
     seeds' evidence: in how many seeds the system beats the baseline, and each seed's own p-value (the first test
     and metric)."""
     base = rows[0]
@@ -134,13 +137,13 @@ def results_table(rows: List[dict], metrics: Sequence[str], tests: Sequence[str]
         head.append(f"{LABELS.get(m, m)} mean ± sd")
         if i == 0:
             head += [f"{LABELS.get(m, m)} per seed", f"Δ {base['system']}"]
-    head += [f"p {t} {LABELS.get(m, m)}" for t in tests for m in tested]
+    head += [f"p {TEST_LABELS.get(t, t)} {LABELS.get(m, m)}" for t in tests for m in tested]
     wins = any("wins" in r for r in rows[1:])
     per_seed = any(r.get("p_per_seed") for r in rows[1:])
     if wins:
         head.append("seeds better")
     if per_seed:
-        head.append(f"p per seed ({tests[0]} {LABELS.get(tested[0], tested[0])})")
+        head.append(f"p per seed ({TEST_LABELS.get(tests[0], tests[0])} {LABELS.get(tested[0], tested[0])})")
     table = []
     for r in rows:
         cells = [r["system"]]
@@ -168,7 +171,7 @@ def noise_bound(base: dict, other: dict, key: str = "sacrebleu") -> float:
 
 def plot_bars(rows: List[dict], path: str, title: str, key: str = "sacrebleu", ylabel: Optional[str] = None) -> None:
     """Bar chart of one metric: mean (bar, value above it), sd (error bar), seeds (dots); ``*``: the row's
-    ``p_pooled`` < 0.05; the baseline's mean as a dotted line."""
+    ``p_pooled`` < 0.05 (the title names its test); the baseline's mean as a dotted line."""
     from syntax_nmt.utils import pyplot
 
     plt = pyplot()
@@ -195,7 +198,9 @@ def plot_bars(rows: List[dict], path: str, title: str, key: str = "sacrebleu", y
                   + (f"\n(axis from {bottom:g})" if bottom > 0 else ""))
     width = int(fig.get_figwidth() * 11)  # characters of a 9-point title line that fit the figure
     lines = [w for line in title.split("\n") for w in textwrap.wrap(line, width) or [""]]
-    ax.set_title("\n".join(lines) + "\n* paired test p < 0.05 against " + rows[0]["system"], fontsize=9)
+    test = (rows[0].get("tests") or {}).get("stars")
+    ax.set_title("\n".join(lines) + f"\n* {TEST_LABELS.get(test, 'paired test')} p < 0.05 against "
+                 + rows[0]["system"], fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -24,11 +24,12 @@ reference) for tokenized BLEU.
 ``--print-source-parse``) against a parser's heads of the same words: a CoNLL-U file (the annotator's
 ``--write-conllu``, an external parser's, a treebank), or a spaCy pipeline parsing the words as given.
 
-``significance``: paired bootstrap resampling (``bs``) or approximate
-randomization (``ar``) of systems against a baseline, the test sentence as the unit
-(:mod:`syntax_nmt.evaluation.significance`, shared with the recipes' and the demo's tables): for one
-file per system, exactly ``sacrebleu REF -i BASE SYS... --paired-bs``; for several (one
-per training seed), all seeds' lines of a sentence are resampled or swapped together.
+``significance``: the two-sided paired bootstrap (``bs``), approximate randomization (``ar``) or sacreBLEU's
+own bootstrap statistic (``bs-sacrebleu``, about one-sided) of systems against a baseline, the test sentence as
+the unit (:mod:`syntax_nmt.evaluation.significance`, shared with the recipes' and the demo's tables): for one
+file per system, ``bs-sacrebleu`` and ``ar`` are exactly ``sacrebleu REF -i BASE SYS... --paired-bs`` /
+``--paired-ar``, and ``bs`` draws sacreBLEU's resamples; for several files (one per training seed), all seeds'
+lines of a sentence are resampled or swapped together.
 """
 
 import argparse
@@ -48,6 +49,10 @@ _COMPOUND = re.compile(r"(\S)-(\S)")
 _BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 #: Metrics of :func:`significance`.
 METRICS = ("sacrebleu", "tokenized")
+#: where the lines of one translation are with fairseq-generate --results-path (issue 56.7)
+RESULTS_PATH_ADVICE = ("fairseq-generate --results-path writes its own lines (S-, H-...) to its file and the plugin's "
+                       "G- and F- lines to the standard output: give both, one after the other (cat "
+                       "RESULTS/generate-SPLIT.txt stdout.log > gen.out)")
 
 
 def check_hypothesis(text: str, where: str, target_tags: bool = False) -> None:
@@ -166,9 +171,8 @@ def factor_accuracy(generate_log: str, parser: str, pos_tagset: str = "upos",
         predicted = {k: v for k, v in read_factors(generate_log).items() if k in streams}
     if not predicted:
         raise ValueError(f"{generate_log}: no target factor that target scheme {target.name!r} scores "
-                         f"({', '.join(streams) or 'none'}): no such F- line. fairseq-generate prints the F- lines on "
-                         f"its standard output, also with --results-path (whose file holds fairseq's own lines only): "
-                         f"score the standard output; or generate with a model trained with --target-factors")
+                         f"({', '.join(streams) or 'none'}): no such F- line. {RESULTS_PATH_ADVICE}; or generate with "
+                         f"a model trained with --target-factors")
     for name, rows in predicted.items():
         for i, h in enumerate(hyps):
             if len(rows.get(i, [])) != len(h.split()):
@@ -201,11 +205,10 @@ UNKNOWN_PIECE = "<unk>"
 def read_sources(generate_log: str) -> Dict[int, List[str]]:
     """The words of the ``S-`` lines of a fairseq-generate/-interactive log: sentence id -> words."""
     out: Dict[int, List[str]] = {}
-    with open(generate_log, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("S-"):
-                sid, _, text = line.rstrip("\n").partition("\t")
-                out[int(sid[2:])] = text.split()
+    for line in read_lines(generate_log):  # invalid UTF-8: one line naming the file and the line
+        if line.startswith("S-"):
+            sid, _, text = line.partition("\t")
+            out[int(sid[2:])] = text.split()
     return out
 
 
@@ -243,8 +246,12 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
 
     if (conllu is None) == (parser is None):
         raise ValueError("give the reference parse as --conllu FILE or --parser SPACY_MODEL (one of them)")
-    with open(generate_log, encoding="utf-8") as f:
-        predicted = read_parse_lines(f)
+    try:
+        predicted = read_parse_lines(read_lines(generate_log))  # invalid UTF-8: named with its file and line
+    except ValueError as e:
+        if str(e).startswith(generate_log):
+            raise
+        raise ValueError(f"{generate_log}: {e}") from None
     if not predicted:
         raise ValueError(f"{generate_log}: no G- line: generate with --print-source-parse heads (or conllu) and a "
                          f"model that predicts the parse (--syntax-attention lisa)")
@@ -254,10 +261,16 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         words, heads = predicted.get(sid, (None, []))
         words = words if words is not None else sources.get(sid)
         if words is None:
-            raise ValueError(f"{generate_log}: sentence {sid}: no S- line to give the words of its G- line")
+            raise ValueError(f"{generate_log}: sentence {sid}: no S- line to give the words of its G- line. "
+                             f"{RESULTS_PATH_ADVICE}")
         if len(words) != len(heads):
             raise ValueError(f"{generate_log}: sentence {sid}: {len(heads)} heads for {len(words)} words (generate "
                              f"with --remove-bpe, so that the S- line holds words)")
+        beyond = [(k, h) for k, h in enumerate(heads, 1) if not 0 <= h <= len(words)]
+        if beyond:
+            k, h = beyond[0]
+            raise ValueError(f"{generate_log}: sentence {sid}: word {k}'s head is {h}, beyond its {len(words)} words "
+                             f"(heads are 1-based word numbers, 0 the root): not a parse of --print-source-parse")
         if words:
             rows.append((sid, words, heads))
     if conllu is not None:
@@ -424,24 +437,25 @@ def significance(ref_raw: str, baseline: Tuple[str, object], systems: Sequence[T
     """Paired significance of each system against the baseline, the test sentence as the unit
     (:mod:`syntax_nmt.evaluation.significance`, which the recipes' and the demo's tables use too).
 
-    With one hypothesis file per system this is sacreBLEU's ``--paired-bs`` / ``--paired-ar`` exactly (scores,
-    bootstrap means and confidence intervals, p-values). With several (the translations of several training
-    seeds, seed s of a system paired with seed s of the baseline) every resample carries, and every trial swaps,
-    the lines of all seeds of a sentence together.
+    With one hypothesis file per system, ``bs-sacrebleu`` and ``ar`` are sacreBLEU's ``--paired-bs`` /
+    ``--paired-ar`` exactly (scores, bootstrap means and confidence intervals, p-values); ``bs`` has sacreBLEU's
+    scores, means and intervals and the two-sided p-value of the same resamples. With several (the translations of
+    several training seeds, seed s of a system paired with seed s of the baseline) every resample carries, and every
+    trial swaps, the lines of all seeds of a sentence together.
 
     Args:
         ref_raw: the reference file: untokenized for ``sacrebleu``, tokenized for ``tokenized``.
         baseline, systems: ``(name, hypothesis file or list of files)``, detokenized or tokenized like the
             reference; every system has as many files as the baseline.
-        test_type: ``"bs"`` (paired bootstrap, 1000 samples) or ``"ar"``
-            (approximate randomization, 10000 trials) when ``n_samples`` is 0.
+        test_type: ``"bs"`` (two-sided paired bootstrap, 1000 samples), ``"bs-sacrebleu"`` (sacreBLEU's bootstrap
+            statistic, 1000 samples) or ``"ar"`` (approximate randomization, 10000 trials) when ``n_samples`` is 0.
         metric: ``sacrebleu`` (13a-tokenized BLEU of detokenized text) or ``tokenized``
             (:func:`multi_bleu` on tokenized text).
         seed: seed of the resampling; ``None``: ``$SACREBLEU_SEED`` if set (``none``: unseeded), else
             sacrebleu's 12345. Must not be 0 (sacreBLEU reads 0 as unseeded; refused, so both agree).
 
     Returns:
-        One dict per system: name, BLEU (over all its files), bootstrap mean and 95% CI (``bs``; None for
+        One dict per system: name, BLEU (over all its files), bootstrap mean and 95% CI (the bootstraps; None for
         ``ar``) and p-value (None for the baseline).
     """
     from syntax_nmt.evaluation import significance as tests
@@ -477,7 +491,9 @@ def significant(p_value: float) -> bool:
 
 def format_significance(rows: List[Dict], test_type: str) -> str:
     """One line per system: ``name BLEU (mu +- ci) p = ...``; ``*`` marks p < 0.05."""
-    label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
+    from syntax_nmt.evaluation.significance import TEST_LABELS
+
+    label = TEST_LABELS[test_type]
     lines = []
     for i, r in enumerate(rows):
         spread = f" (mu = {r['mean']:.2f} +- {r['ci']:.2f})" if r.get("mean") is not None else ""
@@ -557,7 +573,8 @@ def summary(ref_raw: str, prefixes: Sequence, baseline=None, test_type: str = "b
     def num(value):
         return "-" if value is None else f"{value:.2f}"
 
-    label = {"bs": "paired bootstrap", "ar": "approximate randomization"}[test_type]
+    from syntax_nmt.evaluation.significance import TEST_NAMES, samples_text
+
     lines = [title] if title else []
     lines.append(f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} {'split BLEU':>11}")
     for i, (r, name) in enumerate(zip(results, shown)):
@@ -569,12 +586,9 @@ def summary(ref_raw: str, prefixes: Sequence, baseline=None, test_type: str = "b
     if seeds > 1:
         lines.append(f"scores: mean over {seeds} seeds (one prefix per training seed)")
     if base and len(systems) > 1:
-        from syntax_nmt.evaluation.significance import DEFAULT_SAMPLES
-
-        samples = f"{n_samples or DEFAULT_SAMPLES[test_type]:,} {'resamples' if test_type == 'bs' else 'trials'}"
         unit = "the test sentence" if seeds == 1 else f"the test sentence, with the lines of all {seeds} seeds"
-        lines.append(f"p: two-sided {label} against the baseline ({samples}, unit: {unit}; sacreBLEU's "
-                     f"test; p = 1 where the scores are equal); * p < 0.05")
+        lines.append(f"p: {TEST_NAMES[test_type]} against the baseline ({samples_text(test_type, n_samples)}, unit: "
+                     f"{unit}; p = 1 where the scores are equal); * p < 0.05")
     lines.append(f"sacreBLEU signature: {results[0]['signature']}")
     return "\n".join(lines)
 
@@ -631,6 +645,12 @@ def main(args: argparse.Namespace):
         atomic_write_json(args.output, rows, indent=2)
     return rows
 
+
+#: the paired tests (syntax_nmt.evaluation.significance.DEFAULT_SAMPLES; listed here: the parser imports nothing heavy)
+TESTS = ["bs", "ar", "bs-sacrebleu"]
+TEST_HELP = ("bs: two-sided paired bootstrap (|Δ* − mean Δ*| ≥ |Δ|); ar: approximate randomization (two-sided); "
+             "bs-sacrebleu: sacreBLEU's own paired bootstrap statistic (|Δ*| − mean |Δ*| > |Δ|, one tail where the "
+             "difference keeps its sign: about half the two-sided p; sacrebleu --paired-bs's p-value)")
 
 SEED_HELP = "seed of the resampling, not 0 (default: $SACREBLEU_SEED, else 12345)"
 
@@ -711,8 +731,7 @@ def get_parser() -> argparse.ArgumentParser:
                          "per seed as for --baseline"), paths=_named_files)
     p.add_argument("--metric", choices=METRICS, default="sacrebleu",
                    help="sacrebleu (detokenized files) or tokenized (multi-bleu.perl BLEU of tokenized files)")
-    p.add_argument("--test", choices=["bs", "ar"], default="bs",
-                   help="paired bootstrap (bs) or approximate randomization (ar)")
+    p.add_argument("--test", choices=TESTS, default="bs", help=TEST_HELP)
     p.add_argument("--n-samples", type=int, default=0, help="0: sacrebleu's default (1000 bs / 10000 ar)")
     writes(p.add_argument("--output", help="write the rows as JSON"))
     p.add_argument("--seed", type=_seed, help=SEED_HELP)
@@ -724,7 +743,7 @@ def get_parser() -> argparse.ArgumentParser:
     reads(p.add_argument("prefixes", nargs="+", help="out-prefixes of the score command, one system each; "
                          "PREFIX,PREFIX,...: one per training seed, as many as the baseline's"), "prefix",
           paths=_scores)
-    p.add_argument("--test", choices=["bs", "ar"], default="bs")
+    p.add_argument("--test", choices=TESTS, default="bs", help=TEST_HELP)
     p.add_argument("--n-samples", type=int, default=0)
     p.add_argument("--title", default="")
     p.add_argument("--seed", type=_seed, help=SEED_HELP)

@@ -18,6 +18,7 @@ given; where a training's record says it stopped earlier (patience), the table s
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
@@ -55,6 +56,11 @@ class Point:
             raise ValueError(f"--point {text!r}: UPDATES, TOKENS and SEEDS must be integers") from None
         if not seed_list or len(set(seed_list)) != len(seed_list):
             raise ValueError(f"--point {text!r}: SEEDS must be distinct integers")
+        if point.updates < 1 or point.tokens < 1:
+            raise ValueError(f"--point {text!r}: UPDATES and TOKENS must be 1 or more")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", label):
+            raise ValueError(f"--point {text!r}: LABEL names the point's folder under --eval: letters, digits and "
+                             f"'._-', not starting with '.' or '-', got {label!r}")
         return point
 
     @property
@@ -93,8 +99,8 @@ def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], sp
              + recipe_report.significance_caption(tests, [0, 1], "the baseline").split(" Seeds better")[0]
              + " Seeds better: in how many seeds the system's sacreBLEU beats the baseline's same seed.", ""]
     head = ["budget", "updates × tokens", "seeds", "baseline sacreBLEU", "system sacreBLEU", "Δ BLEU"]
-    head += [f"p {t} BLEU" for t in tests]
-    head += ["baseline chrF", "system chrF", "Δ chrF"] + [f"p {t} chrF" for t in tests]
+    head += [f"p {compare.TEST_LABELS.get(t, t)} BLEU" for t in tests]
+    head += ["baseline chrF", "system chrF", "Δ chrF"] + [f"p {compare.TEST_LABELS.get(t, t)} chrF" for t in tests]
     head += ["seeds better", "baseline lc tok. BLEU", "system lc tok. BLEU"]
     for sp in splits:
         table = []
@@ -176,6 +182,8 @@ def budget_curve(translations: str, eval_root: str, points: Sequence[Point], spl
     """Score every point's kept translations into ``eval_root/LABEL`` and write ``out.md``, ``out.json`` and
     ``out.png``; returns the markdown."""
     rows, records = {}, {}
+    for pt in points:  # every point's kept files checked before any is scored (a broken .gz writes nothing)
+        recipe_report.read_kept(translations, [pt.baseline, pt.system], list(pt.seeds), splits, refs)
     for pt in points:
         d = os.path.join(eval_root, pt.label)
         recipe_report.unpack(translations, d, [pt.baseline, pt.system], list(pt.seeds), splits, refs)

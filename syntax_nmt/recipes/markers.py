@@ -6,7 +6,8 @@
   JSON and newer than the training's end (``SAVE/.done``): the score and the factors of a split are done together
   or not at all. A marker that is not valid JSON (a write cut short: a full disk, a kill) makes its split be done
   again, with a warning naming it; so does a translation made with other settings (``record``: BEAM, LENPEN,
-  CHECKPOINT... beside the score, ``NAME.settings.json``), saying which.
+  CHECKPOINT... beside the score, ``NAME.settings.json``), saying which, or one whose record of its settings is cut
+  short or missing.
 * ``annotated``: whether an annotation (``PREFIX.annotation.json``, what ``syntax-nmt-annotate`` recorded) was
   made with the parser the run is given now; a run that skips the annotate stage would otherwise train and report
   the old parses under the new parser's name. Exit status 2 and one line naming the setting, both values and how to
@@ -45,8 +46,9 @@ def settings_file(eval_dir: str, split: str, name: str) -> str:
 def split_done(eval_dir: str, split: str, name: str, after: str, factors: bool = False,
                settings: Optional[Dict[str, str]] = None) -> bool:
     """Whether ``name`` is scored on ``split`` (and, with ``factors``, its target tags measured) after ``after``
-    (the training's ``.done``) was written: both markers present, valid JSON (else a warning) and newer; and, when
-    its translation recorded its settings, with ``settings`` (another BEAM, say: made again, said so)."""
+    (the training's ``.done``) was written: both markers present, valid JSON (else a warning) and newer; and, given
+    ``settings``, translated with them as its record says (``NAME.settings.json``, :func:`record`): another BEAM, a
+    record cut short or none (a run killed between the score and the record) make it be done again, said so."""
     paths = [os.path.join(eval_dir, split, f"{name}.json")]
     if factors:
         paths.append(os.path.join(eval_dir, split, f"{name}.factors.json"))
@@ -55,14 +57,23 @@ def split_done(eval_dir: str, split: str, name: str, after: str, factors: bool =
             return False
         if read_json_marker(path, _warn) is None:
             return False
-    recorded = read_json_marker(settings_file(eval_dir, split, name), _warn)
-    if settings and isinstance(recorded, dict):
-        changed = [f"{k}: {recorded[k]!r} -> {v!r}" for k, v in sorted(settings.items()) if k in recorded
-                   and recorded[k] != v]
-        if changed:
-            print(f"{name} on {split} was translated with other settings ({'; '.join(changed)}): translating it "
-                  f"again", file=sys.stderr, flush=True)
-            return False
+    if not settings:
+        return True
+    path = settings_file(eval_dir, split, name)
+    recorded = read_json_marker(path, _warn)
+    if not isinstance(recorded, dict):  # cut short (warned), not a record, or missing (killed before record ran)
+        if os.path.exists(path) and recorded is not None:
+            _warn(f"{path} is not a record of settings: doing its step again")
+        elif not os.path.exists(path):
+            print(f"{name} on {split} has no record of the settings it was translated with ({path}): translating "
+                  f"it again", file=sys.stderr, flush=True)
+        return False
+    changed = [f"{k}: {recorded[k]!r} -> {v!r}" for k, v in sorted(settings.items()) if k in recorded
+               and recorded[k] != v]
+    if changed:
+        print(f"{name} on {split} was translated with other settings ({'; '.join(changed)}): translating it "
+              f"again", file=sys.stderr, flush=True)
+        return False
     return True
 
 
@@ -140,7 +151,7 @@ def parse_settings(items: Sequence[str]) -> Dict[str, str]:
     return parse(items)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("todo", help="print the splits still to translate and score")
@@ -163,7 +174,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     n = sub.add_parser("parser", help="the recorded parser's name and version")
     reads(n.add_argument("path", help="an annotation prefix or a data directory"), "prefix", optional=True)
     no_path(n.add_argument("--default", default=None, help="printed when PATH records no parser"), "printed text")
-    args = parse_args(p, argv)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(get_parser(), argv)
     try:
         if args.command == "todo":
             settings = parse_settings(args.setting)

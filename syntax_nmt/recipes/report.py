@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import sys
+import zlib
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
@@ -159,32 +160,47 @@ def ref_path(refs: str, split: str, raw: bool = False) -> str:
     return os.path.join(refs, f"{split}.raw.{lang}" if raw else f"{split}.{lang}")
 
 
-def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str],
-           refs: str) -> None:
-    """Score translations kept by :func:`pack` against ``refs/SPLIT.raw.de`` and ``refs/SPLIT.de``, into
-    ``eval_dir/SPLIT/SYSTEM.seedN.{tok,detok,json}``: what the recipe's evaluate stage leaves."""
-    from syntax_nmt.evaluation.evaluate import score_lines
-
+def read_kept(translations: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str],
+              refs: str) -> Dict[tuple, Dict[str, List[str]]]:
+    """``(split, system, seed)`` -> the lines of each form of its kept translation (:func:`pack`), every file and
+    reference checked before anything is written: a missing reference or translation, or a file cut short, not
+    gzip or not UTF-8 (EOFError, BadGzipFile...), is a ValueError / FileNotFoundError naming it."""
+    kept: Dict[tuple, Dict[str, List[str]]] = {}
     for sp in splits:
         for name in (f"raw.{REF_LANG['lang']}", REF_LANG["lang"]):
             if not os.path.exists(os.path.join(refs, f"{sp}.{name}")):
                 raise FileNotFoundError(f"{os.path.join(refs, f'{sp}.{name}')} is missing: --refs must be the "
                                         f"recipe's prepared data (STAGES=\"download prepare\" run_all.sh makes it)")
-        os.makedirs(os.path.join(eval_dir, sp), exist_ok=True)
         for n in systems:
             for s in seeds:
-                lines = {}
+                lines = kept[(sp, n, s)] = {}
                 for form in KEPT:
                     path = _kept(translations, sp, n, s, form)
                     if not os.path.exists(path):
                         raise FileNotFoundError(f"{path} is missing: no kept translation of {n} seed {s} on {sp}")
-                    with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
-                        lines[form] = [line.rstrip("\n") for line in f]
-                score_lines(lines["tok"], lines["detok"], ref_path(refs, sp, raw=True), ref_path(refs, sp),
-                            os.path.join(eval_dir, sp, f"{n}.seed{s}"))
-                factors = os.path.join(translations, sp, f"{n}.seed{s}.factors.json")
-                if os.path.exists(factors):
-                    shutil.copyfile(factors, os.path.join(eval_dir, sp, os.path.basename(factors)))
+                    try:
+                        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
+                            lines[form] = [line.rstrip("\n") for line in f]
+                    except (EOFError, OSError, UnicodeDecodeError, zlib.error) as e:  # cut short, not gzip, not UTF-8
+                        raise ValueError(f"{path} is not a whole gzip file of UTF-8 text ({e or type(e).__name__}): "
+                                         f"keep the translation again (report --pack)") from None
+    return kept
+
+
+def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequence[int], splits: Sequence[str],
+           refs: str) -> None:
+    """Score translations kept by :func:`pack` against ``refs/SPLIT.raw.de`` and ``refs/SPLIT.de``, into
+    ``eval_dir/SPLIT/SYSTEM.seedN.{tok,detok,json}``: what the recipe's evaluate stage leaves. Every kept file is
+    read and checked first (:func:`read_kept`): one that is missing or broken writes nothing."""
+    from syntax_nmt.evaluation.evaluate import score_lines
+
+    for (sp, n, s), lines in read_kept(translations, systems, seeds, splits, refs).items():
+        os.makedirs(os.path.join(eval_dir, sp), exist_ok=True)
+        score_lines(lines["tok"], lines["detok"], ref_path(refs, sp, raw=True), ref_path(refs, sp),
+                    os.path.join(eval_dir, sp, f"{n}.seed{s}"))
+        factors = os.path.join(translations, sp, f"{n}.seed{s}.factors.json")
+        if os.path.exists(factors):
+            shutil.copyfile(factors, os.path.join(eval_dir, sp, os.path.basename(factors)))
 
 
 def split_rows(eval_dir: str, split: str, systems: Sequence[str], seeds: Sequence[int], refs: str,
@@ -205,7 +221,7 @@ def significance_caption(tests: Sequence[str], seeds: Sequence[int], baseline: s
     text = caption(tests, len(seeds), baseline=baseline)
     if len(seeds) > 1:
         text += (f" Seeds better: in how many seeds the system's sacreBLEU beats {baseline}'s same seed; p per seed: "
-                 f"each seed's translations alone ({compare.TEST_NAMES[tests[0]]}, sacreBLEU).")
+                 f"each seed's translations alone ({compare.TEST_LABELS.get(tests[0], tests[0])}, sacreBLEU).")
     return text
 
 
@@ -369,7 +385,9 @@ def get_parser() -> argparse.ArgumentParser:
     reads(p.add_argument("--refs", default="", help="directory with the references SPLIT.raw.de (and SPLIT.de, "
                          "tokenized: with --translations)"), "dir")
     p.add_argument("--tgt-lang", default="de", help="target language: the references are SPLIT.raw.LANG, SPLIT.LANG")
-    p.add_argument("--tests", default="bs ar", help="paired tests: bs (bootstrap), ar (approximate randomization)")
+    p.add_argument("--tests", default="bs ar", help="paired tests, the first one's stars on the charts: bs (two-sided "
+                   "bootstrap), ar (approximate randomization), bs-sacrebleu (sacreBLEU's bootstrap statistic, about "
+                   "one-sided)")
     reads(p.add_argument("--checkpoints", default=None, help="checkpoint directory (SYSTEM/seedN/.done: training "
                          "times)"), "dir")
     p.add_argument("--pack-suffix", default="", metavar="SUFFIX",
@@ -409,6 +427,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 fail(PROG, "--noise needs --system and --rates")
             dirs = noise_dirs(a.noise, a.eval, _words(a.rates))
             if a.translations:
+                for row in dirs:  # every row's files checked before any is scored
+                    read_kept(os.path.join(a.translations, row), [a.system], seeds, splits, a.refs)
                 for row, d in dirs.items():
                     unpack(os.path.join(a.translations, row), d, [a.system], seeds, splits, a.refs)
             print(noise_report(a.noise, a.eval, a.system, _words(a.rates), seeds, splits, a.refs, tests))

@@ -201,10 +201,13 @@ def changed_settings(record: dict, settings: Dict[str, str]) -> List[str]:
 
 
 def describe(record: dict) -> Dict[str, str]:
-    """A record's environment as strings, ``not recorded`` where it has none (a record older than this module),
-    plus ``resumed`` (``no``, or the updates the parts started from)."""
+    """A record's environment as strings, ``not recorded`` where it has none (a record older than this module), a
+    field whose value changed between the parts (``environment_changed``) said so, plus ``resumed`` (``no``, or the
+    updates the parts started from)."""
     env = record.get("environment")
-    out = {k: ("not recorded" if env is None else str(env.get(k))) for k in ENVIRONMENT}
+    changed = set(record.get("environment_changed") or ())  # resumed with another value: the last part's is shown
+    out = {k: ("not recorded" if env is None else str(env.get(k)) + (" in its last part (changed when it was resumed)"
+                                                                      if k in changed else "")) for k in ENVIRONMENT}
     if "resumed_from" not in record:
         out["resumed"] = "not recorded"
     else:

@@ -9,7 +9,8 @@ from syntax_nmt.syntax.conllu import Sentence, format_conllu
 
 #: ``--print-source-parse``: ``heads`` prints ``G-ID<TAB>h1 h2 ...`` (one 1-based head per word, 0 at roots);
 #: ``conllu`` the sentence as a CoNLL-U block, each of its lines after ``G-ID<TAB>`` (the block's empty last line
-#: too, so ``grep ^G- | cut -f2-`` is a CoNLL-U file)
+#: too, so ``grep ^G- | sort -s -t- -k2,2n | cut -f2-`` is a CoNLL-U file in sentence order: fairseq prints in its
+#: batch order; a sentence without words has no block)
 FORMATS = ("none", "heads", "conllu")
 #: the line type of the printed parse (fairseq prints S, T, H, D, P, A, I, E, W, C; target factors F)
 LINE = "G"

@@ -27,7 +27,15 @@ def own_data_schemes() -> List:
 
 
 def write_data(annotated: str, splits: Sequence[str], src_lang: str, tgt_lang: str) -> List[str]:
-    """Each own-data scheme's copy of the annotated splits (module docstring); the directories written."""
+    """Each own-data scheme's copy of the annotated splits (module docstring); the directories written.
+
+    Raises:
+        ValueError: the same language on both sides (the source's copy ``SPLIT.LANG`` would replace the tagged
+            target of the same name), before anything is written.
+    """
+    if src_lang == tgt_lang:
+        raise ValueError(f"--src-lang and --tgt-lang are both {src_lang!r}: the copy of the source would replace the "
+                         f"tagged target (SPLIT.{tgt_lang}); give the pair's two languages")
     written = []
     for scheme in own_data_schemes():
         out_dir = f"{annotated.rstrip(os.sep)}-{scheme.data_suffix}"

@@ -55,7 +55,10 @@ class SourceStreams:
         self.data_path = data_path
         self.auto = option == "auto"
         #: the streams read from binarized data (all the data offers until a model narrows them to its own)
-        self.streams: List[str] = streams_in_dir(data_path, src, tgt) if self.auto else parse_stream_list(option)
+        try:
+            self.streams: List[str] = streams_in_dir(data_path, src, tgt) if self.auto else parse_stream_list(option)
+        except StreamConfigError as e:
+            raise StreamConfigError(f"--source-streams {option}: {e}") from None
         if self.auto and HEAD_STREAM not in self.streams and dictionaries_only:
             self.streams.append(HEAD_STREAM)
         self.dicts: Dict[str, Dictionary] = {}

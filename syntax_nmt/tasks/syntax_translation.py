@@ -107,7 +107,8 @@ class SyntaxTranslationConfig(TranslationConfig):
                   "predicts (LISA's parse head: the argmax from each word's first subword, read as word heads), "
                   "beside the other lines: 'heads': G-ID<TAB>one 1-based head per word of the S- line (0: root); "
                   "'conllu': the sentence as a CoNLL-U block, each line after G-ID<TAB> "
-                  "(grep ^G- | cut -f2- is a CoNLL-U file). syntax-nmt-evaluate parse scores them (UAS)"},
+                  "(in batch order: grep ^G- | sort -s -t- -k2,2n | cut -f2- is a CoNLL-U file in sentence order, one "
+                  "block per sentence with words). syntax-nmt-evaluate parse scores them (UAS)"},
     )
 
 

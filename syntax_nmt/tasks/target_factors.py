@@ -23,7 +23,10 @@ class TargetFactors:
     def __init__(self, option: str, data_path: str, tgt_dict):
         self.data_path, self.tgt_dict = data_path, tgt_dict
         #: the factors, in the order the decoder predicts them
-        self.names: List[str] = parse_target_streams(option) if option else []
+        try:
+            self.names: List[str] = parse_target_streams(option) if option else []
+        except StreamConfigError as e:  # an unknown name: one line naming the option (fairseq_errors_one_line)
+            raise StreamConfigError(f"--target-factors {option}: {e}") from None
         #: whether the task loads the factors' data with each split (the option given: training); a checkpoint's
         #: factors are only predicted
         self.loads_data = bool(self.names)

@@ -117,7 +117,7 @@ def test_report_pools_seeds_and_tests_both_ways(recipe_run):
         assert (ev / f"bleu-{split}.png").stat().st_size > 1000
     md = (ev / "results.md").read_text()
     assert "## valid (24 sentences)" in md and "## test2017 (20 sentences)" in md and "Ranking on valid" in md
-    assert "p bs sacreBLEU" in md and "p ar chrF" in md and "sacreBLEU signature: `nrefs:1|" in md
+    assert "p two-sided bootstrap sacreBLEU" in md and "p two-sided randomization chrF" in md and "sacreBLEU signature: `nrefs:1|" in md
     assert json.loads((ev / "analysis" / "length.json").read_text())["units"]["words"]["systems"].keys() == \
         {"transformer", "sgnet"}
     best = subprocess.run([sys.executable, "-m", "syntax_nmt.recipes.report", "--eval", str(ev), "--best-on-valid"],

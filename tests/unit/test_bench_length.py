@@ -265,3 +265,37 @@ def test_tiny_compiled_run(tmp_path):
     result = json.loads((out / "bench-length.json").read_text())
     assert "layers compiled (torch.compile, mode default)" in result["setup"]
     assert [(r["system"], r["T"]) for r in result["rows"]] == [("syntax_bert", 8), ("syntax_bert", 16)]
+
+
+@pytest.mark.parametrize("argv, message", [
+    # counted in float32 on the CPU, recorded as bf16 in the results' args
+    (["--count-ops", "--precision", "bf16"], "--count-ops and --count-bytes count the operations of float32 "
+                                             "encoders on the CPU, not --precision bf16: leave --precision out"),
+    (["--count-bytes", "--precision", "fp16"], "not --precision fp16"),
+    # torch.set_num_threads(-1): a RuntimeError traceback
+    (["--threads", "-1"], "--threads -1: give the number of torch threads, or 0 for torch's default"),
+])
+def test_issue_56_user_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, message):
+    from syntax_nmt.bench import length
+
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as e:
+        length.cli_main(["--out", str(out), "--systems", "sgnet", "--lengths", "4", "--tokens", "8", *argv])
+    assert e.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m syntax_nmt.bench.length: error: ") and message in lines[0]
+    assert not out.exists()
+
+
+def test_out_that_is_a_file_is_one_line(tmp_path, capsys):
+    """``--out FILE``: os.makedirs' FileExistsError traceback."""
+    from syntax_nmt.bench import length
+
+    out = tmp_path / "results.json"
+    out.write_text("{}")
+    with pytest.raises(SystemExit) as e:
+        length.cli_main(["--out", str(out), "--systems", "sgnet", "--lengths", "4", "--tokens", "8"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == (f"python -m syntax_nmt.bench.length: error: --out {out} is a file: give a "
+                                       f"folder (the results are written into it)\n")
+    assert out.read_text() == "{}"

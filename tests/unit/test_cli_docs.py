@@ -66,3 +66,28 @@ def test_render_a_command_with_subcommands(monkeypatch):
         "| option | value | default | what it does |", "|---|---|---|---|", "| `--n` | `N` | `3` |  |", "",
         "### `toy two`", "",
         "| option | value | default | what it does |", "|---|---|---|---|", ""]
+
+
+def test_output_writes_the_page_and_an_unknown_option_is_an_error(tmp_path, capsys, monkeypatch):
+    """Issue 56.7: ``python -m syntax_nmt.cli_docs -o x.md`` printed the page and left x.md as it was."""
+    import pytest
+
+    monkeypatch.setattr(cli_docs, "render", lambda: "# page\n")
+    out = tmp_path / "x.md"
+    out.write_text("old\n")
+    cli_docs.main(["-o", str(out)])
+    assert out.read_text() == "# page\n" and capsys.readouterr().out == ""
+    cli_docs.main([])
+    assert capsys.readouterr().out == "# page\n"
+    with pytest.raises(SystemExit) as e:
+        cli_docs.main(["--out", str(tmp_path / "y.md"), "--bogus"])
+    assert e.value.code == 2 and not (tmp_path / "y.md").exists()
+
+
+def test_the_recipes_and_benches_commands_have_a_section():
+    """Issue 56.7: markers and the benches had none. (budget_curve and training_record build their parsers inside
+    main(), in modules issue 61/62 changes: their sections are left to that change.)"""
+    commands = [c for c, _ in cli_docs.COMMANDS]
+    for name in ("syntax_nmt.recipes.markers", "syntax_nmt.bench)", "syntax_nmt.bench.length", "syntax_nmt.bench.parse",
+                 "syntax_nmt.bench.gpu_targets", "syntax_nmt.cli_docs"):
+        assert any(name in c for c in commands), name

@@ -75,19 +75,20 @@ def _generated(tmp_path, n=120):
     return refs, lines, hyps, runs
 
 
-@pytest.mark.parametrize("test", ["bs", "ar"])
+@pytest.mark.parametrize("test", ["bs-sacrebleu", "ar"])
 def test_the_unit_is_the_sentence_not_the_line(tmp_path, monkeypatch, test):
     """Issue 33: two identical seeds are one seed's evidence. The p-value over both equals seed 1's alone, which is
-    sacreBLEU's own paired test; pooling the lines (the implementation before) gave a far smaller one."""
+    sacreBLEU's own paired test (``bs-sacrebleu``, ``ar``); pooling the lines (the implementation before) gave a far
+    smaller one."""
     refs, lines, hyps, runs = _generated(tmp_path)
     rows = compare.summarize(runs, ["base", "good"], [1, 2], ("sacrebleu",))
     compare.significance(rows, hyps, str(tmp_path / "ref.de"), [1, 2], tests=(test,),
                          metrics=("sacrebleu", "chrf"), pooled_dir=str(tmp_path / "pooled"), seed=7)
     monkeypatch.setenv("SACREBLEU_SEED", "7")
     own = PairedTest([("base", lines["base"]), ("good", lines["good"])], {"BLEU": BLEU(), "chrF": CHRF()},
-                     references=[refs], test_type=test, n_samples=0)()[1]
+                     references=[refs], test_type=test[:2], n_samples=0)()[1]
     pooled = PairedTest([("base", lines["base"] * 2), ("good", lines["good"] * 2)], {"BLEU": BLEU()},
-                        references=[refs * 2], test_type=test, n_samples=0)()[1]
+                        references=[refs * 2], test_type=test[:2], n_samples=0)()[1]
     good = rows[1]
     assert good["p"][test]["sacrebleu"] == own["BLEU"][1].p_value
     assert good["p"][test]["chrf"] == own["chrF2"][1].p_value
@@ -95,8 +96,9 @@ def test_the_unit_is_the_sentence_not_the_line(tmp_path, monkeypatch, test):
     assert good["p_pooled"] == good["p"][test]["sacrebleu"]
     assert good["p_per_seed"] == [own["BLEU"][1].p_value] * 2
     assert good["wins"] == (2 if runs[("good", 1)]["sacrebleu"] > runs[("base", 1)]["sacrebleu"] else 0)
-    assert good["tests"] == {"unit": "sentence", "two_sided": True, "seeds": 2, "resampling_seed": 7,
-                             "samples": {test: 1000 if test == "bs" else 10000}} and "p" not in rows[0]
+    assert good["tests"] == {"unit": "sentence", "two_sided": {test: test == "ar"}, "seeds": 2, "resampling_seed": 7,
+                             "statistic": {test: compare.TEST_NAMES[test]}, "stars": test,
+                             "samples": {test: 10000 if test == "ar" else 1000}} and "p" not in rows[0]
     assert (tmp_path / "pooled" / "good.detok").read_text().splitlines() == lines["good"] * 2
     assert (tmp_path / "pooled" / "ref").read_text().splitlines() == refs * 2
 
@@ -117,8 +119,9 @@ def test_markdown_table_and_chart(tmp_path):
     text = compare.results_table(rows, ("sacrebleu", "chrf"), ("bs", "ar"), ("sacrebleu", "chrf"))
     lines = text.splitlines()
     assert lines[0] == ("| system | sacreBLEU mean ± sd | sacreBLEU per seed | Δ base | chrF mean ± sd | "
-                        "p bs sacreBLEU | p bs chrF | p ar sacreBLEU | p ar chrF | seeds better | "
-                        "p per seed (bs sacreBLEU) |")
+                        "p two-sided bootstrap sacreBLEU | p two-sided bootstrap chrF | p two-sided randomization "
+                        "sacreBLEU | p two-sided randomization chrF | seeds better | "
+                        "p per seed (two-sided bootstrap sacreBLEU) |")
     good = rows[1]
     cells = [c.strip() for c in lines[3].strip("|").split("|")]
     assert cells[0] == "good" and cells[1] == f"{good['mean']:.2f} ± {good['sd']:.2f}"
@@ -229,8 +232,8 @@ def test_table_of_metrics_without_a_label_names_them_by_key():
             {"system": "b", "ter": [40.0, 41.0], "ter_mean": 40.5, "ter_sd": 0.71, "p": {"bs": {"ter": 0.5}},
              "p_per_seed": [0.04, 0.2]}]
     text = compare.results_table(rows, ("ter",), ("bs",), ("ter", "sacrebleu"))
-    assert text.splitlines()[0] == ("| system | ter mean ± sd | ter per seed | Δ a | p bs ter | p bs sacreBLEU | "
-                                    "p per seed (bs ter) |")
+    assert text.splitlines()[0] == ("| system | ter mean ± sd | ter per seed | Δ a | p two-sided bootstrap ter | "
+                                    "p two-sided bootstrap sacreBLEU | p per seed (two-sided bootstrap ter) |")
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[2:]]
     assert cells == [["a", "51.25 ± 1.77", "50.00 52.50", "", "", "", ""],
                      ["b", "40.50 ± 0.71", "40.00 41.00", "-10.75", "0.5000", "", "0.040* 0.200"]]

@@ -72,13 +72,23 @@ def test_a_rerun_with_other_settings_stops_naming_the_option(tmp_path, capsys, a
     (["--train", "-5"], "--train must be at least 1, got -5"),
     (["--seeds", "1,1"], "--seeds 1,1: seed 1 is given twice (one training would count as two seeds)"),
     (["--seeds", "1,-2"], "--seeds 1,-2: seeds are non-negative integers"),
+    # issue 56.7: "invalid literal for int() with base 10: 'x'", no option named
+    (["--seeds", "x"], "--seeds x: give a count N (seeds 1..N) or a list of seeds, integers separated by commas or "
+                       "spaces"),
+    (["--seeds", "1;2"], "--seeds 1;2: give a count N (seeds 1..N) or a list of seeds"),
 ])
 def test_options_fairseq_or_the_tables_would_misread_are_refused(tmp_path, capsys, argv, message):
     out = used_out(tmp_path)
     before = snapshot(tmp_path)
     code, err = run(capsys, ["--out", out, "--gold-parses", *argv])
-    assert (code, err) == (2, [f"{PROG}: error: {message}"])
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"{PROG}: error: {message}")
     assert snapshot(tmp_path) == before
+
+
+def test_seeds_separated_by_spaces_as_the_recipes_seeds():
+    """Issue 56.7: ``--seeds "1 2"`` (the recipes' SEEDS="1 2") was an int() error naming no option."""
+    assert cli.parse_seeds("1 2") == cli.parse_seeds("1,2") == [1, 2]
+    assert cli.parse_seeds(" 3 ") == [1, 2, 3] and cli.parse_seeds("5,") == [5] and cli.parse_seeds("4, 7") == [4, 7]
 
 
 def test_a_marker_cut_short_is_done_again_with_a_warning(tmp_path, capsys):

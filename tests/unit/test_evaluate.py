@@ -182,7 +182,7 @@ def sacrebleu_paired(test_type, seed, n_samples, base=BASE12, system=SYS12):
     return [(r.score, r.mean, r.ci, r.p_value) for r in scores["BLEU"]]
 
 
-@pytest.mark.parametrize("test_type", ["bs", "ar"])
+@pytest.mark.parametrize("test_type", ["bs-sacrebleu", "ar"])
 def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, test_type):
     monkeypatch.delenv("SACREBLEU_SEED", raising=False)
     ref, base, sys_ = systems
@@ -192,12 +192,12 @@ def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, 
         assert "SACREBLEU_SEED" not in os.environ  # nothing leaks into the environment
         assert [r["name"] for r in rows[seed]] == ["baseline", "syntax"]
         got = [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in rows[seed]]
-        assert got == sacrebleu_paired(test_type, seed, 200)
+        assert got == sacrebleu_paired(test_type[:2], seed, 200)
     assert rows[1][0]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(BASE12, [REFS12]).score)
     assert rows[1][1]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12, [REFS12]).score)
     assert rows[1][0]["p_value"] is None and 0 < rows[1][1]["p_value"] < 0.05
     # the seed is used, every time: two seeds, two different resamplings
-    if test_type == "bs":
+    if test_type != "ar":
         assert rows[1][0]["ci"] != rows[999][0]["ci"] and rows[1][1]["ci"] != rows[999][1]["ci"]
     else:
         assert rows[1][0]["mean"] is None  # no confidence estimation for ar
@@ -236,20 +236,24 @@ def test_significance_of_several_seeds_is_the_reports_test(systems, tmp_path, te
 def test_significance_seed_none_follows_the_environment_and_restores_it(systems, monkeypatch):
     ref, base, sys_ = systems
     monkeypatch.setenv("SACREBLEU_SEED", "7")
-    from_env = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100)
+    from_env = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100)
     assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in from_env] == sacrebleu_paired("bs", 7, 100)
-    explicit = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100, seed=8)
+    explicit = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100, seed=8)
     assert os.environ["SACREBLEU_SEED"] == "7"
     assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in explicit] == sacrebleu_paired("bs", 8, 100)
     monkeypatch.delenv("SACREBLEU_SEED")
-    default = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100)
+    default = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100)
     assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in default] == sacrebleu_paired("bs", 12345, 100)
     with pytest.raises(ValueError, match=r"^significance seed 0 is not reproducible in sacrebleu \(it means "
                                          r"unseeded\); use another$"):
         evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100, seed=0)
-    # the defaults: paired bootstrap with sacrebleu's 1000 resamples
+    # the defaults: the two-sided paired bootstrap on sacrebleu's 1000 resamples (its scores, means and intervals)
+    from syntax_nmt.evaluation import significance as sig
+
     rows = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], seed=2)
-    assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in rows] == sacrebleu_paired("bs", 2, 1000)
+    assert [(r["bleu"], r["mean"], r["ci"]) for r in rows] == [x[:3] for x in sacrebleu_paired("bs", 2, 1000)]
+    stats = [sig.sentence_statistics("BLEU", [x], REFS12) for x in (BASE12, SYS12)]
+    assert rows[1]["p_value"] == sig.paired_test("BLEU", *stats, "bs", 1000, 2).p_value == 4 / 1001
 
 
 def test_format_significance_exact_text():
@@ -258,13 +262,13 @@ def test_format_significance_exact_text():
             {"name": "sgnet", "bleu": 20.2, "mean": 20.25, "ci": 0.5, "p_value": 0.05}]
     assert evaluate.format_significance(rows, "bs").splitlines() == [
         "baseline         BLEU = 20.12 (mu = 20.00 +- 1.23)  [baseline]",
-        "syntax           BLEU = 22.50 (mu = 22.46 +- 1.00)  p = 0.0123* (paired bootstrap vs baseline)",
-        "sgnet            BLEU = 20.20 (mu = 20.25 +- 0.50)  p = 0.0500  (paired bootstrap vs baseline)",
+        "syntax           BLEU = 22.50 (mu = 22.46 +- 1.00)  p = 0.0123* (two-sided bootstrap vs baseline)",
+        "sgnet            BLEU = 20.20 (mu = 20.25 +- 0.50)  p = 0.0500  (two-sided bootstrap vs baseline)",
     ]
     ar = [dict(r, mean=None, ci=None) for r in rows[:2]]
     assert evaluate.format_significance(ar, "ar").splitlines() == [
         "baseline         BLEU = 20.12  [baseline]",
-        "syntax           BLEU = 22.50  p = 0.0123* (approximate randomization vs baseline)",
+        "syntax           BLEU = 22.50  p = 0.0123* (two-sided randomization vs baseline)",
     ]
 
 
@@ -297,9 +301,14 @@ def test_summary_table_exact(scored, monkeypatch):
     ref_raw, prefixes = scored
     res = {n: json.loads(Path(p + ".json").read_text()) for n, p in prefixes.items()}
     assert res["syntax"]["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12, [REFS12]).score)
-    p_syntax = sacrebleu_paired("bs", 5, 1000)[1][3]
-    p_close = sacrebleu_paired("bs", 5, 1000, system=CLOSE12)[1][3]
-    assert p_syntax < 0.05 < p_close and p_close != sacrebleu_paired("bs", 12345, 1000, system=CLOSE12)[1][3]
+    from syntax_nmt.evaluation import significance as sig
+
+    def two_sided(system, seed):
+        stats = [sig.sentence_statistics("BLEU", [x], REFS12) for x in (BASE12, system)]
+        return sig.paired_test("BLEU", *stats, "bs", 1000, seed).p_value
+
+    p_syntax, p_close = two_sided(SYS12, 5), two_sided(CLOSE12, 5)
+    assert p_syntax < 0.05 < p_close and p_close != two_sided(CLOSE12, 12345)
     text = evaluate.summary(ref_raw, [prefixes["syntax"], prefixes["close"]], baseline=prefixes["baseline"],
                             title="WMT14", seed=5)
     b = res["baseline"]
@@ -316,8 +325,8 @@ def test_summary_table_exact(scored, monkeypatch):
         row(res["close"], f"{p_close:.4f}"),  # not significant: no star
         "tok.BLEU: tokenized case-sensitive BLEU (= multi-bleu.perl); split BLEU: tokenized, compound-split BLEU "
         "(as most WMT14 papers)",
-        "p: two-sided paired bootstrap against the baseline (1,000 resamples, unit: the test sentence; sacreBLEU's "
-        "test; p = 1 where the scores are equal); * p < 0.05",
+        "p: two-sided paired bootstrap resampling (|Δ* − mean Δ*| ≥ |Δ|) against the baseline (1,000 resamples, "
+        "unit: the test sentence; p = 1 where the scores are equal); * p < 0.05",
         f"sacreBLEU signature: {b['signature']}",
     ]
     # a baseline alone: nothing to test
@@ -387,7 +396,7 @@ def test_named_systems():
     (["score", "--ref-raw", "r", "--ref-tok", "t", "--out-prefix", "o"],
      "syntax-nmt-evaluate score: error: the following arguments are required: --gen"),
     (["summary", "--ref-raw", "r", "p", "--test", "t"],
-     "syntax-nmt-evaluate summary: error: argument --test: invalid choice: 't' (choose from 'bs', 'ar')"),
+     "syntax-nmt-evaluate summary: error: argument --test: invalid choice: 't' (choose from 'bs', 'ar', 'bs-sacrebleu')"),
     # a log made without --remove-bpe: its pieces were scored silently
     (["score", "--gen", "{bpe}", "--ref-raw", "{ref}", "--ref-tok", "{ref}", "--out-prefix", "{tmp}/o"],
      "syntax-nmt-evaluate: error: {bpe}:9: the hypothesis holds subword pieces ('Ver@@'): score the output of "
@@ -490,3 +499,35 @@ def test_the_signature_alone_is_the_scores_one():
     signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
     assert evaluate.bleu_signature() == signature == evaluate.detok_bleu(["a b"], ["a b"])[2]
     assert evaluate.detok_bleu([], [])[2] == signature
+
+
+# --- issue 56.5 / 56.7: evaluate parse ---
+
+
+@pytest.mark.parametrize("heads,word,head", [("2 5 0 3", 2, 5), ("2 0 -1 2", 3, -1), ("9 0 2 2", 1, 9)])
+def test_parse_refuses_a_head_beyond_the_sentence(tmp_path, heads, word, head):
+    """A head index beyond the sentence (5 of 4 words) was counted as a wrong head, not refused."""
+    log = write(tmp_path / "gen.out", ["S-0\tA cat runs .", f"G-0\t{heads}"])
+    gold = write(tmp_path / "gold.conllu", ["1\tA\t_\tDET\t_\t_\t2\tdet\t_\t_", "2\tcat\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_",
+                                            "3\truns\t_\tVERB\t_\t_\t0\troot\t_\t_",
+                                            "4\t.\t_\tPUNCT\t_\t_\t3\tpunct\t_\t_", ""])
+    with pytest.raises(ValueError) as e:
+        evaluate.parse_accuracy(log, conllu=gold)
+    assert str(e.value) == (f"{log}: sentence 0: word {word}'s head is {head}, beyond its 4 words (heads are 1-based "
+                            f"word numbers, 0 the root): not a parse of --print-source-parse")
+    assert evaluate.parse_accuracy(write(tmp_path / "ok.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3"]),
+                                   conllu=gold)["uas"] == 100.0
+
+
+def test_parse_names_the_file_and_the_line_of_invalid_utf8(tmp_path):
+    """``'utf-8' codec can't decode byte 0xff in position 9: invalid start byte``: neither file nor line."""
+    log = tmp_path / "gen.out"
+    log.write_bytes(b"S-0\tA cat runs .\nG-0\t2 3 0 3\nS-1\tA \xff dog\nG-1\t0 1 1\n")
+    for run in (lambda: evaluate.parse_accuracy(str(log), parser="x"), lambda: evaluate.read_sources(str(log))):
+        with pytest.raises(ValueError) as e:
+            run()
+        assert str(e.value) == f"{log}:3: invalid UTF-8 (invalid start byte at byte 6)"
+    bad = write(tmp_path / "bad.out", ["S-0\tA cat", "G-0\tx y"])
+    with pytest.raises(ValueError) as e:
+        evaluate.parse_accuracy(bad, parser="x")
+    assert str(e.value) == f"{bad}: line 2: not a parse line of --print-source-parse (heads or conllu): 'G-0\\tx y'"

@@ -147,7 +147,7 @@ def test_significance_refuses_subword_pieces_and_score_refuses_tags(tmp_path, ca
 
 
 # ------------------------------------------------------------------------------------------- statistics
-@pytest.mark.parametrize("test", ["bs", "ar"])
+@pytest.mark.parametrize("test", ["bs", "ar", "bs-sacrebleu"])
 def test_a_system_against_itself_is_not_significant(tmp_path, test):
     """Δ 0.00 gave p = 1/(n+1) (0.0010* bootstrap, 0.0001* AR), inherited from sacreBLEU's _compute_p_value."""
     ref, base = write(tmp_path / "ref", REFS), write(tmp_path / "base", BASE)
@@ -188,9 +188,29 @@ def test_factors_of_a_results_path_file_say_where_the_f_lines_went(tmp_path, cap
     assert code == 2 and len(err) == 1
     assert err[0] == (f"syntax-nmt-evaluate: error: {gen}: no target factor that target scheme 'factors' scores (pos, "
                       f"case, dep): no such F- line. "
-                      f"fairseq-generate prints the F- lines on its standard output, also with --results-path (whose "
-                      f"file holds fairseq's own lines only): score the standard output; or generate with a model "
-                      f"trained with --target-factors")
+                      f"fairseq-generate --results-path writes its own lines (S-, H-...) to its file and the plugin's "
+                      f"G- and F- lines to the standard output: give both, one after the other (cat "
+                      f"RESULTS/generate-SPLIT.txt stdout.log > gen.out); or generate with a model trained with "
+                      f"--target-factors")
+
+
+def test_parse_of_the_standard_output_of_a_results_path_run_says_to_give_both(tmp_path, capsys):
+    """Issue 56.7: with --results-path the S- lines are in fairseq's file and the G- lines on the standard output;
+    the error for the standard output alone advised --remove-bpe, and scoring "the standard output" could not work.
+    What the advice says, concatenating the two, scores."""
+    results = write(tmp_path / "generate-test.txt", ["S-0	A cat runs .", "H-0	-1.0	x"])
+    stdout = write(tmp_path / "stdout.log", ["G-0	2 3 0 3"])
+    gold = write(tmp_path / "gold.conllu", ["1	A	_	DET	_	_	2	det	_	_", "2	cat	_	NOUN	_	_	3	nsubj	_	_",
+                                            "3	runs	_	VERB	_	_	0	root	_	_",
+                                            "4	.	_	PUNCT	_	_	3	punct	_	_", ""])
+    code, err = run_cli(capsys, ["parse", "--gen", stdout, "--conllu", gold])
+    assert (code, err) == (2, [f"syntax-nmt-evaluate: error: {stdout}: sentence 0: no S- line to give the words of its "
+                               f"G- line. fairseq-generate --results-path writes its own lines (S-, H-...) to its file "
+                               f"and the plugin's G- and F- lines to the standard output: give both, one after the "
+                               f"other (cat RESULTS/generate-SPLIT.txt stdout.log > gen.out)"])
+    both = tmp_path / "gen.out"
+    both.write_text(open(results).read() + open(stdout).read())
+    assert evaluate.parse_accuracy(str(both), conllu=gold)["uas"] == 100.0
 
 
 def test_summary_takes_one_prefix_per_seed(tmp_path):

@@ -327,3 +327,45 @@ def test_the_script_header_says_how_to_run_it():
     written = set(re.findall(r"\$OUT/([\w.-]+)", text)) | set(re.findall(r"keep \S+ ([\w.-]+\.json)", text))
     written |= {"bench-all.log"}
     assert len(written) <= 8, written
+
+
+# --- issue 56.5 and 56.6 ---
+
+
+def test_a_measure_that_failed_is_not_measured_not_short(tmp_path, capsys):
+    """The benches write NaN where a measure failed: a NaN ratio was judged ``SHORT`` (NaN >= 0.93 is False)."""
+    enc = encoder_file([_enc_row("lisa", 64, float("nan")), _enc_row("lisa", 512, 0.8, peak=float("nan"))])
+    model = model_file({"sla": 0.95})
+    model[1]["train_wps_ratio"] = float("nan")
+    out = run_checker([write(tmp_path, "enc.json", enc), write(tmp_path, "model.json", model)], capsys)
+    assert "| SHORT |" not in out and "| nan |" not in out and " 0 SHORT, " in out
+    assert find(rows_of(out, "Whole-model training"), "sla", "eager")[0][2:5] == ["not measured", ">= 0.93",
+                                                                                  "not measured"]
+    assert find(rows_of(out, "Encoder time"), "lisa", 64, "bf16", "eager")[0][4:7] == ["not measured", ">= 0.9",
+                                                                                       "not measured"]
+    assert find(rows_of(out, "GPU peak memory"), "lisa", "bf16", "eager")[0][3] == "not measured"
+    assert gt._verdict(float("nan"), 0.9, True, {"on_gpu": True, "precision": "bf16"}, "bf16") == "not measured"
+
+
+@pytest.mark.parametrize("which, drop, message", [
+    ("encoder", "seconds", "row 1 (lisa) lacks seconds"),
+    ("encoder", "system", "row 1 (no system) lacks system"),
+    ("peak", "cuda_peak_mib", "row 1 (lisa) lacks cuda_peak_mib"),
+    ("model", "gen_sps", "row 1 (transformer) lacks gen_sps"),
+    ("model", "train_wps", "row 1 (transformer) lacks train_wps"),
+])
+def test_a_file_of_the_right_shape_without_its_keys_is_one_line(tmp_path, capsys, which, drop, message):
+    """A KeyError traceback from the tables."""
+    if which == "model":
+        obj = model_file({"sla": 0.95})
+        del obj[0][drop]
+    else:
+        obj = encoder_file([_enc_row("lisa", 512 if which == "peak" else 64, 0.9,
+                                     peak=1.1 if which == "peak" else None)])
+        del obj["rows"][0][drop]
+    path = write(tmp_path, "bad.json", obj)
+    with pytest.raises(SystemExit) as e:
+        gt.main([path])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == (f"python -m syntax_nmt.bench.gpu_targets: error: {path}: {message}: not a "
+                                       f"file of this version's bench\n")

@@ -59,9 +59,11 @@ def test_a_split_whose_tags_failed_is_done_again(evaluated, capsys):
 
 
 def test_a_translation_made_with_other_settings_is_made_again(evaluated, capsys):
-    markers.main(["record", "--eval", str(evaluated / "eval"), "--split", "valid", "--name", "factors.seed1",
-                  "--setting", "BEAM=4", "--setting", "LENPEN=0.6"])
-    assert todo(capsys, evaluated, "--setting", "BEAM=4", "--setting", "LENPEN=0.6") == (0, [], [])
+    for split in ("valid", "test2017"):
+        markers.main(["record", "--eval", str(evaluated / "eval"), "--split", split, "--name", "factors.seed1",
+                      "--setting", "BEAM=4" if split == "valid" else "BEAM=5", "--setting", "LENPEN=0.6"])
+    code, splits, err = todo(capsys, evaluated, "--setting", "BEAM=4", "--setting", "LENPEN=0.6")
+    assert (code, splits) == (0, ["test2017"])
     code, splits, err = todo(capsys, evaluated, "--setting", "BEAM=5", "--setting", "LENPEN=0.6")
     assert (code, splits) == (0, ["valid"])
     assert err == ["factors.seed1 on valid was translated with other settings (BEAM: '4' -> '5'): translating it "
@@ -100,3 +102,39 @@ def test_the_results_name_the_parser_by_name_and_version_not_its_path(tmp_path, 
     assert capsys.readouterr().out == f"{meta['lang']}_{meta['name']} {meta['version']}\n"
     markers.main(["parser", str(tmp_path / "missing"), "--default", "en_core_web_sm"])
     assert capsys.readouterr().out == "en_core_web_sm\n"
+
+
+# --- issue 56.5: a settings record cut short warned "doing its step again" and the split was skipped ---
+
+
+def _record(root, split="valid"):
+    markers.main(["record", "--eval", str(root / "eval"), "--split", split, "--name", "factors.seed1",
+                  "--setting", "BEAM=4"])
+    return root / "eval" / split / "factors.seed1.settings.json"
+
+
+@pytest.mark.parametrize("content,warning", [
+    ("", "is not valid JSON (Expecting value: line 1 column 1 (char 0)): a write cut short? doing its step again"),
+    ('{"BEAM": "4"', "is not valid JSON (Expecting ',' delimiter: line 1 column 13 (char 12)): a write cut short? "
+                     "doing its step again"),
+    ("[]", "is not a record of settings: doing its step again"),
+])
+def test_a_settings_record_cut_short_makes_its_split_be_done_again(evaluated, capsys, content, warning):
+    _record(evaluated, "test2017")
+    path = _record(evaluated)
+    path.write_text(content)
+    code, splits, err = todo(capsys, evaluated, "--setting", "BEAM=4")
+    assert (code, splits) == (0, ["valid"])
+    assert err == [f"warning: {path} {warning}"]
+
+
+def test_a_split_without_a_settings_record_is_done_again(evaluated, capsys):
+    """A run killed between the score and its record left a score whose settings nobody knows: it counted as done
+    with whatever settings the run had now."""
+    path = _record(evaluated, "test2017")
+    code, splits, err = todo(capsys, evaluated, "--setting", "BEAM=4")
+    valid = evaluated / "eval" / "valid" / "factors.seed1.settings.json"
+    assert (code, splits) == (0, ["valid"])
+    assert err == [f"factors.seed1 on valid has no record of the settings it was translated with ({valid}): "
+                   f"translating it again"]
+    assert path.exists() and todo(capsys, evaluated) == (0, [], [])  # no settings given: nothing to compare

@@ -391,7 +391,7 @@ def test_unpack_refuses_missing_references_and_translations(tiny, tmp_path):
         R.unpack(str(kept), str(tmp_path / "new"), SYSTEMS, SEEDS, SPLITS, str(refs))
     assert str(e.value) == (f"{refs}/test.de is missing: --refs must be the recipe's prepared data "
                             f"(STAGES=\"download prepare\" run_all.sh makes it)")
-    assert (tmp_path / "new" / "valid" / "sgnet.seed2.json").exists()  # the splits before it are scored
+    assert not (tmp_path / "new").exists()  # every file is checked first: nothing is scored (issue 56.6)
     (refs / "valid.raw.de").unlink()
     with pytest.raises(FileNotFoundError) as e:
         R.unpack(str(kept), str(tmp_path / "new2"), SYSTEMS, SEEDS, SPLITS, str(refs))
@@ -401,6 +401,7 @@ def test_unpack_refuses_missing_references_and_translations(tiny, tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         R.unpack(str(kept), str(tmp_path / "new3"), SYSTEMS, SEEDS, SPLITS, tiny["refs"])
     assert str(e.value) == f"{kept}/test/sgnet.seed1.detok.gz is missing: no kept translation of sgnet seed 1 on test"
+    assert not (tmp_path / "new3").exists()
 
 
 # --- the report ---------------------------------------------------------------------------------------------
@@ -460,12 +461,13 @@ def test_report_markdown_every_line(reported):
         "# Tiny", "",
         "Systems: transformer, sgnet (baseline: transformer); training seeds 1, 2. Metrics: sacreBLEU and chrF "
         "(cased, detokenized; signatures below), tokenized BLEU cased and lowercased (multi-bleu; lowercased: the "
-        "Multi30k literature's metric). Mean ± sample sd over seeds. p: two-sided paired tests against transformer, "
-        "paired bootstrap resampling (1,000 resamples) and approximate randomization (10,000 trials), on sacreBLEU's "
+        "Multi30k literature's metric). Mean ± sample sd over seeds. p: paired tests against transformer, "
+        "two-sided paired bootstrap resampling (|Δ* − mean Δ*| ≥ |Δ|) (1,000 resamples) and two-sided approximate "
+        "randomization (10,000 trials), on sacreBLEU's "
         "sentence statistics; unit: the test sentence, each resample carrying (or each trial swapping) the lines of "
         "all 2 seeds of a sentence together; p = 1 where the scores are equal; * p < 0.05. Seeds better: in how many "
         "seeds the system's sacreBLEU beats transformer's same seed; p per seed: each seed's translations alone "
-        "(paired bootstrap resampling, sacreBLEU).", "",
+        "(two-sided bootstrap, sacreBLEU).", "",
         "## valid (4 sentences)", "", compare.results_table(valid, METRICS, ["bs", "ar"], ("sacrebleu", "chrf")), "",
         "## test (3 sentences)", "", compare.results_table(test, METRICS, ["bs", "ar"], ("sacrebleu", "chrf")), "",
         f"Ranking on valid (mean sacreBLEU): sgnet {valid[1]['mean']:.2f}, transformer {valid[0]['mean']:.2f}", "",
@@ -533,8 +535,8 @@ def test_report_without_title_times_records_or_tags(tiny, tmp_path, monkeypatch)
         "# Results", "",
         "Systems: sgnet, transformer (baseline: sgnet); training seeds 2. Metrics: sacreBLEU and chrF (cased, "
         "detokenized; signatures below), tokenized BLEU cased and lowercased (multi-bleu; lowercased: the Multi30k "
-        "literature's metric). Mean ± sample sd over seeds. p: two-sided paired tests against sgnet, paired bootstrap "
-        "resampling (1,000 resamples), on sacreBLEU's sentence statistics; unit: the test sentence; p = 1 where the "
+        "literature's metric). Mean ± sample sd over seeds. p: paired tests against sgnet, two-sided paired "
+        "bootstrap resampling (|Δ* − mean Δ*| ≥ |Δ|) (1,000 resamples), on sacreBLEU's sentence statistics; unit: the test sentence; p = 1 where the "
         "scores are equal; * p < 0.05.", "",
         "## test (3 sentences)", "", *compare.results_table(test, METRICS, ["bs"], ("sacrebleu", "chrf")).split("\n"),
         "", "## valid (4 sentences)", "",
@@ -585,14 +587,15 @@ def test_split_rows_resampling_seed_and_a_system_against_itself(tiny, tmp_path):
 
 def test_significance_caption_one_seed_and_several():
     assert R.significance_caption(["bs"], [4], "lisa") == (
-        "p: two-sided paired tests against lisa, paired bootstrap resampling (1,000 resamples), on sacreBLEU's "
+        "p: paired tests against lisa, two-sided paired bootstrap resampling (|Δ* − mean Δ*| ≥ |Δ|) (1,000 "
+        "resamples), on sacreBLEU's "
         "sentence statistics; unit: the test sentence; p = 1 where the scores are equal; * p < 0.05.")
     assert R.significance_caption(["ar", "bs"], [1, 2, 3], "clean") == (
-        "p: two-sided paired tests against clean, approximate randomization (10,000 trials) and paired bootstrap "
-        "resampling (1,000 resamples), on sacreBLEU's sentence statistics; unit: the test sentence, each resample "
+        "p: paired tests against clean, two-sided approximate randomization (10,000 trials) and two-sided paired "
+        "bootstrap resampling (|Δ* − mean Δ*| ≥ |Δ|) (1,000 resamples), on sacreBLEU's sentence statistics; unit: the test sentence, each resample "
         "carrying (or each trial swapping) the lines of all 3 seeds of a sentence together; p = 1 where the scores "
         "are equal; * p < 0.05. Seeds better: in how many seeds the system's sacreBLEU beats clean's same seed; p per "
-        "seed: each seed's translations alone (approximate randomization, sacreBLEU).")
+        "seed: each seed's translations alone (two-sided randomization, sacreBLEU).")
 
 
 def test_minutes():
@@ -729,11 +732,11 @@ def test_noise_report_clean_row_first(tiny, noisy, monkeypatch):
         "# sgnet: clean parses against corrupted heads", "",
         "Each corrupted row trains and tests sgnet on data whose heads are corrupted at that rate (a word's head "
         "replaced by a random other word of its sentence, in training, validation and test data; syntax-nmt-analyze "
-        "corrupt); clean: the same system on the parser's heads (seeds 1, 2). p: two-sided paired tests against "
-        "clean, paired bootstrap resampling (1,000 resamples), on sacreBLEU's sentence statistics; unit: the test "
+        "corrupt); clean: the same system on the parser's heads (seeds 1, 2). p: paired tests against clean, "
+        "two-sided paired bootstrap resampling (|Δ* − mean Δ*| ≥ |Δ|) (1,000 resamples), on sacreBLEU's sentence statistics; unit: the test "
         "sentence, each resample carrying (or each trial swapping) the lines of all 2 seeds of a sentence together; "
         "p = 1 where the scores are equal; * p < 0.05. Seeds better: in how many seeds the system's sacreBLEU beats "
-        "clean's same seed; p per seed: each seed's translations alone (paired bootstrap resampling, sacreBLEU).", "",
+        "clean's same seed; p per seed: each seed's translations alone (two-sided bootstrap, sacreBLEU).", "",
         "## valid", "", *compare.results_table(res["splits"]["valid"], METRICS, ["bs"], ("sacrebleu", "chrf")).split(
             "\n"), "",
         "## test", "", *compare.results_table(res["splits"]["test"], METRICS, ["bs"], ("sacrebleu", "chrf")).split(
@@ -741,7 +744,7 @@ def test_noise_report_clean_row_first(tiny, noisy, monkeypatch):
     with open(os.path.join(noisy, "results.md"), encoding="utf-8") as f:
         assert f.read() == md
     one = R.noise_report(noisy, tiny["eval"], "sgnet", ["1.0"], [2], ["test"], tiny["refs"], ["ar"])
-    assert "(seeds 2). p: two-sided paired tests against clean, approximate randomization (10,000 trials)" in one
+    assert "(seeds 2). p: paired tests against clean, two-sided approximate randomization (10,000 trials)" in one
     assert "unit: the test sentence; p = 1" in one and "## test\n" in one and "## valid" not in one
     assert read_json(os.path.join(noisy, "results.json"))["seeds"] == [2]
     with pytest.raises(FileNotFoundError) as e:
@@ -840,7 +843,7 @@ def test_main_noise_with_kept_translations(tiny, noisy, tmp_path, capsys, monkey
     (["--noise", "N", "--system", "sgnet"], "--noise needs --system and --rates"),
     (["--noise", "N", "--system", "sgnet", "--rates", " , "], "--noise needs --system and --rates"),
     (["--systems", "transformer sgnet", "--seeds", "1", "--splits", "valid", "--tests", "bs xx"],
-     "paired tests take metrics ['sacrebleu', 'chrf'] and tests ['bs', 'ar'], got ['sacrebleu', 'chrf'] ['bs', 'xx']"),
+     "paired tests take metrics ['sacrebleu', 'chrf'] and tests ['bs', 'ar', 'bs-sacrebleu'], got ['sacrebleu', 'chrf'] ['bs', 'xx']"),
     (["--best-on-valid", "--splits", "valid"], "{eval}/results.json has no syntax system"),
     (["--best-on-valid", "--splits", ""], "--best-on-valid needs --splits (the first is the one compared)"),
     (["--best-on-valid", "--splits", "test"], "'test'"),

@@ -56,7 +56,7 @@ def test_scores_are_sacrebleus_of_the_kept_translations(report):
 
 def test_p_values_take_the_sentence_as_the_unit(report):
     """The pooled p-value is the cluster bootstrap over the 30 sentences (all three seeds' lines of a sentence drawn
-    together), not a bootstrap over 90 lines; each seed's own p-value is sacreBLEU's test."""
+    together), not a bootstrap over 90 lines; the caption and the headers name the tests, two-sided both."""
     _, res, md = report
     refs = _lines(os.path.join(SAMPLE, "refs", "test2016.raw.de"))
     hyps = {n: [_lines(os.path.join(SAMPLE, "translations", "test2016", f"{n}.seed{s}.detok.gz")) for s in SEEDS]
@@ -70,7 +70,9 @@ def test_p_values_take_the_sentence_as_the_unit(report):
     assert lines.shape[0] == 90  # what the line-pooled test resampled
     assert lisa["wins"] == sum(a > b for a, b in zip(lisa["sacrebleu"], res["splits"]["test2016"][0]["sacrebleu"]))
     assert len(lisa["p_per_seed"]) == 3
-    assert "two-sided paired tests against transformer" in md and "unit: the test sentence" in md
+    assert "paired tests against transformer, two-sided paired bootstrap resampling (|Δ* − mean Δ*| ≥ |Δ|) (1,000 " \
+           "resamples) and two-sided approximate randomization (10,000 trials)" in md and "unit: the test sentence" in md
+    assert "| p two-sided bootstrap sacreBLEU | p two-sided bootstrap chrF | p two-sided randomization sacreBLEU |" in md
 
 
 def test_pack_and_the_per_seed_files_are_each_seeds_own(report, tmp_path):

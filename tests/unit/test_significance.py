@@ -40,11 +40,12 @@ def _sacrebleu(base, system, refs, test, seed, monkeypatch):
     return {"BLEU": scores["BLEU"][1].p_value, "chrF": scores["chrF2"][1].p_value}
 
 
-@pytest.mark.parametrize("test", ["bs", "ar"])
-def test_one_seed_is_sacrebleus_own_test(test, monkeypatch):
-    """For one seed the statistic, the random draws and the p-value are sacreBLEU's (``sacrebleu --paired-*``)."""
+@pytest.mark.parametrize("test,sacrebleu_test", [("bs-sacrebleu", "bs"), ("ar", "ar")])
+def test_one_seed_is_sacrebleus_own_test(test, sacrebleu_test, monkeypatch):
+    """For one seed the statistic, the random draws and the p-value of ``bs-sacrebleu`` and ``ar`` are sacreBLEU's
+    (``sacrebleu --paired-bs`` / ``--paired-ar``)."""
     refs, base, system = _corpus()
-    expect = _sacrebleu(base[0], system[0], refs, test, 7, monkeypatch)
+    expect = _sacrebleu(base[0], system[0], refs, sacrebleu_test, 7, monkeypatch)
     for metric in ("BLEU", "chrF"):
         b = sig.sentence_statistics(metric, [base[0]], refs)
         s = sig.sentence_statistics(metric, [system[0]], refs)
@@ -55,7 +56,7 @@ def test_one_seed_is_sacrebleus_own_test(test, monkeypatch):
         assert s_score == pytest.approx(metric_obj.corpus_score(system[0], [refs]).score, abs=1e-9)
 
 
-@pytest.mark.parametrize("test", ["bs", "ar"])
+@pytest.mark.parametrize("test", ["bs", "ar", "bs-sacrebleu"])
 def test_identical_copies_of_one_seed_carry_no_new_evidence(test, monkeypatch):
     """k identical copies of seed 1 give seed 1's p-value (BLEU and chrF are ratios of summed counts, so the
     sentence sums of k copies score as one). Pooling lines, as before, made them far more significant."""
@@ -67,7 +68,7 @@ def test_identical_copies_of_one_seed_carry_no_new_evidence(test, monkeypatch):
                                  sig.sentence_statistics(metric, [system[0]] * 3, refs), test, seed=3)
         assert copies[2] == alone[2] and copies[0] == pytest.approx(alone[0])
         # what the line-pooled test says of the same copies (sacreBLEU on the concatenation): over-stated
-        lines = _sacrebleu(base[0] * 3, system[0] * 3, refs * 3, test, 3, monkeypatch)[metric]
+        lines = _sacrebleu(base[0] * 3, system[0] * 3, refs * 3, test[:2], 3, monkeypatch)[metric]
         assert lines < alone[2] / 2, (metric, lines, alone[2])
 
 
@@ -83,11 +84,13 @@ def test_the_pooled_score_is_sacrebleus_on_every_seed_concatenated():
 def test_sentences_move_with_all_their_seeds():
     """A resample that carried lines, not sentences, would see the seeds' lines of one sentence apart: with three
     seeds that disagree sentence by sentence, the clustered bootstrap's p-value differs from the line bootstrap's
-    on the same pooled data (and equals a bootstrap over the per-sentence sums done by hand)."""
+    on the same pooled data (and equals a bootstrap over the per-sentence sums done by hand: sacreBLEU's statistic
+    for ``bs-sacrebleu``, both tails of the centred difference for ``bs``)."""
     refs, base, system = _corpus(n=60, seed=4)
     b = sig.sentence_statistics("BLEU", base, refs)
     s = sig.sentence_statistics("BLEU", system, refs)
-    p = sig.paired_test("BLEU", b, s, "bs", n_samples=200, seed=11).p_value
+    p = sig.paired_test("BLEU", b, s, "bs-sacrebleu", n_samples=200, seed=11).p_value
+    p_two = sig.paired_test("BLEU", b, s, "bs", n_samples=200, seed=11).p_value
     rng = np.random.default_rng(11)
     idx = rng.choice(len(refs), size=(200, len(refs)), replace=True)
     bleu = BLEU()
@@ -96,6 +99,8 @@ def test_sentences_move_with_all_their_seeds():
     diff = abs(sig.corpus_score("BLEU", b) - sig.corpus_score("BLEU", s))
     d = np.abs(ss - sb)
     assert p == (np.sum(d - d.mean() > diff) + 1) / 201
+    signed = ss - sb
+    assert p_two == (np.sum(np.abs(signed - signed.mean()) >= diff) + 1) / 201
 
 
 def test_compare_systems_and_caption():
@@ -212,11 +217,95 @@ def test_compare_systems_passes_its_resamples_and_seed_to_each_test(monkeypatch)
 
 def test_the_caption_names_the_unit_the_tests_and_the_baseline():
     one = sig.caption(["bs"], 1)
-    assert one == ("p: two-sided paired tests against the baseline, paired bootstrap resampling (1,000 resamples), "
-                   "on sacreBLEU's sentence statistics; unit: the test sentence; p = 1 where the scores are equal; "
-                   "* p < 0.05.")
+    assert one == ("p: paired tests against the baseline, two-sided paired bootstrap resampling (|Δ* − mean Δ*| ≥ "
+                   "|Δ|) (1,000 resamples), on sacreBLEU's sentence statistics; unit: the test sentence; p = 1 where "
+                   "the scores are equal; * p < 0.05.")
     two = sig.caption(["bs", "ar"], 2, baseline="transformer")
-    assert two.startswith("p: two-sided paired tests against transformer, paired bootstrap resampling (1,000 "
-                          "resamples) and approximate randomization (10,000 trials), on sacreBLEU's")
+    assert two.startswith("p: paired tests against transformer, two-sided paired bootstrap resampling (|Δ* − mean "
+                          "Δ*| ≥ |Δ|) (1,000 resamples) and two-sided approximate randomization (10,000 trials), on "
+                          "sacreBLEU's")
+    koehn = sig.caption(["bs-sacrebleu"], 1, n_samples=200)
+    assert koehn.startswith("p: paired tests against the baseline, sacreBLEU's paired bootstrap statistic (|Δ*| − "
+                            "mean |Δ*| > |Δ|: one tail where Δ* keeps its sign, about half the two-sided p) (200 "
+                            "resamples), on") and "two-sided" not in koehn.replace("half the two-sided p", "")
     assert "unit: the test sentence, each resample carrying (or each trial swapping) the lines of all 2 seeds of a "\
            "sentence together;" in two
+
+
+# --- issue 56: the paired bootstrap is two-sided, as the tables say; sacreBLEU's statistic is `bs-sacrebleu` ---
+
+
+def test_the_two_sided_bootstrap_counts_both_tails_of_the_centred_difference():
+    """Resampled differences 1..9 (mean 5): centred, -4..4. ``|Δ* - mean Δ*| >= |Δ|`` counts both tails, and the
+    observed difference's sign does not matter; sacreBLEU's ``|Δ*| - mean |Δ*| > |Δ|`` on the same (all positive)
+    differences counts the upper tail only."""
+    d = np.arange(1.0, 10.0)
+    assert sig.two_sided_bootstrap_p(d, 3.0) == sig.two_sided_bootstrap_p(d, -3.0) == (4 + 1) / 10
+    assert sig.two_sided_bootstrap_p(d, 4.0) == (2 + 1) / 10  # -4 and 4: ">=" counts the ties
+    assert sig.two_sided_bootstrap_p(d, 4.5) == 1 / 10
+    assert sig.two_sided_bootstrap_p(d, 0.0) == 1.0  # equal scores: no evidence
+    assert sig.two_sided_bootstrap_p(-d, 3.0) == 0.5  # a worse system's differences: the same p
+    koehn = np.abs(d) - np.abs(d).mean()
+    assert sig.p_value(koehn, 3.0) == (1 + 1) / 10  # 4 only: one tail
+
+
+def _null_rejections(n_sets=2000, n_resamples=999, seed=0):
+    """A symmetric null, simulated: the observed difference ``Δ ~ N(0, 1)`` (no true difference) and its bootstrap
+    distribution ``Δ* ~ N(Δ, 1)``. Returns the p-values of the two-sided test and of sacreBLEU's statistic."""
+    rng = np.random.default_rng(seed)
+    two, koehn = [], []
+    for _ in range(n_sets):
+        observed = rng.normal()
+        star = rng.normal(observed, 1.0, size=n_resamples)
+        two.append(sig.two_sided_bootstrap_p(star, abs(observed)))
+        folded = np.abs(star)
+        koehn.append(sig.p_value(folded - folded.mean(), abs(observed)))
+    return np.array(two), np.array(koehn)
+
+
+def test_against_a_symmetric_null_the_two_sided_p_is_uniform_and_sacrebleus_is_not():
+    """Under no true difference the two-sided p-value is uniform: p < α in a fraction α of the test sets (2,000
+    sets: within three binomial standard errors). sacreBLEU's statistic rejects about twice as often at 0.05 and
+    never reaches 0.5 (measured: 0.0475 and 0.503 against 0.116 and 0.0)."""
+    two, koehn = _null_rejections()
+    for alpha in (0.05, 0.1, 0.5):
+        se = (alpha * (1 - alpha) / len(two)) ** 0.5
+        assert abs((two < alpha).mean() - alpha) < 3 * se, (alpha, (two < alpha).mean())
+    assert (koehn < 0.05).mean() > 0.09 and (koehn < 0.5).mean() > 0.99
+
+
+def test_where_the_resamples_keep_their_sign_the_two_sided_p_is_about_twice_sacrebleus():
+    """The case of the issue: a system 3 BLEU better on 120 sentences, 3 seeds; its resampled differences rarely
+    change sign (44 of 1,000), so sacreBLEU's statistic counts one tail: p 0.043, "significant", where the two-sided
+    bootstrap gives 0.093 and the approximate randomization (two-sided, another test) 0.107."""
+    refs, base, system = _corpus(n=120, seed=0)
+    b = sig.sentence_statistics("BLEU", base, refs)
+    s = sig.sentence_statistics("BLEU", system, refs)
+    two = sig.paired_test("BLEU", b, s, "bs", seed=1)
+    koehn = sig.paired_test("BLEU", b, s, "bs-sacrebleu", seed=1)
+    ar = sig.paired_test("BLEU", b, s, "ar", n_samples=2000, seed=1)
+    assert two.system - two.baseline == pytest.approx(3.0465, abs=1e-4)
+    assert (two.p_value, koehn.p_value) == (93 / 1001, 43 / 1001)
+    assert koehn.p_value < 0.05 <= two.p_value and 1.8 < two.p_value / koehn.p_value < 2.5
+    assert abs(two.p_value - ar.p_value) < 0.03
+    # the same resamples, the same scores, means and intervals: only the statistic differs
+    assert two[:2] == koehn[:2] and two[3:] == koehn[3:]
+    idx = np.random.default_rng(1).choice(len(refs), size=(1000, len(refs)), replace=True)
+    bleu = BLEU()
+    delta = (np.array([bleu._compute_score_from_stats(x).score for x in s.astype("float32")[idx].sum(1)])
+             - np.array([bleu._compute_score_from_stats(x).score for x in b.astype("float32")[idx].sum(1)]))
+    assert int((delta <= 0).sum()) == 44  # 4.4% of the resamples change sign
+
+
+def test_compare_systems_names_an_unknown_baseline_and_a_flat_list():
+    """Issue 56.7: a flat list of lines (one seed given without its list) was read as seeds of one line each and
+    said "37 lines" (the characters of the first); an unknown baseline was a bare KeyError."""
+    refs, base, system = _corpus(n=20)
+    with pytest.raises(ValueError) as e:
+        sig.compare_systems({"base": base[0], "sys": system[0]}, refs, "base")
+    assert str(e.value) == ("base: give its translations as one list of lines per seed ([lines] for one seed), not "
+                            "one list of lines")
+    with pytest.raises(ValueError) as e:
+        sig.compare_systems({"base": base, "sys": system}, refs, "transformer")
+    assert str(e.value) == "the baseline 'transformer' is not one of the systems ('base', 'sys')"
+    assert set(sig.compare_systems({"base": [base[0]], "sys": [system[0]]}, refs, "base", n_samples=50)) == {"sys"}

@@ -114,3 +114,29 @@ def test_printed_lines_read_back():
     assert read_parse_lines(mixed + conllu) == {4: (["The", "cat", "sat"], [2, 3, 0])}
     with pytest.raises(ValueError, match=r"^line 2: not a parse line of --print-source-parse"):
         read_parse_lines(["G-4\t2 3 0", "G-5\tx y"])
+
+
+def test_the_documented_command_gives_the_conllu_blocks_in_sentence_order(tmp_path):
+    """Issue 56.7: ``--print-source-parse conllu`` prints the blocks in fairseq's batch order (by length), and an empty
+    sentence gets none: ``grep ^G- | cut -f2-`` gave a misordered file. The command docs/deploy.md gives now, run
+    on lines in batch order (sentence 10 before 2, sentence 3 empty), gives the blocks in sentence-id order."""
+    import os
+    import re
+    import subprocess
+
+    from syntax_nmt.syntax.conllu import read_conllu
+
+    batch = {10: ["a", "dog", "runs", "fast"], 2: ["cats", "sleep"], 3: [], 0: ["hi"]}
+    log = tmp_path / "gen.out"
+    lines = []
+    for sid, words in batch.items():
+        lines += [f"S-{sid}\t{' '.join(words)}", "H-x\t-1\tsome words"]
+        lines += parse_lines(sid, Sentence(words, ["_"] * len(words), ["_"] * len(words),
+                                           [0, 1, 1, 1][:len(words)], ["_"] * len(words)), "conllu")
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    docs = open(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "docs", "deploy.md")).read()
+    command = re.search(r"^(grep \^G- gen\.out .*?) > lisa\.conllu", docs, re.M).group(1)
+    out = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    blocks = list(read_conllu(out.splitlines(keepends=True), "lisa.conllu"))
+    assert [b.words for b in blocks] == [batch[0], batch[2], batch[10]]
+    assert [b.comments.get("sent_id") for b in blocks] == ["0", "2", "10"]

@@ -248,3 +248,22 @@ def test_evaluate_factors_takes_the_schemes_streams_and_truth(tmp_path, spacy_mo
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.startswith("syntax-nmt-evaluate: error: unknown target scheme 'nope'; this "
                                                 "syntax-nmt has: factors, tags") and len(err.splitlines()) == 1
+
+
+def test_the_same_language_on_both_sides_is_refused_before_anything_is_written(tmp_path, capsys):
+    """Issue 56.5: ``--src-lang de --tgt-lang de`` wrote the tagged target SPLIT.de, then copied the untagged source
+    SPLIT.de over it: the scheme's data held the plain text, silently."""
+    from syntax_nmt.targets.__main__ import main
+
+    ann = tmp_path / "annotated" / "bpe10"
+    ann.mkdir(parents=True)
+    for ext, lines in SPLIT.items():
+        (ann / f"train.{ext}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    before = sorted(os.listdir(tmp_path / "annotated"))
+    with pytest.raises(SystemExit) as e:
+        main(["write-data", "--annotated", str(ann), "--splits", "train", "--src-lang", "de", "--tgt-lang", "de"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == ("python -m syntax_nmt.targets: error: --src-lang and --tgt-lang are both 'de': "
+                                       "the copy of the source would replace the tagged target (SPLIT.de); give the "
+                                       "pair's two languages\n")
+    assert sorted(os.listdir(tmp_path / "annotated")) == before

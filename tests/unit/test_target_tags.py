@@ -321,3 +321,15 @@ def test_a_failure_keeps_a_made_folder_that_something_else_wrote_into(prefix, tm
     code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", tmp_path / "x" / "y" / "z" / "o"])
     assert (code, err) == (2, ["syntax-nmt-target-tags: error: broken"])
     assert sorted(os.listdir(tmp_path / "x")) == ["y"] and sorted(os.listdir(tmp_path / "x" / "y")) == ["theirs.txt"]
+
+
+@pytest.mark.parametrize("under", [("P.fr", "out.fr"), ("P.fr", "a", "out.fr"), ("link", "out.fr")])
+def test_an_output_under_a_regular_file_is_named(prefix, tmp_path, capsys, under):
+    """Issue 56.7: ``-o P.fr/out.fr`` said "[Errno 17] File exists: '.../P.fr'", naming neither option nor cause."""
+    os.symlink(tmp_path / "P.fr", tmp_path / "link")
+    before = snapshot(tmp_path)
+    out = tmp_path.joinpath(*under)
+    code, err = run(capsys, ["interleave", "--prefix", prefix, "--tgt-lang", "fr", "-o", out])
+    assert (code, err) == (2, [f"syntax-nmt-target-tags: error: --output {out}: {tmp_path / under[0]} is a file, "
+                               f"not a folder"])
+    assert snapshot(tmp_path) == before

@@ -105,3 +105,26 @@ def test_a_budget_point():
     p = Point.parse("4x:6400:2048:transformer-6400:lisa-6400:1,2")
     assert (p.updates, p.tokens, p.baseline, p.system, p.seeds) == (6400, 2048, "transformer-6400", "lisa-6400", (1, 2))
     assert p.million_tokens == pytest.approx(13.1072)
+
+
+def test_an_environment_that_changed_between_the_parts_reaches_the_tables(tmp_path):
+    """Issue 56.5: a training resumed on other threads showed only the last part's threads (``environment_changed``
+    was recorded and read nowhere): the records' lines of the tables say the value changed."""
+    from syntax_nmt.recipes import report
+
+    _part(tmp_path, 100.0, 90.0, 137, "num_updates 1250\n")
+    part = {"wall_seconds": 30.0, "cpu_seconds": 25.0, "status": 0, **tr.updates_of(RESUMED_LOG),
+            "environment": {"device": "cpu (x, avx2)", "threads": 2, "torch": "2.13.0"}, "settings": {}}
+    with open(tmp_path / "parts.jsonl", "a") as f:
+        f.write(json.dumps(part) + "\n")
+    rec = tr.finish(str(tmp_path))
+    assert rec["environment_changed"] == ["threads"]
+    described = tr.describe(rec)
+    assert described["threads"] == "2 in its last part (changed when it was resumed)"
+    assert described["device"] == "cpu (x, avx2)"
+    ckpt = tmp_path / "ckpt"
+    for seed, record in ((1, rec), (2, dict(rec, environment_changed=[]))):
+        (ckpt / "lisa" / f"seed{seed}").mkdir(parents=True)
+        (ckpt / "lisa" / f"seed{seed}" / ".done").write_text(json.dumps(record))
+    lines = report.run_records_lines(str(ckpt), ["lisa"], [1, 2])
+    assert "- threads: 2 in its last part (changed when it was resumed) (lisa seed 1); 2 (lisa seed 2)" in lines
