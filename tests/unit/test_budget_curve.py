@@ -204,3 +204,79 @@ def test_the_chart_puts_each_point_at_its_x(monkeypatch):
                  ("fig.tight_layout", (), {}), ("fig.savefig", ("out.png",), {"dpi": 110}),
                  ("close", (_Recorder(calls, "fig"),), {})]
     assert calls[:-1] == expected[:-1] and calls[-1][0] == "close" and calls[-1][1][0]._name == "fig"
+
+
+def _synthetic_row(system, bleu, chrf, lc, p=None, wins=None):
+    row = {"system": system, "sacrebleu_mean": bleu[0], "sacrebleu_sd": bleu[1], "chrf_mean": chrf[0],
+           "chrf_sd": chrf[1], "lc_tokenized_bleu_mean": lc[0], "lc_tokenized_bleu_sd": lc[1]}
+    if p is not None:
+        row["p"] = p
+    if wins is not None:
+        row["wins"] = wins
+    return row
+
+
+SYNTH_ENV = {"device": "cpu (x, avx2)", "threads": 1, "torch": "2.13.0"}
+
+
+def test_the_table_of_given_rows_cell_by_cell():
+    """markdown() on rows made here (fast: what mutation testing runs first): Δ system − baseline rounded, a p cell
+    per test and metric from the system's row with a star below 0.05 only (0.05 itself: none), empty where the row
+    has no test; seeds better from the system's wins; the x cell; the trainings' table and their differences."""
+    points = [bc.Point.parse("1x:1600:2048:t:l:1 2"), bc.Point.parse("gpu:8000:8192:tg:lg:1"),
+              bc.Point.parse("old:100:10:a:b:3")]
+    p = {"bs": {"sacrebleu": 0.01, "chrf": 0.2}, "ar": {"sacrebleu": 0.049999, "chrf": 0.05}}
+    rows = {"1x": {"v": [_synthetic_row("t", (30.004, 0.5), (55.0, 0.25), (31.0, 0.4), {"bs": {"sacrebleu": 0.9}}, 0),
+                         _synthetic_row("l", (31.2, 0.25), (54.5, 0.125), (32.0, 0.3), p, 2)]},
+            "gpu": {"v": [_synthetic_row("tg", (40.0, 0.0), (60.0, 0.0), (41.0, 0.0)),
+                          _synthetic_row("lg", (39.0, 0.0), (61.5, 0.0), (40.0, 0.0), {"bs": {"sacrebleu": 0.5}})]},
+            "old": {"v": [_synthetic_row("a", (1.0, 0.0), (2.0, 0.0), (3.0, 0.0)),
+                          _synthetic_row("b", (1.5, 0.0), (2.5, 0.0), (3.5, 0.0), None, 1)]}}
+    records = {"1x": {"t seed 1": {"updates": 1600, "wall_seconds": 600, "environment": SYNTH_ENV,
+                                   "resumed_from": []},
+                      "l seed 1": {"updates": 1500, "wall_seconds": 1200, "environment": {**SYNTH_ENV, "threads": 2},
+                                   "resumed_from": [400]}},
+               "gpu": {}, "old": {"a seed 3": {"cpu_seconds": 5.0}}}
+    md = bc.markdown(points, rows, ["v"], ["bs", "ar"], records, "T")
+    assert md.startswith("# T\n\nEach budget: the baseline and the syntax system trained with the same settings, "
+                         "seeds paired. sacreBLEU and chrF (cased, detokenized), lc tok. BLEU (lowercased tokenized, "
+                         "the Multi30k literature's metric); mean ± sd over seeds; updates run × tokens: the mean over "
+                         "the budget's trainings of the updates each ran (its record's), times the tokens of an update "
+                         "(the x-axis of the chart); Δ: system − baseline; p: two-sided paired tests against the "
+                         "baseline, paired bootstrap resampling (1,000 resamples) and approximate randomization "
+                         "(10,000 trials), on sacreBLEU's sentence statistics; unit: the test sentence, each resample "
+                         "carrying (or each trial swapping) the lines of all the budget's seeds of a sentence "
+                         "together; p = 1 where the scores are equal; * p < 0.05. Seeds better: in how many seeds the "
+                         "system's sacreBLEU beats the baseline's same seed.\n\n## v\n\n")
+    table = _table(md.replace("## v", "## test2016"))
+    assert list(table) == ["1x", "gpu", "old"]
+    assert list(table["1x"]) == [
+        "budget", "updates run × tokens", "seeds", "baseline sacreBLEU", "system sacreBLEU", "Δ BLEU", "p bs BLEU",
+        "p ar BLEU", "baseline chrF", "system chrF", "Δ chrF", "p bs chrF", "p ar chrF", "seeds better",
+        "baseline lc tok. BLEU", "system lc tok. BLEU"]
+    assert list(table["1x"].values()) == [
+        "1x (t / l)", "1,575 × 2,048 (budget 1,600; updates of 2 of 4 trainings recorded, the budget for the rest)",
+        "1 2", "30.00 ± 0.50", "31.20 ± 0.25", "+1.20", "0.0100*", "0.0500*", "55.00 ± 0.25", "54.50 ± 0.12", "-0.50",
+        "0.2000", "0.0500", "2/2", "31.00 ± 0.40", "32.00 ± 0.30"]
+    assert list(table["gpu"].values()) == [
+        "gpu (tg / lg)", "8,000 × 8,192 (the budget: no record holds the updates run)", "1", "40.00 ± 0.00",
+        "39.00 ± 0.00", "-1.00", "0.5000", "", "60.00 ± 0.00", "61.50 ± 0.00", "+1.50", "", "", "0/1",
+        "41.00 ± 0.00", "40.00 ± 0.00"]
+    assert table["old"]["seeds better"] == "1/1" and table["old"]["Δ BLEU"] == "+0.50"
+    trainings = md.split("## The trainings\n\n")[1]
+    lines = trainings.splitlines()
+    assert [[c.strip() for c in line.strip("|").split("|")] for line in lines[:1] + lines[2:5]] == [
+        ["budget", "trainings", "updates done", "device", "threads", "wall min per training (mean)", "resumed"],
+        ["1x", "2", "1500, 1600", "cpu (x, avx2)", "1; 2", "15.0", "from update 400; no"],
+        ["gpu", "no records kept", "", "", "", "", ""],
+        ["old", "1", "", "", "", "", ""]]
+    assert lines[5:] == ["", "The trainings differ in what they ran with (besides the budget):", "",
+                         "- device: cpu (x, avx2) (1x: t seed 1, 1x: l seed 1); not recorded (old: a seed 3)",
+                         "- threads: 1 (1x: t seed 1); 2 (1x: l seed 1); not recorded (old: a seed 3)",
+                         "- torch: 2.13.0 (1x: t seed 1, 1x: l seed 1); not recorded (old: a seed 3)",
+                         "- resumed: no (1x: t seed 1); from update 400 (1x: l seed 1); not recorded (old: a seed 3)"]
+    assert md.endswith("not recorded (old: a seed 3)\n")
+    same = {"1x": {"t seed 1": records["1x"]["t seed 1"]}, "gpu": {}, "old": {}}
+    agree = bc.markdown(points, rows, ["v"], ["bs", "ar"], same, "T")
+    assert agree.endswith("| 1x | 1 | 1600 | cpu (x, avx2) | 1 | 10.0 | no |\n| gpu | no records kept |  |  |  |  |  |\n"
+                          "| old | no records kept |  |  |  |  |  |\n") and "differ" not in agree
