@@ -6,8 +6,9 @@ rerun, byte for byte, and nothing of the rerun is left behind.
 Commands with such a cleanup today (grep rmtree/rmdir/unlink/remove in failure paths): ``python -m
 syntax_nmt.targets write-data`` (its staging folders), ``syntax-nmt-target-tags interleave`` (its temporary file and
 the folders it made), ``syntax-nmt-binarize`` (its staging folder), ``syntax-nmt-annotate`` (its chunk store;
-``--overwrite`` removes the earlier outputs by design, but not before its inputs are found) and ``syntax-nmt-analyze
-corrupt`` (its temporary copy)."""
+``--overwrite`` removes the earlier outputs by design, but not before its inputs are found), ``syntax-nmt-analyze
+corrupt`` (its temporary copy) and the recipes' ``prepare`` stage learning BPE codes
+(:func:`syntax_nmt.recipes.text.learn_subword`: its joined input and the codes being written)."""
 
 import os
 import re
@@ -138,9 +139,37 @@ def corrupt(tmp_path, monkeypatch):
     return lambda: _fails(cli_main, *argv[:-1], "valid,nosuchsplit", "--overwrite", "--seed", "2")
 
 
+def learn_bpe_missing_side(tmp_path, monkeypatch):
+    from syntax_nmt.recipes.text import learn_subword
+
+    (tmp_path / "prep").mkdir()
+    _put(tmp_path / "prep" / "train.en", ["the cat sat on the mat"] * 4)
+    _put(tmp_path / "prep" / "train.de", ["die katze sass auf der matte"] * 4)
+    learn_subword(str(tmp_path / "prep"), bpe_merges=5)
+    assert (tmp_path / "prep" / "bpe.codes").exists()
+    os.remove(tmp_path / "prep" / "train.de")  # the rerun reads train.en, then fails on train.de
+    return lambda: _fails(lambda argv: learn_subword(str(tmp_path / "prep"), bpe_merges=7))
+
+
+def learn_bpe_failing_part_way(tmp_path, monkeypatch):
+    import subword_nmt.learn_bpe
+
+    rerun = learn_bpe_missing_side(tmp_path, monkeypatch)
+    _put(tmp_path / "prep" / "train.de", ["die katze sass auf der matte"] * 4)
+
+    def half_then_a_full_disk(infile, outfile, *args, **kwargs):
+        outfile.write("#version: 0.2\nt h\n")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(subword_nmt.learn_bpe, "learn_bpe", half_then_a_full_disk)
+    return rerun
+
+
 CASES = {"targets write-data": write_data, "target-tags interleave": interleave, "binarize": binarize,
          "annotate: another input": annotate_other_input,
-         "annotate --overwrite: an input missing": annotate_overwrite_missing_input, "analyze corrupt": corrupt}
+         "annotate --overwrite: an input missing": annotate_overwrite_missing_input, "analyze corrupt": corrupt,
+         "recipes' learn_subword (prepare): a side missing": learn_bpe_missing_side,
+         "recipes' learn_subword (prepare): learn_bpe fails part-way": learn_bpe_failing_part_way}
 
 
 @pytest.mark.parametrize("command", list(CASES))
