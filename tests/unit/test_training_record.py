@@ -218,3 +218,27 @@ def test_the_recorded_threads_are_torchs_in_the_environment_the_recorder_was_sta
     parts = tr.read_parts(str(tmp_path))
     assert [p["environment"]["threads"] for p in parts] == [1, two]
     assert parts[0]["cpu_seconds"] == 2.0 and parts[0]["updates_run"] == 5
+
+
+def test_the_part_command_in_process_reads_bash_times_and_the_log(tmp_path, monkeypatch):
+    """``part`` reads the children's CPU time from bash's ``times`` (its second line: user and system, minutes and
+    seconds), the attempt's log (updates, precision) and its options; ``done`` sums the parts."""
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    (tmp_path / "times.txt").write_text("0m0.010s 0m0.020s\n1m2.500s 0m0.250s\n")
+    (tmp_path / "log.txt").write_text(FAIRSEQ_ARGS % (True, False, False, False, False) + "num_updates 9\n")
+    common = ["--times", str(tmp_path / "times.txt"), "--status", "0", "--log", str(tmp_path / "log.txt"),
+              "--device", "cpu", "--setting", "MAX_UPDATE=9"]
+    assert tr.main(["part", str(tmp_path), "--wall", "70.5", *common]) == 0
+    assert tr.main(["part", str(tmp_path), "--wall", "1", "--threads", "3", *common]) == 0
+    assert tr.cpu_seconds(str(tmp_path / "times.txt")) == 62.75
+    first, second = tr.read_parts(str(tmp_path))
+    assert (first["wall_seconds"], first["cpu_seconds"], first["status"], first["updates_run"]) == (70.5, 62.75, 0, 9)
+    assert first["environment"]["threads"] == torch.get_num_threads() and second["environment"]["threads"] == 3
+    assert first["environment"]["precision"] == "bf16" and first["settings"] == {"MAX_UPDATE": "9"}
+    assert tr.main(["done", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / ".done").read_text())["cpu_seconds"] == 125.5
+    with pytest.raises(SystemExit) as e:
+        tr.main(["part", str(tmp_path), "--wall", "1", *common[:-2], "--setting", "novalue"])
+    assert e.value.code == 2 and len(tr.read_parts(str(tmp_path))) == 2
