@@ -179,7 +179,7 @@ def plot(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits
     plt = pyplot()
     fig, axes = plt.subplots(1, len(splits), figsize=(3.6 * len(splits), 3.8), squeeze=False)
     for ax, sp in zip(axes[0], splits):
-        for which, color, name in ((0, "tab:gray", "baseline"), (1, "tab:blue", "system")):
+        for which, color in ((0, "tab:gray"), (1, "tab:blue")):  # the baseline, the system
             means = [rows[pt.label][sp][which][key + "_mean"] for pt in points]
             sds = [rows[pt.label][sp][which][key + "_sd"] for pt in points]
             label = " / ".join(dict.fromkeys(rows[pt.label][sp][which]["system"].split("-")[0] for pt in points))

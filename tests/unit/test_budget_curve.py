@@ -204,6 +204,11 @@ def test_the_chart_puts_each_point_at_its_x(monkeypatch):
                  ("fig.tight_layout", (), {}), ("fig.savefig", ("out.png",), {"dpi": 110}),
                  ("close", (_Recorder(calls, "fig"),), {})]
     assert calls[:-1] == expected[:-1] and calls[-1][0] == "close" and calls[-1][1][0]._name == "fig"
+    calls.clear()  # a metric the table of labels lacks is named by its key
+    unlabelled = {p: {"v": [{**r, "other": r["sacrebleu"], "other_mean": r["sacrebleu_mean"],
+                             "other_sd": r["sacrebleu_sd"]} for r in rows[p]["v"]]} for p in rows}
+    bc.plot(points, unlabelled, ["v"], "out.png", "title", x, key="other")
+    assert ("ax0.set_ylabel", ("other (mean ± sd; dots: seeds)",), {"fontsize": 8}) in calls
 
 
 def _synthetic_row(system, bleu, chrf, lc, p=None, wins=None):

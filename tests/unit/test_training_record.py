@@ -242,3 +242,53 @@ def test_the_part_command_in_process_reads_bash_times_and_the_log(tmp_path, monk
     with pytest.raises(SystemExit) as e:
         tr.main(["part", str(tmp_path), "--wall", "1", *common[:-2], "--setting", "novalue"])
     assert e.value.code == 2 and len(tr.read_parts(str(tmp_path))) == 2
+
+
+def test_settings_and_model_versions_of_every_form(tmp_path):
+    """NAME=VALUE splits at the first '=' (a value may hold more), a missing '=' or NAME is refused naming the item;
+    a pipeline's version from its meta.json (without a language: its name alone) or its installed distribution
+    (its package name with '-' for '_'), else 'version unknown'."""
+    from importlib import metadata
+
+    assert tr.parse_settings(["A=b=c", "E=", "A2=x"]) == {"A": "b=c", "E": "", "A2": "x"}
+    for bad in ("=x", "novalue"):
+        with pytest.raises(ValueError, match=f"--setting takes NAME=VALUE, got '{bad}'"):
+            tr.parse_settings([bad])
+    model = tmp_path / "_parser_"
+    model.mkdir()
+    (model / "meta.json").write_text(json.dumps({"name": "core_x_", "version": "1.0"}))
+    assert tr.model_version(str(model)) == "core_x_ 1.0"
+    (model / "meta.json").write_text(json.dumps({"lang": "_en", "version": "2.0"}))
+    assert tr.model_version(str(model)) == "en_ 2.0"
+    assert tr.model_version("typing_extensions") == f"typing_extensions {metadata.version('typing-extensions')}"
+    assert tr.model_version("no_such_pipeline_x") == "no_such_pipeline_x (version unknown)"
+
+
+def test_the_commands_help_says_what_each_option_is(capsys):
+    """The help of every subcommand and option (python -m syntax_nmt.recipes.training_record -h)."""
+    import re
+
+    def help_of(*argv):
+        with pytest.raises(SystemExit) as e:
+            tr.main([*argv, "-h"])
+        assert e.value.code == 0
+        return re.sub(r"\s+", " ", capsys.readouterr().out)
+
+    top = help_of()
+    assert top.startswith("usage: python -m syntax_nmt.recipes.training_record [-h] {part,done,check} ...")
+    assert "What a recipe's training leaves beside its checkpoints, so that a table can say what it was built " \
+           "from." in top
+    for text in ("record one attempt (appended to SAVE/parts.jsonl)", "write SAVE/.done from the parts",
+                 "exit 2, naming the change, if SAVE/.done was made with other settings"):
+        assert text in top
+    part = help_of("part")
+    for text in ("--times TIMES bash `times` output of the attempt", "--log LOG the attempt's fairseq-train output",
+                 "--threads THREADS the training's torch threads (default: torch.get_num_threads() in this process: "
+                 "run it in the training's environment)", "--device {cpu,cuda}",
+                 "--data DATA the data directory (its annotation.json names the parser)", "--setting NAME=VALUE",
+                 "--wall WALL", "--status STATUS"):
+        assert text in part
+    assert "--setting NAME=VALUE" in help_of("check") and "save" in help_of("done")
+    with pytest.raises(SystemExit) as e:
+        tr.main([])
+    assert e.value.code == 2 and "the following arguments are required: command" in capsys.readouterr().err
