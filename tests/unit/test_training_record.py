@@ -292,3 +292,13 @@ def test_the_commands_help_says_what_each_option_is(capsys):
     with pytest.raises(SystemExit) as e:
         tr.main([])
     assert e.value.code == 2 and "the following arguments are required: command" in capsys.readouterr().err
+
+
+def test_the_precision_line_is_the_arguments_not_any_line_naming_fp16():
+    log = "warning: fp16 is not used on a CPU\n" + FAIRSEQ_ARGS % (True, False, False, False, False)
+    assert tr.precision_of(log) == "bf16"
+
+
+def test_one_record_shares_everything_it_holds():
+    rec = {"environment": {"device": "cpu (x, avx2)", "threads": 1}, "resumed_from": []}
+    assert tr.common({"only": rec}) == {"device": "cpu (x, avx2)", "threads": "1", "resumed": "no"}
