@@ -302,3 +302,36 @@ def test_the_precision_line_is_the_arguments_not_any_line_naming_fp16():
 def test_one_record_shares_everything_it_holds():
     rec = {"environment": {"device": "cpu (x, avx2)", "threads": 1}, "resumed_from": []}
     assert tr.common({"only": rec}) == {"device": "cpu (x, avx2)", "threads": "1", "resumed": "no"}
+
+
+@pytest.mark.parametrize("option", ["--wall", "--times", "--status", "--log", "--device"])
+def test_each_required_option_of_part_is_required(option, tmp_path, capsys):
+    given = {"--wall": "1", "--times": "t", "--status": "0", "--log": "l", "--device": "cpu"}
+    argv = ["part", str(tmp_path)] + [x for k, v in given.items() if k != option for x in (k, v)]
+    with pytest.raises(SystemExit) as e:
+        tr.main(argv)
+    assert e.value.code == 2 and f"the following arguments are required: {option}" in capsys.readouterr().err
+    assert not (tmp_path / "parts.jsonl").exists()
+
+
+def test_the_help_lists_each_subcommand_with_its_own_line(capsys):
+    import re
+
+    with pytest.raises(SystemExit):
+        tr.main(["-h"])
+    top = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert ("{part,done,check} part record one attempt (appended to SAVE/parts.jsonl) done write SAVE/.done from "
+            "the parts check exit 2, naming the change, if SAVE/.done was made with other settings options:") in top
+    assert "Each attempt" not in top  # the description is the docstring's first paragraph only
+    with pytest.raises(SystemExit):
+        tr.main(["part", "-h"])
+    part = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert "--times TIMES bash `times` output of the attempt --status STATUS --log LOG the attempt's " \
+           "fairseq-train output --threads THREADS" in part
+
+
+def test_a_pipeline_whose_language_starts_like_the_separator(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "meta.json").write_text(json.dumps({"lang": "Xx", "name": "core", "version": "3"}))
+    assert tr.model_version(str(model)) == "Xx_core 3"
