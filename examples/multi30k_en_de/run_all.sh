@@ -267,15 +267,20 @@ train_one() {
         return 0
     fi
     mkdir -p "$save"
-    local t0=$SECONDS status=0
+    local t0=$SECONDS status=0 device=cuda
+    if [[ "$CPU" == 1 ]]; then device=cpu; fi
     # the subshell's status is the training's: errexit does not act inside a subshell, so the status is carried
-    # past `times` by hand (a failed, killed or unresumable training is never marked done)
+    # past `times` by hand (a failed, killed or unresumable training is never marked done); the attempt is recorded
+    # from within it, in the training's environment: the record's threads are torch's there (training_record.py)
     (
         export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
         status=0
         DATA="$data" SAVE="$save" SEED="$seed" bash "$HERE/train.sh" "$system" --num-workers 0 > "$save/stdout.log" 2>&1 \
             || status=$?
         times > "$save/times.txt"  # the second line: CPU seconds of the training processes (user, system)
+        "$PYTHON" -m syntax_nmt.recipes.training_record part "$save" --wall "$((SECONDS - t0))" \
+            --times "$save/times.txt" --status "$status" --log "$save/stdout.log" --device "$device" --data "$data" \
+            "${settings[@]/#/--setting=}" || true
         exit "$status"
     ) &
     local pid=$! last=$SECONDS first=""
@@ -299,11 +304,6 @@ train_one() {
         fi
     done
     wait "$pid" || status=$?
-    local device=cuda
-    if [[ "$CPU" == 1 ]]; then device=cpu; fi
-    "$PYTHON" -m syntax_nmt.recipes.training_record part "$save" --wall "$((SECONDS - t0))" --times "$save/times.txt" \
-        --status "$status" --log "$save/stdout.log" --threads "$THREADS" --device "$device" --data "$data" \
-        "${settings[@]/#/--setting=}" || true
     if (( status != 0 )); then
         echo "run_all.sh: error: training $system seed $seed failed (status $status): see $save/stdout.log" >&2
         return 1

@@ -487,12 +487,12 @@ class Job:
         store_dir = a.output_prefix + ".chunks"
         finals = [f"{a.output_prefix}.{n}" for n in self.names]
         records = [settings_path(a.output_prefix), inputs_path(a.output_prefix)]
+        self.inputs = input_ids(a)  # a missing or unreadable input fails here, before --overwrite removes anything
         if a.overwrite:
             shutil.rmtree(store_dir, ignore_errors=True)
             for f in finals + records:
                 if os.path.exists(f):
                     os.remove(f)
-        self.inputs = input_ids(a)
         existing = any(os.path.exists(f) for f in finals + records)
         if not a.overwrite and not os.path.isdir(store_dir) and existing and self.check_up_to_date(finals):
             logger.info("%s.{%s} are up to date (same input and settings); nothing to do (pass --overwrite to redo "

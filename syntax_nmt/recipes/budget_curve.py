@@ -11,8 +11,11 @@ A budget point names the two systems as they are kept (e.g. ``transformer`` and 
         --point "1x:1600:2048:transformer:lisa:1 2 3" --point "4x:6400:2048:transformer-6400:lisa-6400:1 2" \\
         --point "converged:8000:8192:transformer-gpu:lisa-gpu:1"
 
-writes ``RESULTS/budget.md``, ``.json`` and ``RESULTS/budget.png``. The updates of a point are the budget it was
-given; where a training's record says it stopped earlier (patience), the table says so.
+writes ``RESULTS/budget.md``, ``.json`` and ``RESULTS/budget.png``. ``UPDATES`` is the budget a point was given
+(``MAX_UPDATE``). The x-axis is what the trainings ran: the updates run (the update each training ended at, its
+record's ``updates``: fewer than the budget where patience stopped it) times the tokens of an update, the mean over
+the point's trainings (both systems, every seed); a training whose record holds no updates (one older than the
+records, or none kept) counts with the budget, and the table says how many were recorded (:func:`updates_run`).
 """
 
 import argparse
@@ -65,7 +68,37 @@ class Point:
 
     @property
     def million_tokens(self) -> float:
+        """The budget in million tokens (``updates`` × ``tokens``); the x-axis is :func:`updates_run`'s."""
         return self.updates * self.tokens / 1e6
+
+    @property
+    def trainings(self) -> List[str]:
+        """The names of the point's trainings, as :func:`records_of` keys them: the baseline's seeds, the system's."""
+        return [f"{name} seed {s}" for name in (self.baseline, self.system) for s in self.seeds]
+
+
+def updates_run(point: Point, records: Dict[str, dict]) -> dict:
+    """Where a point lies on the x-axis: the mean over its trainings of the updates each ran (its record's
+    ``updates``, the update it ended at; the budget ``point.updates`` for a training without one), how many records
+    held them, and the tokens that makes in millions (× ``point.tokens``)."""
+    ran = [records.get(t, {}).get("updates") for t in point.trainings]
+    recorded = [u for u in ran if u is not None]
+    mean = sum(point.updates if u is None else u for u in ran) / len(ran)
+    return {"updates_run": mean, "recorded": len(recorded), "trainings": len(ran),
+            "million_tokens": mean * point.tokens / 1e6}
+
+
+def x_cell(point: Point, x: dict) -> str:
+    """The table's cell of :func:`updates_run`: ``UPDATES × TOKENS``, with the budget where the trainings ran
+    another number of updates, and how many records held the updates where not all did."""
+    u = x["updates_run"]
+    cell = (f"{u:,.0f}" if u == int(u) else f"{u:,.1f}") + f" × {point.tokens:,}"
+    if x["recorded"] == 0:
+        return cell + " (the budget: no record holds the updates run)"
+    notes = [f"budget {point.updates:,}"] if u != point.updates else []
+    if x["recorded"] < x["trainings"]:
+        notes.append(f"updates of {x['recorded']} of {x['trainings']} trainings recorded, the budget for the rest")
+    return cell + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def point_rows(eval_dir: str, point: Point, splits: Sequence[str], refs: str, tests: Sequence[str],
@@ -95,10 +128,12 @@ def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], sp
     lines = [f"# {title}", "",
              "Each budget: the baseline and the syntax system trained with the same settings, seeds paired. "
              "sacreBLEU and chrF (cased, detokenized), lc tok. BLEU (lowercased tokenized, the Multi30k literature's "
-             "metric); mean ± sd over seeds; Δ: system − baseline; "
-             + recipe_report.significance_caption(tests, [0, 1], "the baseline").split(" Seeds better")[0]
+             "metric); mean ± sd over seeds; updates run × tokens: the mean over the budget's trainings of the updates "
+             "each ran (its record's), times the tokens of an update (the x-axis of the chart); Δ: system − baseline; "
+             + recipe_report.significance_caption(tests, [0, 1], "the baseline").split(" Seeds better")[0].replace(
+                 "the lines of all 2 seeds", "the lines of all the budget's seeds")
              + " Seeds better: in how many seeds the system's sacreBLEU beats the baseline's same seed.", ""]
-    head = ["budget", "updates × tokens", "seeds", "baseline sacreBLEU", "system sacreBLEU", "Δ BLEU"]
+    head = ["budget", "updates run × tokens", "seeds", "baseline sacreBLEU", "system sacreBLEU", "Δ BLEU"]
     head += [f"p {compare.TEST_LABELS.get(t, t)} BLEU" for t in tests]
     head += ["baseline chrF", "system chrF", "Δ chrF"] + [f"p {compare.TEST_LABELS.get(t, t)} chrF" for t in tests]
     head += ["seeds better", "baseline lc tok. BLEU", "system lc tok. BLEU"]
@@ -106,7 +141,7 @@ def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], sp
         table = []
         for pt in points:
             base, syst = rows[pt.label][sp]
-            cells = [f"{pt.label} ({pt.baseline} / {pt.system})", f"{pt.updates:,} × {pt.tokens:,}",
+            cells = [f"{pt.label} ({pt.baseline} / {pt.system})", x_cell(pt, updates_run(pt, records[pt.label])),
                      " ".join(map(str, pt.seeds))]
             for metric in ("sacrebleu", "chrf"):
                 cells += [f"{base[metric + '_mean']:.2f} ± {base[metric + '_sd']:.2f}",
@@ -143,16 +178,15 @@ def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], sp
 
 
 def plot(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits: Sequence[str], path: str,
-         title: str, key: str = "sacrebleu") -> None:
-    """sacreBLEU against the tokens seen in training (log scale), both systems, one panel per split; each point
-    the mean with its sd, the seeds as dots, the value written beside it."""
+         title: str, x: Sequence[float], key: str = "sacrebleu") -> None:
+    """sacreBLEU against the tokens seen in training (``x``, million tokens: :func:`updates_run`; log scale), both
+    systems, one panel per split; each point the mean with its sd, the seeds as dots, the value written beside it."""
     from syntax_nmt.utils import pyplot
 
     plt = pyplot()
     fig, axes = plt.subplots(1, len(splits), figsize=(3.6 * len(splits), 3.8), squeeze=False)
-    x = [pt.million_tokens for pt in points]
     for ax, sp in zip(axes[0], splits):
-        for which, color, name in ((0, "tab:gray", "baseline"), (1, "tab:blue", "system")):
+        for which, color in ((0, "tab:gray"), (1, "tab:blue")):  # the baseline, the system
             means = [rows[pt.label][sp][which][key + "_mean"] for pt in points]
             sds = [rows[pt.label][sp][which][key + "_sd"] for pt in points]
             label = " / ".join(dict.fromkeys(rows[pt.label][sp][which]["system"].split("-")[0] for pt in points))
@@ -165,10 +199,10 @@ def plot(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits
                             fontsize=7, color=color)
         ax.set_xscale("log")
         ax.set_xticks(x)
-        ax.set_xticklabels([f"{pt.label}\n{pt.million_tokens:.1f}M" for pt in points], fontsize=7)
+        ax.set_xticklabels([f"{pt.label}\n{xi:.1f}M" for pt, xi in zip(points, x)], fontsize=7)
         ax.minorticks_off()
         ax.set_title(sp, fontsize=9)
-        ax.set_xlabel("budget (million target-side batch tokens)", fontsize=7)
+        ax.set_xlabel("updates run × tokens (million target-side batch tokens)", fontsize=7)
     axes[0][0].set_ylabel(f"{compare.LABELS.get(key, key)} (mean ± sd; dots: seeds)", fontsize=8)
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
@@ -193,11 +227,13 @@ def budget_curve(translations: str, eval_root: str, points: Sequence[Point], spl
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out + ".md", "w", encoding="utf-8") as f:
         f.write(text)
+    xs = {pt.label: updates_run(pt, records[pt.label]) for pt in points}
     training_record.write_json(out + ".json", {
         "title": title, "splits": list(splits),
         "points": [{"label": pt.label, "updates": pt.updates, "tokens": pt.tokens, "baseline": pt.baseline,
-                    "system": pt.system, "seeds": list(pt.seeds), "rows": rows[pt.label]} for pt in points]})
-    plot(points, rows, splits, out + ".png", title)
+                    "system": pt.system, "seeds": list(pt.seeds), "x": xs[pt.label], "rows": rows[pt.label]}
+                   for pt in points]})
+    plot(points, rows, splits, out + ".png", title, [xs[pt.label]["million_tokens"] for pt in points])
     return text
 
 
@@ -217,7 +253,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                            "point)"))
     writes(p.add_argument("--out", required=True, help="output prefix: OUT.md, OUT.json, OUT.png"), "prefix",
            paths=lambda out, _: [out + ext for ext in (".md", ".json", ".png")])
-    p.add_argument("--point", action="append", required=True, metavar="LABEL:UPDATES:TOKENS:BASELINE:SYSTEM:SEEDS")
+    p.add_argument("--point", action="append", required=True, metavar="LABEL:UPDATES:TOKENS:BASELINE:SYSTEM:SEEDS",
+                   help="a budget: its label, its MAX_UPDATE, the tokens of an update, the two systems as kept and "
+                        "their seeds (the x-axis: the updates the trainings' records say they ran × TOKENS)")
     p.add_argument("--splits", default="valid test2016 test2017 mscoco")
     p.add_argument("--tests", default="bs ar")
     p.add_argument("--tgt-lang", default="de")

@@ -135,15 +135,17 @@ def learn_subword(out_dir: str, subword: str = "bpe", bpe_merges: int = 32000, s
     from subword_nmt.learn_bpe import learn_bpe
 
     joint = os.path.join(out_dir, "train.bpe-input.tmp")  # fairseq: cat train.en train.de | learn_bpe.py
-    with open_text(joint, "w") as out:
-        for path in train_files:
-            with open_text(path) as f:
-                shutil.copyfileobj(f, out)
     codes = os.path.join(out_dir, "bpe.codes")
-    try:
+    try:  # bpe.codes is replaced only when the new codes are whole; a failure leaves it as it was
+        with open_text(joint, "w") as out:
+            for path in train_files:
+                with open_text(path) as f:
+                    shutil.copyfileobj(f, out)
         with open_text(joint) as infile, open_text(codes + ".tmp", "w") as outfile:
             learn_bpe(infile, outfile, bpe_merges, num_workers=max(1, workers))
-    finally:
-        os.remove(joint)
-    os.replace(codes + ".tmp", codes)
+        os.replace(codes + ".tmp", codes)
+    finally:  # this run's temporary files, written or not, and nothing else
+        for tmp in (joint, codes + ".tmp"):
+            if os.path.exists(tmp):
+                os.remove(tmp)
     return codes

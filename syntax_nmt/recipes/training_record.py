@@ -2,16 +2,23 @@
 
 Each attempt at a training (the first, and every resumption after a kill) appends one line to
 ``SAVE/parts.jsonl``: its wall and CPU seconds, its exit status, the update it started from (0, or the update of
-the ``checkpoint_last.pt`` fairseq resumed from) and the one it reached, the device and torch threads, the versions
-of the libraries that shape the numbers (torch, fairseq, sacremoses, subword-nmt, spaCy and the parser model of the
-data) and the training's settings. When the trainer exits 0, ``SAVE/.done`` is written (atomically) with the parts
-summed: its ``wall_seconds`` and ``cpu_seconds`` are the whole training's, not the last part's.
+the ``checkpoint_last.pt`` fairseq resumed from), the one it reached and the updates it ran (the difference), the
+device, the CPU's model and widest vector instructions (``cpu``, ``isa``; torch's CPU kernels choose their code
+path by them, and torch's own choice, ``torch_cpu_capability``), the torch threads, the precision (``fp32``,
+``fp16``, ``bf16``, ``amp``: from the arguments fairseq-train logs), the versions of the libraries that shape the
+numbers (torch, fairseq, sacremoses, subword-nmt, spaCy and the parser model of the data) and the training's
+settings. The threads are ``torch.get_num_threads()`` in the recording process, which the recipe starts in the
+training's own environment (the subshell that exported ``OMP_NUM_THREADS`` for it), unless ``--threads`` names
+them. When the trainer exits 0, ``SAVE/.done`` is written (atomically) with the parts summed: its
+``wall_seconds``, ``cpu_seconds`` and ``updates_run`` are the whole training's, over every resumed part, not the
+last part's; ``updates`` is the update the training ended at. Records written before a field existed stay
+readable: the field is ``not recorded``.
 
 :func:`differences` says in which of these records a set of trainings differ: :mod:`syntax_nmt.recipes.report`
 prints it under its tables.
 
     python -m syntax_nmt.recipes.training_record part SAVE --wall S --times TIMES --status N --log LOG \\
-        --threads T --device cpu|cuda [--data DATA] [--setting NAME=VALUE ...]
+        --device cpu|cuda [--threads T] [--data DATA] [--setting NAME=VALUE ...]
     python -m syntax_nmt.recipes.training_record done SAVE       # SAVE/.done from SAVE/parts.jsonl
     python -m syntax_nmt.recipes.training_record check SAVE [--setting NAME=VALUE ...]   # exit 2 on a change
 """
@@ -22,7 +29,7 @@ import os
 import re
 import sys
 from importlib import metadata
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from syntax_nmt.cli_errors import fail
 from syntax_nmt.io_guard import parse_args, reads, updates
@@ -35,8 +42,16 @@ PACKAGES = {"torch": ("torch",), "fairseq": ("fairseq", "fairseq-fixed"), "sacre
 #: fairseq's line when it resumes (fairseq/checkpoint_utils.py, load_checkpoint)
 _RESUMED = re.compile(r"[Ll]oaded checkpoint \S+ \(epoch (\d+) @ (\d+) updates\)")
 _UPDATES = re.compile(r"\bnum_updates[ =](\d+)")
+#: fairseq-train's arguments as it logs them (a dict since fairseq 0.10, an argparse Namespace before)
+_FLAG = r"(?:'{0}': True|\b{0}=True)"
+#: the precisions fairseq-train can train in, the first of whose flags is set (else fp32), by their flags
+PRECISIONS = (("bf16", ("bf16", "memory_efficient_bf16")), ("fp16", ("fp16", "memory_efficient_fp16")),
+              ("amp", ("amp",)))
 #: what a record's environment holds, in the order :func:`differences` names them
-ENVIRONMENT = ("device", "threads", "torch", "fairseq", "sacremoses", "subword-nmt", "spacy", "parser")
+ENVIRONMENT = ("device", "cpu", "isa", "torch_cpu_capability", "threads", "precision", "torch", "fairseq",
+               "sacremoses", "subword-nmt", "spacy", "parser")
+#: what :func:`describe` says of a field a record lacks (a record older than the field)
+NOT_RECORDED = "not recorded"
 
 
 def write_json(path: str, obj) -> None:
@@ -91,9 +106,9 @@ def model_version(model: str) -> str:
         return f"{model} (version unknown)"
 
 
-def cpu_name() -> str:
-    """``cpu (MODEL, ISA)``: the processor's model and its widest vector instructions (``avx512f``, ``avx2``), on
-    which torch's CPU kernels choose their code paths (and so the order of floating-point sums)."""
+def cpu_model_and_isa() -> Tuple[str, str]:
+    """The processor's model and its widest vector instructions (``amx_tile``, ``avx512f``, ``avx2``, ``asimd``;
+    ``""`` if none of them) from ``/proc/cpuinfo``."""
     model, flags = "unknown model", set()
     try:
         with open("/proc/cpuinfo") as f:
@@ -107,8 +122,36 @@ def cpu_name() -> str:
         import platform
 
         model = platform.processor() or model
-    isa = next((f for f in ("amx_tile", "avx512f", "avx2", "asimd") if f in flags), "")
+    return model, next((f for f in ("amx_tile", "avx512f", "avx2", "asimd") if f in flags), "")
+
+
+def cpu_name() -> str:
+    """``cpu (MODEL, ISA)``: the processor's model and its widest vector instructions (:func:`cpu_model_and_isa`),
+    on which torch's CPU kernels choose their code paths (and so the order of floating-point sums)."""
+    model, isa = cpu_model_and_isa()
     return f"cpu ({model}{', ' + isa if isa else ''})"
+
+
+def torch_threads_and_capability() -> Tuple[int, str]:
+    """``torch.get_num_threads()`` and ``torch.backends.cpu.get_cpu_capability()`` (``AVX2``, ``AVX512``, ...: the
+    code path torch's CPU kernels take) in this process, which reads ``OMP_NUM_THREADS`` and
+    ``ATEN_CPU_CAPABILITY`` of the environment it was started with."""
+    import torch
+
+    return torch.get_num_threads(), torch.backends.cpu.get_cpu_capability()
+
+
+def precision_of(log_text: str) -> Optional[str]:
+    """The precision of a training from the arguments fairseq-train logs at its start: ``bf16``, ``fp16`` or
+    ``amp`` (mixed precision, fp16 autocast) when its flag is set, else ``fp32``; None when the log shows no
+    arguments (the first line naming ``fp16``)."""
+    line = next((ln for ln in log_text.splitlines() if "fp16" in ln and ("'fp16':" in ln or "fp16=" in ln)), None)
+    if line is None:
+        return None
+    for name, flags in PRECISIONS:
+        if any(re.search(_FLAG.format(flag), line) for flag in flags):
+            return name
+    return "fp32"
 
 
 def device_name(device: str) -> str:
@@ -126,7 +169,8 @@ def updates_of(log_text: str) -> Dict[str, int]:
     start = _RESUMED.findall(log_text)
     seen = [int(u) for u in _UPDATES.findall(log_text)]
     start_update = int(start[-1][1]) if start else 0
-    return {"start_update": start_update, "end_update": max(seen + [start_update])}
+    end_update = max(seen + [start_update])
+    return {"start_update": start_update, "end_update": end_update, "updates_run": end_update - start_update}
 
 
 def cpu_seconds(times_file: str) -> float:
@@ -157,12 +201,17 @@ def read_parts(save: str) -> List[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def add_part(save: str, wall: float, cpu: float, status: int, log_text: str, threads: int, device: str,
+def add_part(save: str, wall: float, cpu: float, status: int, log_text: str, threads: Optional[int], device: str,
              data: Optional[str] = None, settings: Optional[Dict[str, str]] = None) -> dict:
-    """Append one attempt's record to ``SAVE/parts.jsonl`` and return it."""
+    """Append one attempt's record to ``SAVE/parts.jsonl`` and return it. ``threads`` None: this process's torch
+    threads (:func:`torch_threads_and_capability`; the recipe starts it in the training's environment)."""
+    own_threads, capability = torch_threads_and_capability()
+    model, isa = cpu_model_and_isa()
     part = {"wall_seconds": wall, "cpu_seconds": cpu, "status": status, **updates_of(log_text),
-            "environment": {"device": device_name(device), "threads": threads, **versions(),
-                            "parser": parser_of(data)},
+            "environment": {"device": device_name(device), "cpu": model, "isa": isa or None,
+                            "torch_cpu_capability": capability,
+                            "threads": own_threads if threads is None else threads,
+                            "precision": precision_of(log_text), **versions(), "parser": parser_of(data)},
             "settings": dict(settings or {})}
     with open(os.path.join(save, "parts.jsonl"), "a") as f:
         f.write(json.dumps(part, sort_keys=True) + "\n")
@@ -182,6 +231,8 @@ def finish(save: str) -> dict:
                   if p["start_update"] > (prev["end_update"] if prev else 0)]
     record = {"wall_seconds": sum(p["wall_seconds"] for p in parts),
               "cpu_seconds": sum(p["cpu_seconds"] for p in parts),
+              # a part recorded before updates_run existed: its end less its start
+              "updates_run": sum(p.get("updates_run", p["end_update"] - p["start_update"]) for p in parts),
               "parts": len(parts),
               "resumed_from": [p["start_update"] for p in parts if p["start_update"] > 0],
               "updates": last["end_update"],
@@ -201,15 +252,16 @@ def changed_settings(record: dict, settings: Dict[str, str]) -> List[str]:
 
 
 def describe(record: dict) -> Dict[str, str]:
-    """A record's environment as strings, ``not recorded`` where it has none (a record older than this module), a
-    field whose value changed between the parts (``environment_changed``) said so, plus ``resumed`` (``no``, or the
-    updates the parts started from)."""
+    """A record's environment as strings, :data:`NOT_RECORDED` where it has none (a record older than this module)
+    or lacks the field (older than the field), a field whose value changed between the parts
+    (``environment_changed``) said so, plus ``resumed`` (``no``, or the updates the parts started from)."""
     env = record.get("environment")
     changed = set(record.get("environment_changed") or ())  # resumed with another value: the last part's is shown
-    out = {k: ("not recorded" if env is None else str(env.get(k)) + (" in its last part (changed when it was resumed)"
-                                                                      if k in changed else "")) for k in ENVIRONMENT}
+    out = {k: (NOT_RECORDED if env is None or k not in env else
+               str(env[k]) + (" in its last part (changed when it was resumed)" if k in changed else ""))
+           for k in ENVIRONMENT}
     if "resumed_from" not in record:
-        out["resumed"] = "not recorded"
+        out["resumed"] = NOT_RECORDED
     else:
         out["resumed"] = ("from update " + ", ".join(map(str, record["resumed_from"]))) if record["resumed_from"] \
             else "no"
@@ -221,10 +273,10 @@ def describe(record: dict) -> Dict[str, str]:
 
 def differences(records: Dict[str, dict]) -> List[str]:
     """One line per field of :func:`describe` in which the named records differ (``field: value (names); ...``),
-    none when they agree."""
+    none when they agree (a field that no record holds is left out)."""
     described = {name: describe(r) for name, r in records.items()}
     lines = []
-    for field in ENVIRONMENT + ("resumed",):
+    for field in _held(described.values()):
         groups: Dict[str, List[str]] = {}
         for name, d in described.items():
             groups.setdefault(d[field], []).append(name)
@@ -234,11 +286,15 @@ def differences(records: Dict[str, dict]) -> List[str]:
 
 
 def common(records: Dict[str, dict]) -> Dict[str, str]:
-    """The fields of :func:`describe` that every record shares, with their value."""
+    """The fields of :func:`describe` that every record shares, with their value (not a field that none holds)."""
     described = list(describe(r) for r in records.values())
-    if not described:
-        return {}
-    return {k: v for k, v in described[0].items() if all(d[k] == v for d in described)}
+    return {k: described[0][k] for k in _held(described) if all(d[k] == described[0][k] for d in described)}
+
+
+def _held(described) -> List[str]:
+    """The fields of :func:`describe` that at least one of ``described`` holds, in their order."""
+    described = list(described)
+    return [k for k in ENVIRONMENT + ("resumed",) if any(d[k] != NOT_RECORDED for d in described)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -250,7 +306,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     reads(part.add_argument("--times", required=True, help="bash `times` output of the attempt"))
     part.add_argument("--status", type=int, required=True)
     reads(part.add_argument("--log", required=True, help="the attempt's fairseq-train output"))
-    part.add_argument("--threads", type=int, required=True)
+    part.add_argument("--threads", type=int, default=None,
+                      help="the training's torch threads (default: torch.get_num_threads() in this process: run it "
+                           "in the training's environment)")
     part.add_argument("--device", choices=("cpu", "cuda"), required=True)
     reads(part.add_argument("--data", default=None, help="the data directory (its annotation.json names the parser)"),
           "dir")

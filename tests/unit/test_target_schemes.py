@@ -20,7 +20,7 @@ from syntax_nmt.annotate.target_tags import strip, tag_token
 from syntax_nmt.data.streams import TAG_STREAMS
 from syntax_nmt.evaluation.evaluate import factor_accuracy
 from syntax_nmt.targets import registered_schemes
-from syntax_nmt.targets.__main__ import own_data_schemes, write_data
+from syntax_nmt.targets.__main__ import main, own_data_schemes, write_data
 from syntax_nmt.targets import base as targets_base
 from syntax_nmt.targets.base import WORD_STREAMS, TargetScheme
 
@@ -267,3 +267,49 @@ def test_the_same_language_on_both_sides_is_refused_before_anything_is_written(t
                                        "the copy of the source would replace the tagged target (SPLIT.de); give the "
                                        "pair's two languages\n")
     assert sorted(os.listdir(tmp_path / "annotated")) == before
+
+
+def _tree(root):
+    """Every file under ``root`` (relative path -> bytes) and every folder (relative path -> None)."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for name in dirs:
+            out[os.path.relpath(os.path.join(d, name), root)] = None
+        for name in files:
+            with open(os.path.join(d, name), "rb") as f:
+                out[os.path.relpath(os.path.join(d, name), root)] = f.read()
+    return out
+
+
+def _annotated(ann, splits, lines=SPLIT):
+    ann.mkdir(parents=True, exist_ok=True)
+    for split in splits:
+        for ext, values in lines.items():
+            (ann / f"{split}.{ext}").write_text("".join(v + "\n" for v in values), encoding="utf-8")
+
+
+@pytest.mark.parametrize("how", ["a missing split", "an invalid split", "an output that cannot be written"])
+def test_a_failed_rerun_of_write_data_keeps_the_earlier_output(how, tmp_path):
+    """Issue 62: write-data ran once; a rerun on changed annotations fails part-way (the split after train, valid2,
+    is missing, invalid, or its output is a folder): every file of the first run is byte-identical, and nothing else is
+    left behind (no staging folder, no file of the rerun)."""
+    ann = tmp_path / "annotated" / "bpe10"
+    _annotated(ann, ["train", "valid"])
+    assert main(["write-data", "--annotated", str(ann), "--splits", "train valid", "--src-lang", "en",
+                 "--tgt-lang", "de"]) == 0
+    out = tmp_path / "annotated" / "bpe10-tagged"
+    assert sorted(os.listdir(out)) == ["train.de", "train.en", "valid.de", "valid.en"]
+    # the rerun's train would be another: its first sentence changed
+    _annotated(ann, ["train"], {**SPLIT, "en": ["a dog sleeps .", "it rains"],
+                                "tgt.pos": ["PRON NOUN NOUN VERB PUNCT", "PRON VERB VERB"]})
+    if how == "an invalid split":
+        _annotated(ann, ["valid2"], {**SPLIT, "tgt.pos": ["DET NOUN"]})  # fewer tags than words
+    elif how == "an output that cannot be written":
+        _annotated(ann, ["valid2"])
+        (out / "valid2.de").mkdir()  # (after train.* in the order the files are moved)
+    before = _tree(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["write-data", "--annotated", str(ann), "--splits", "train valid2", "--src-lang", "en",
+              "--tgt-lang", "de"])
+    assert e.value.code == 2
+    assert _tree(tmp_path) == before

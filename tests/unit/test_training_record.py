@@ -14,9 +14,10 @@ RESUMED_LOG = ("2026-11-27 | INFO | fairseq.checkpoint_utils | Loaded checkpoint
 
 
 def test_updates_of_a_resumed_and_a_fresh_log():
-    assert tr.updates_of(RESUMED_LOG) == {"start_update": 1200, "end_update": 1600}
-    assert tr.updates_of("epoch 001 | loss 9 | num_updates 64 |\n") == {"start_update": 0, "end_update": 64}
-    assert tr.updates_of("") == {"start_update": 0, "end_update": 0}
+    assert tr.updates_of(RESUMED_LOG) == {"start_update": 1200, "end_update": 1600, "updates_run": 400}
+    assert tr.updates_of("epoch 001 | loss 9 | num_updates 64 |\n") == {"start_update": 0, "end_update": 64,
+                                                                        "updates_run": 64}
+    assert tr.updates_of("") == {"start_update": 0, "end_update": 0, "updates_run": 0}
 
 
 def _part(save, wall, cpu, status, log, **settings):
@@ -32,6 +33,7 @@ def test_done_sums_every_part_and_names_the_resumptions(tmp_path):
     rec = tr.finish(str(tmp_path))
     assert rec["wall_seconds"] == 130.0 and rec["cpu_seconds"] == 115.0 and rec["parts"] == 2
     assert rec["resumed_from"] == [1200] and rec["updates"] == 1600 and rec["unrecorded_before_updates"] == []
+    assert rec["updates_run"] == 1250 + 400  # every part's: the first ran to 1250, the resumed one 1200 -> 1600
     assert json.loads((tmp_path / ".done").read_text()) == rec
     assert tr.describe(rec)["resumed"] == "from update 1200"
 
@@ -128,3 +130,231 @@ def test_an_environment_that_changed_between_the_parts_reaches_the_tables(tmp_pa
         (ckpt / "lisa" / f"seed{seed}" / ".done").write_text(json.dumps(record))
     lines = report.run_records_lines(str(ckpt), ["lisa"], [1, 2])
     assert "- threads: 2 in its last part (changed when it was resumed) (lisa seed 1); 2 (lisa seed 2)" in lines
+
+
+#: the line fairseq-train (0.12) logs at its start: its arguments as a dict (cut to the precision flags)
+FAIRSEQ_ARGS = ("2026-11-27 01:45:21 | INFO | fairseq_cli.train | {'_name': None, 'common': {'_name': None, "
+                "'cpu': False, 'tpu': False, 'bf16': %s, 'memory_efficient_bf16': %s, 'fp16': %s, "
+                "'memory_efficient_fp16': %s, 'fp16_no_flatten_grads': False, 'fp16_init_scale': 128, 'amp': %s, "
+                "'amp_batch_retries': 2}}\n")
+
+
+@pytest.mark.parametrize("flags,precision", [
+    ((False, False, False, False, False), "fp32"),
+    ((True, False, False, False, False), "bf16"),
+    ((False, True, False, False, False), "bf16"),
+    ((False, False, True, False, False), "fp16"),
+    ((False, False, False, True, False), "fp16"),
+    ((False, False, False, False, True), "amp"),
+])
+def test_the_precision_is_read_from_the_arguments_fairseq_logs(flags, precision):
+    assert tr.precision_of("warning: x\n" + FAIRSEQ_ARGS % flags + "num_updates 3\n") == precision
+
+
+def test_the_precision_of_an_older_fairseqs_namespace_and_of_a_log_without_arguments():
+    assert tr.precision_of("Namespace(arch='transformer', fp16=True, fp16_init_scale=128, cpu=False)\n") == "fp16"
+    assert tr.precision_of("Namespace(arch='transformer', memory_efficient_fp16=True, fp16=False)\n") == "fp16"
+    assert tr.precision_of("Namespace(arch='transformer', fp16=False, bf16=False, amp=False)\n") == "fp32"
+    assert tr.precision_of("epoch 001 | loss 9 | num_updates 64 |\n") is None
+    assert tr.precision_of("") is None
+
+
+def _cpuinfo():
+    """The first ``model name`` and ``flags`` of /proc/cpuinfo, read here on their own."""
+    model = flags = None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and model is None:
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and flags is None:
+                flags = line.split(":", 1)[1].split()
+    return model, flags
+
+
+def test_a_part_records_cpu_isa_precision_threads_and_the_updates_it_ran(tmp_path):
+    """Issue 54: each part names the CPU model, its widest vector instructions, torch's CPU code path, the threads
+    (torch's in the recording process unless given), the precision from the training's arguments and the updates
+    it ran; .done sums the updates over the parts."""
+    import torch
+
+    if not __import__("os").path.exists("/proc/cpuinfo"):
+        pytest.skip("no /proc/cpuinfo")
+    model, flags = _cpuinfo()
+    log = FAIRSEQ_ARGS % (False, False, True, False, False) + RESUMED_LOG
+    part = tr.add_part(str(tmp_path), 30.0, 25.0, 0, log, None, "cpu", settings={"MAX_UPDATE": "1600"})
+    env = part["environment"]
+    assert env["cpu"] == (model or "unknown model")
+    widest = next((f for f in ("amx_tile", "avx512f", "avx2", "asimd") if f in (flags or [])), None)
+    assert env["isa"] == widest
+    assert env["device"] == f"cpu ({env['cpu']}{', ' + widest if widest else ''})"
+    assert env["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert env["threads"] == torch.get_num_threads() and env["precision"] == "fp16"
+    assert (part["start_update"], part["end_update"], part["updates_run"]) == (1200, 1600, 400)
+    assert tr.add_part(str(tmp_path), 1.0, 1.0, 0, RESUMED_LOG, 7, "cpu")["environment"]["threads"] == 7
+    assert tr.read_parts(str(tmp_path))[0] == json.loads(json.dumps(part))
+    assert tr.finish(str(tmp_path))["updates_run"] == 800
+
+
+def test_records_older_than_a_field_stay_readable(tmp_path):
+    """A part written before updates_run existed counts its end less its start; a record without the new fields
+    says ``not recorded`` for them, and a field that no record holds is named neither as shared nor as a
+    difference."""
+    old = {"wall_seconds": 5.0, "cpu_seconds": 4.0, "status": 0, "start_update": 400, "end_update": 1000,
+           "environment": {"device": "cpu", "threads": 1, "torch": "2.13.0"}, "settings": {}}
+    (tmp_path / "parts.jsonl").write_text(json.dumps(old) + "\n")
+    rec = tr.finish(str(tmp_path))
+    assert rec["updates_run"] == 600 and rec["updates"] == 1000
+    d = tr.describe(rec)
+    assert (d["cpu"], d["isa"], d["precision"], d["threads"], d["device"]) == (
+        "not recorded", "not recorded", "not recorded", "1", "cpu")
+    new = {"environment": {"device": "cpu (x, avx2)", "cpu": "x", "isa": "avx2", "threads": 1, "torch": "2.13.0",
+                           "precision": "fp32"}, "resumed_from": []}
+    assert tr.common({"a": rec, "b": rec}) == {
+        "device": "cpu", "threads": "1", "torch": "2.13.0",
+        "resumed": "from update 400 (time of an attempt before update(s) 400 not recorded)"}
+    diffs = tr.differences({"old": rec, "new": new})
+    assert "precision: not recorded (old); fp32 (new)" in diffs and "cpu: not recorded (old); x (new)" in diffs
+    assert not any(d.startswith("torch_cpu_capability") for d in diffs)
+    assert tr.common({}) == {} and tr.differences({}) == []
+
+
+def test_the_recorded_threads_are_torchs_in_the_environment_the_recorder_was_started_with(tmp_path):
+    """Issue 61: without --threads, ``part`` records torch.get_num_threads() of its own process, which the recipe
+    starts in the training's environment: OMP_NUM_THREADS=N there is torch's count for N in the record (N, or the
+    cores where N is more), whatever the recipe's JOBS."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "times.txt").write_text("0m0.000s 0m0.000s\n0m1.500s 0m0.500s\n")
+    (tmp_path / "log.txt").write_text("num_updates 5\n")
+    seen = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads, JOBS="3")
+        proc = subprocess.run([sys.executable, "-m", "syntax_nmt.recipes.training_record", "part", str(tmp_path),
+                               "--wall", "3", "--times", str(tmp_path / "times.txt"), "--status", "0", "--log",
+                               str(tmp_path / "log.txt"), "--device", "cpu"], env=env, capture_output=True,
+                              text=True)
+        assert proc.returncode == 0, proc.stderr
+    two = int(subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], env=env,
+                             capture_output=True, text=True, check=True).stdout)  # 2, or 1 on a 1-core machine
+    parts = tr.read_parts(str(tmp_path))
+    assert [p["environment"]["threads"] for p in parts] == [1, two]
+    assert parts[0]["cpu_seconds"] == 2.0 and parts[0]["updates_run"] == 5
+
+
+def test_the_part_command_in_process_reads_bash_times_and_the_log(tmp_path, monkeypatch):
+    """``part`` reads the children's CPU time from bash's ``times`` (its second line: user and system, minutes and
+    seconds), the attempt's log (updates, precision) and its options; ``done`` sums the parts."""
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    (tmp_path / "times.txt").write_text("0m0.010s 0m0.020s\n1m2.500s 0m0.250s\n")
+    (tmp_path / "log.txt").write_text(FAIRSEQ_ARGS % (True, False, False, False, False) + "num_updates 9\n")
+    common = ["--times", str(tmp_path / "times.txt"), "--status", "0", "--log", str(tmp_path / "log.txt"),
+              "--device", "cpu", "--setting", "MAX_UPDATE=9"]
+    assert tr.main(["part", str(tmp_path), "--wall", "70.5", *common]) == 0
+    assert tr.main(["part", str(tmp_path), "--wall", "1", "--threads", "3", *common]) == 0
+    assert tr.cpu_seconds(str(tmp_path / "times.txt")) == 62.75
+    first, second = tr.read_parts(str(tmp_path))
+    assert (first["wall_seconds"], first["cpu_seconds"], first["status"], first["updates_run"]) == (70.5, 62.75, 0, 9)
+    assert first["environment"]["threads"] == torch.get_num_threads() and second["environment"]["threads"] == 3
+    assert first["environment"]["precision"] == "bf16" and first["settings"] == {"MAX_UPDATE": "9"}
+    assert tr.main(["done", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / ".done").read_text())["cpu_seconds"] == 125.5
+    with pytest.raises(SystemExit) as e:
+        tr.main(["part", str(tmp_path), "--wall", "1", *common[:-2], "--setting", "novalue"])
+    assert e.value.code == 2 and len(tr.read_parts(str(tmp_path))) == 2
+
+
+def test_settings_and_model_versions_of_every_form(tmp_path):
+    """NAME=VALUE splits at the first '=' (a value may hold more), a missing '=' or NAME is refused naming the item;
+    a pipeline's version from its meta.json (without a language: its name alone) or its installed distribution
+    (its package name with '-' for '_'), else 'version unknown'."""
+    from importlib import metadata
+
+    assert tr.parse_settings(["A=b=c", "E=", "A2=x"]) == {"A": "b=c", "E": "", "A2": "x"}
+    for bad in ("=x", "novalue"):
+        with pytest.raises(ValueError, match=f"--setting takes NAME=VALUE, got '{bad}'"):
+            tr.parse_settings([bad])
+    model = tmp_path / "_parser_"
+    model.mkdir()
+    (model / "meta.json").write_text(json.dumps({"name": "core_x_", "version": "1.0"}))
+    assert tr.model_version(str(model)) == "core_x_ 1.0"
+    (model / "meta.json").write_text(json.dumps({"lang": "_en", "version": "2.0"}))
+    assert tr.model_version(str(model)) == "en_ 2.0"
+    assert tr.model_version("typing_extensions") == f"typing_extensions {metadata.version('typing-extensions')}"
+    assert tr.model_version("no_such_pipeline_x") == "no_such_pipeline_x (version unknown)"
+
+
+def test_the_commands_help_says_what_each_option_is(capsys):
+    """The help of every subcommand and option (python -m syntax_nmt.recipes.training_record -h)."""
+    import re
+
+    def help_of(*argv):
+        with pytest.raises(SystemExit) as e:
+            tr.main([*argv, "-h"])
+        assert e.value.code == 0
+        return re.sub(r"\s+", " ", capsys.readouterr().out)
+
+    top = help_of()
+    assert top.startswith("usage: python -m syntax_nmt.recipes.training_record [-h] {part,done,check} ...")
+    assert "What a recipe's training leaves beside its checkpoints, so that a table can say what it was built " \
+           "from." in top
+    for text in ("record one attempt (appended to SAVE/parts.jsonl)", "write SAVE/.done from the parts",
+                 "exit 2, naming the change, if SAVE/.done was made with other settings"):
+        assert text in top
+    part = help_of("part")
+    for text in ("--times TIMES bash `times` output of the attempt", "--log LOG the attempt's fairseq-train output",
+                 "--threads THREADS the training's torch threads (default: torch.get_num_threads() in this process: "
+                 "run it in the training's environment)", "--device {cpu,cuda}",
+                 "--data DATA the data directory (its annotation.json names the parser)", "--setting NAME=VALUE",
+                 "--wall WALL", "--status STATUS"):
+        assert text in part
+    assert "--setting NAME=VALUE" in help_of("check") and "save" in help_of("done")
+    with pytest.raises(SystemExit) as e:
+        tr.main([])
+    assert e.value.code == 2 and "the following arguments are required: command" in capsys.readouterr().err
+
+
+def test_the_precision_line_is_the_arguments_not_any_line_naming_fp16():
+    log = "warning: fp16 is not used on a CPU\n" + FAIRSEQ_ARGS % (True, False, False, False, False)
+    assert tr.precision_of(log) == "bf16"
+
+
+def test_one_record_shares_everything_it_holds():
+    rec = {"environment": {"device": "cpu (x, avx2)", "threads": 1}, "resumed_from": []}
+    assert tr.common({"only": rec}) == {"device": "cpu (x, avx2)", "threads": "1", "resumed": "no"}
+
+
+@pytest.mark.parametrize("option", ["--wall", "--times", "--status", "--log", "--device"])
+def test_each_required_option_of_part_is_required(option, tmp_path, capsys):
+    given = {"--wall": "1", "--times": "t", "--status": "0", "--log": "l", "--device": "cpu"}
+    argv = ["part", str(tmp_path)] + [x for k, v in given.items() if k != option for x in (k, v)]
+    with pytest.raises(SystemExit) as e:
+        tr.main(argv)
+    assert e.value.code == 2 and f"the following arguments are required: {option}" in capsys.readouterr().err
+    assert not (tmp_path / "parts.jsonl").exists()
+
+
+def test_the_help_lists_each_subcommand_with_its_own_line(capsys):
+    import re
+
+    with pytest.raises(SystemExit):
+        tr.main(["-h"])
+    top = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert ("{part,done,check} part record one attempt (appended to SAVE/parts.jsonl) done write SAVE/.done from "
+            "the parts check exit 2, naming the change, if SAVE/.done was made with other settings options:") in top
+    assert "Each attempt" not in top  # the description is the docstring's first paragraph only
+    with pytest.raises(SystemExit):
+        tr.main(["part", "-h"])
+    part = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert "--times TIMES bash `times` output of the attempt --status STATUS --log LOG the attempt's " \
+           "fairseq-train output --threads THREADS" in part
+
+
+def test_a_pipeline_whose_language_starts_like_the_separator(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "meta.json").write_text(json.dumps({"lang": "Xx", "name": "core", "version": "3"}))
+    assert tr.model_version(str(model)) == "Xx_core 3"
