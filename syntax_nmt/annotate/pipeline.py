@@ -5,7 +5,8 @@ Phases, all resumable through :class:`~syntax_nmt.annotate.chunks.ChunkStore`:
 1. **Scan** (cheap, before any parsing): count source and target lines (different counts
    are an error naming both files), find empty and over-long lines, validate UTF-8.
 2. **Parse** the chunks of this shard (``k % num_shards == shard_id``) that have no parse
-   file yet, streaming all of them through one backend call (one ``nlp.pipe``). With a
+   file yet, streaming all of them through one backend call (spaCy: one ``nlp.pipe`` per 20,000 lines, each in
+   a memory zone that frees the strings of their new words). With a
    given subword model (or ``--subword none``) each chunk is segmented and written right
    after it is parsed.
 3. **Finalize**, done by whichever run finds every chunk of every shard parsed (and takes
