@@ -23,3 +23,29 @@ def test_spacy_parse_frees_the_strings_of_new_words(spacy_model, monkeypatch):
     assert [(s.words, s.upos, s.heads, s.deprels) for _, s, _ in out] == \
         [(s.words, s.upos, s.heads, s.deprels) for _, s, _ in whole]
     assert out[0][1].upos == ["DET", "NOUN", "X", "VERB", "ADP", "X", "PUNCT"]
+
+
+def test_run_all_waits_for_every_shard_when_one_fails(tmp_path):
+    """A killed (here: failing) shard made run_all.sh exit at once (set -e on its wait) while the other shards went
+    on parsing: a rerun then parsed their chunks a second time beside them. Now it waits for all, then fails."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    recipe = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "syntax-nmt-annotate"  # shard 0 fails at once, every other process ends 2 s later
+    fake.write_text('#!/usr/bin/env bash\nfor a in "$@"; do if [[ $prev == --shard-id ]]; then shard=$a; fi; '
+                    'if [[ $prev == --output-prefix ]]; then out=$a; fi; prev=$a; done\n'
+                    'if [[ $shard == 0 ]]; then exit 3; fi\nsleep 2\nmkdir -p "$(dirname "$out")"\necho done >> "$out.${shard:-x}.ended"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", WORK=str(tmp_path / "w"),
+               STAGES="annotate", ANNOTATE_SHARDS="3", SYSTEMS_PYTHON=os.environ.get("PYTHON", "python"))
+    proc = subprocess.run(["bash", str(recipe / "run_all.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "run_all.sh: error: an annotation process failed (see above); rerun the same command to resume" in \
+        proc.stderr
+    ann = tmp_path / "w" / "annotated" / "p100"
+    assert sorted(p.name for p in ann.iterdir()) == ["test.x.ended", "train.1.ended", "train.2.ended",
+                                                      "valid.x.ended"]
