@@ -1,5 +1,6 @@
 """What breaks only at WMT14's scale, checked on small data: spaCy's string store growing with every new word of
-millions of lines (the backend parses in memory zones), and annotation shards left running when run_all.sh stops."""
+millions of lines (the backend parses in memory zones), annotation shards left running when run_all.sh stops, the
+head stream held in memory by the binarizer."""
 
 from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend, load_pipeline
 
@@ -49,3 +50,36 @@ def test_run_all_waits_for_every_shard_when_one_fails(tmp_path):
     ann = tmp_path / "w" / "annotated" / "p100"
     assert sorted(p.name for p in ann.iterdir()) == ["test.x.ended", "train.1.ended", "train.2.ended",
                                                       "valid.x.ended"]
+
+
+def test_binarize_heads_streams_and_widens_late(tmp_path):
+    """The head stream is written one line at a time: 20,000 sentences peak under 1.5 MB of Python memory (every
+    line's array was held in a list before: about 6 MB here). An offset past int16 after many int16 lines writes
+    the whole file again as int32."""
+    import tracemalloc
+
+    import numpy as np
+
+    from syntax_nmt.data.binarize import binarize_heads
+    from fairseq.data import indexed_dataset
+
+    path = tmp_path / "train.head"
+    path.write_text("".join(" ".join(["1"] * 19 + ["0"]) + "\n" for _ in range(20000)))
+    tracemalloc.start()
+    try:
+        assert binarize_heads(str(path), str(tmp_path / "out")) == 20000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5e6, peak
+    ds = indexed_dataset.MMapIndexedDataset(str(tmp_path / "out"))
+    assert len(ds) == 20000 and ds._index.dtype == np.int16 and ds[19999].tolist() == [1] * 19 + [0, 0]
+
+    length = 2 ** 15 + 2
+    mixed = tmp_path / "mixed.head"
+    mixed.write_text("1 0 -1\n" * 3 + " ".join([str(length - 1)] + ["0"] * (length - 1)) + "\n0\n")
+    assert binarize_heads(str(mixed), str(tmp_path / "mixed")) == 5
+    ds = indexed_dataset.MMapIndexedDataset(str(tmp_path / "mixed"))
+    assert ds._index.dtype == np.int32 and len(ds) == 5
+    assert [ds[i].tolist() for i in (0, 2, 4)] == [[1, 0, -1, 0]] * 2 + [[0, 0]]
+    assert int(ds[3][0]) == length - 1 and len(ds[3]) == length + 1
