@@ -2,6 +2,8 @@
 millions of lines (the backend parses in memory zones), annotation shards left running when run_all.sh stops, the
 head stream held in memory by the binarizer."""
 
+import pytest
+
 from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend, load_pipeline
 
 
@@ -83,3 +85,81 @@ def test_binarize_heads_streams_and_widens_late(tmp_path):
     assert ds._index.dtype == np.int32 and len(ds) == 5
     assert [ds[i].tolist() for i in (0, 2, 4)] == [[1, 0, -1, 0]] * 2 + [[0, 0]]
     assert int(ds[3][0]) == length - 1 and len(ds[3]) == length + 1
+
+
+def _binarize_args(corpus, dest):
+    from syntax_nmt.data import binarize
+
+    return binarize.get_parser().parse_args([
+        "--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"], "--validpref", corpus["valid"],
+        "--destdir", str(dest), "--joined-dictionary", "--workers", "1"])
+
+
+def _files(directory):
+    import hashlib
+    import os
+
+    return {n: hashlib.sha256(open(os.path.join(directory, n), "rb").read()).hexdigest() for n in os.listdir(directory)
+            if n != "preprocess.log"}
+
+
+def test_a_killed_binarization_resumes_after_its_finished_parts(tmp_path, monkeypatch):
+    """Killed (here: interrupted) while binarizing the head stream, syntax-nmt-binarize started over from the text
+    on the rerun, in a new temporary directory, and left the old one behind. Now the rerun binarizes only the
+    parts not finished (head, dep), into the same staging directory, and writes what an uninterrupted run writes."""
+    import os
+
+    from fairseq_cli import preprocess
+
+    from support.streamdata import write_corpus
+    from syntax_nmt.data import binarize
+
+    corpus = write_corpus(str(tmp_path / "text"), sizes={"train": 30, "valid": 9}, seed=3)
+    binarize.main(_binarize_args(corpus, tmp_path / "whole"))
+    calls = []
+    real_main, real_make_all, real_heads = preprocess.main, preprocess._make_all, binarize.binarize_heads
+    monkeypatch.setattr(preprocess, "main", lambda a: (calls.append("text"), real_main(a)))
+    monkeypatch.setattr(preprocess, "_make_all", lambda s, *a: (calls.append(s), real_make_all(s, *a)))
+
+    def killed(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(binarize, "binarize_heads", killed)
+    with pytest.raises(KeyboardInterrupt):
+        binarize.main(_binarize_args(corpus, tmp_path / "bin"))
+    assert calls == ["text", "en", "de", "pos", "case", "subword"]  # fairseq-preprocess, then the streams
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".bin.binarize", "text", "whole"]
+    monkeypatch.setattr(binarize, "binarize_heads", lambda *a: (calls.append("head"), real_heads(*a))[1])
+    calls.clear()
+    binarize.main(_binarize_args(corpus, tmp_path / "bin"))
+    assert calls == ["head", "head", "dep"]  # heads of train and valid, then dep
+    assert _files(tmp_path / "bin") == _files(tmp_path / "whole")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "text", "whole"]  # the staging directory is gone
+
+    os.utime(corpus["valid"] + ".pos", ns=(1, 1))  # another input: the parts of the interrupted run are not reused
+    monkeypatch.setattr(binarize, "binarize_heads", killed)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        binarize.main(_binarize_args(corpus, tmp_path / "again"))
+    os.utime(corpus["valid"] + ".pos")
+    monkeypatch.setattr(binarize, "binarize_heads", real_heads)
+    calls.clear()
+    binarize.main(_binarize_args(corpus, tmp_path / "again"))
+    assert calls == ["text", "en", "de", "pos", "case", "subword", "dep"]
+
+
+def test_a_live_binarization_is_not_taken_over(tmp_path):
+    import os
+    import socket
+
+    from syntax_nmt.data import binarize
+
+    stage = binarize.stage_path(str(tmp_path / "bin"))
+    os.makedirs(stage)
+    with open(os.path.join(stage, ".lock"), "w") as f:
+        f.write(f"{socket.gethostname()} {os.getppid()}")
+    with pytest.raises(FileExistsError, match=rf"^another syntax-nmt-binarize \(pid {os.getppid()} on "):
+        binarize.open_stage(str(tmp_path / "bin"), "k")
+    with open(os.path.join(stage, ".lock"), "w") as f:  # a dead one is
+        f.write(f"{socket.gethostname()} 999999999")
+    assert binarize.open_stage(str(tmp_path / "bin"), "k") == stage
