@@ -230,6 +230,8 @@ def build_scale_mirror(out_dir: str, fraction: float = 1.0, seed: int = 1, compr
 
     Each corpus is written line by line to two plain files in ``out_dir`` (then added to its ``.tgz`` and
     removed), so memory stays flat whatever the size. Dev and test are newstest-sized at every fraction.
+    Resumable: a training archive already there (renamed into place once whole) is kept; ``out_dir/scale.json``
+    records ``fraction`` and ``seed``, and other ones are refused.
 
     Returns:
         The archive paths.
@@ -237,12 +239,24 @@ def build_scale_mirror(out_dir: str, fraction: float = 1.0, seed: int = 1, compr
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     os.makedirs(out_dir, exist_ok=True)
+    record = os.path.join(out_dir, "scale.json")
+    settings = {"fraction": fraction, "seed": seed}
+    if os.path.exists(record):
+        with open(record) as f:
+            if json.load(f) != settings:
+                raise ValueError(f"{out_dir} holds a stand-in of other settings ({record}): choose another directory")
+    else:
+        with open(record, "w") as f:
+            json.dump(settings, f)
     paths = []
     for (archive, prefix, _), (prefix2, lines) in zip(TRAIN_SPLIT, WMT14_LINES.items()):
         assert prefix == prefix2
         n = _scaled(lines, fraction)
         t0 = time.time()
         paths.append(os.path.join(out_dir, archive))
+        if os.path.exists(paths[-1]):  # written whole by an earlier run (an archive is renamed into place when done)
+            log(f"{archive}: already written")
+            continue
         _write_corpus(paths[-1], [(f"{prefix}.en", f"{prefix}.de")], ScaleLines(prefix, seed), n, compresslevel)
         log(f"{archive}: {n} pairs in {time.time() - t0:.0f} s")
     dev = list(_take(ScaleLines("newstest2013", seed), DEV_LINES))

@@ -69,6 +69,17 @@ def test_scale_mirror_has_the_official_layout_and_wmt14_line_counts(scale_mirror
         assert len(prepare.read_sgm(str(out / "x" / src))) == len(prepare.read_sgm(str(out / "x" / ref))) == size
 
 
+def test_scale_mirror_resumes_and_refuses_other_settings(scale_mirror):
+    out, paths, _ = scale_mirror
+    before = {p: Path(p).stat().st_mtime_ns for p in paths[:3]}
+    logged = []
+    assert fake_mirror.build_scale_mirror(str(out / "small"), FRACTION, log=logged.append) == paths
+    assert logged == [f"{Path(p).name}: already written" for p in paths[:3]]
+    assert {p: Path(p).stat().st_mtime_ns for p in paths[:3]} == before
+    with pytest.raises(ValueError, match="holds a stand-in of other settings"):
+        fake_mirror.build_scale_mirror(str(out / "small"), FRACTION, seed=2)
+
+
 def test_scale_mirror_manifest_holds_the_archives_checksums(scale_mirror):
     out, paths, _ = scale_mirror
     manifest = json.loads((out / "small" / "manifest.json").read_text())
