@@ -38,7 +38,6 @@ import io
 import json
 import math
 import os
-import random
 import tarfile
 import time
 from typing import Iterator, List, Optional, Sequence, Tuple

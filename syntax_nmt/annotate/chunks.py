@@ -9,6 +9,9 @@ keeps
 * ``{k:06d}.{name}`` for every output stream, then ``{k:06d}.done.json`` (statistics and
   the *render key*: a hash of the subword model and the stream options).
 
+Both are written a record (a line) at a time as the chunk is parsed or rendered, so memory does not grow with the
+chunk size; a killed run's temporary files (``*.tmp-PID``) are removed by the next run.
+
 Every file is written to a temp name and renamed, the ``done.json`` last. A chunk is
 parsed when its parse file exists, and rendered when all its output files exist and its
 ``done.json`` has the current render key, so a killed run resumes without redoing or
@@ -160,9 +163,6 @@ class ChunkStore:
             for line in f:
                 yield json.loads(line)
 
-    def read_parse(self, k: int) -> List[Dict]:
-        return list(self.iter_parse(k))
-
     def remove_stale_temps(self) -> int:
         """Remove the temporary files (``*.tmp-PID``) that runs killed while writing left, those of processes on
         this host that are dead (a killed run's half-written chunk of 100,000 parses is some 100 MB); returns how
@@ -214,15 +214,6 @@ class ChunkStore:
                 if os.path.exists(tmp):
                     os.remove(tmp)
             raise
-        write_lines(self.path(k, "done.json"), [json.dumps(dict(stats, key=key), sort_keys=True)])
-
-    def write_outputs(self, k: int, outputs: Dict[str, List[str]], stats: Dict, key: str) -> None:
-        """Atomically write the chunk's output files, then its ``done.json``."""
-        missing = set(self.names) - set(outputs)
-        if missing:
-            raise ValueError(f"chunk {k}: no output for {sorted(missing)}")
-        for name in self.names:
-            write_lines(self.path(k, name), outputs[name])
         write_lines(self.path(k, "done.json"), [json.dumps(dict(stats, key=key), sort_keys=True)])
 
     # -- finalization -----------------------------------------------------------------
