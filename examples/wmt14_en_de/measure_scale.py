@@ -161,14 +161,16 @@ def killer(sampler: Sampler, target: str, rng: random.Random, max_cpu: float, lo
     """Kill (SIGKILL) the first process named ``target`` once, at a random moment; returns the thread."""
 
     def run():
-        chunks = rng.randint(1, max(1, sampler.num_chunks // sampler.shards - 2))
+        per_shard = max(1, sampler.num_chunks // sampler.shards)
+        start = round(sampler.parsed(0) * per_shard)  # chunks parsed by earlier attempts
+        chunks = start + rng.randint(1, max(1, per_shard - start - 1))  # at least one more, at most all but one
         cpu = rng.uniform(2, max_cpu)
         while not sampler._halt.is_set():
             for pid, rec in list(sampler.procs.items()):
                 if rec["name"] != target or rec.get("killed"):
                     continue
                 if target.startswith("annotate"):
-                    due = sampler.parsed(0) * (sampler.num_chunks // sampler.shards) >= chunks
+                    due = sampler.parsed(0) * per_shard >= chunks
                 else:
                     due = rec.get("cpu_s", 0) >= cpu
                 if due:
