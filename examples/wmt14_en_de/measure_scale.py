@@ -144,9 +144,9 @@ class Sampler(threading.Thread):
                 shard = re.search(r"--shard-id (\d+)", info["cmd"])
                 if shard and "annotate train" in rec["name"]:
                     frac = self.parsed(int(shard.group(1)))
-                    rec.setdefault("parsed_at_start", frac)
-                    for mark in (0.1, 0.5, 1.0):
-                        if frac >= mark and str(mark) not in rec["rss_at"]:
+                    start = rec.setdefault("parsed_at_start", frac)
+                    for mark in (0.1, 0.5, 1.0):  # crossed by this process (a resumed one starts past some)
+                        if start < mark <= frac and str(mark) not in rec["rss_at"]:
                             rec["rss_at"][str(mark)] = round(info["rss_mb"], 1)
             if now - last_disk > 5:
                 self.disk_peak, last_disk = max(self.disk_peak, disk_bytes(self.work)), now
@@ -232,7 +232,7 @@ def run_stage(stage: str, env: Dict[str, str], args, rng: random.Random, kills: 
             "stage": stage, "attempt": n, "rc": rc, "killed": killed, "wall_s": round(wall, 1),
             "cpu_s": round(usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime, 1),
             "disk_before_mb": round(disk0 / 2 ** 20, 1), "disk_after_mb": round(disk_bytes(args.work) / 2 ** 20, 1),
-            "disk_peak_mb": round(max(sampler.disk_peak, disk0) / 2 ** 20, 1),
+            "disk_peak_mb": round(max(sampler.disk_peak, disk0, disk_bytes(args.work)) / 2 ** 20, 1),
             "parsing": re.findall(r"shard \d+/\d+: (?:parsing \d+ of its \d+ chunks|all \d+ chunks already parsed)",
                                   text),
             "processes": [
