@@ -15,6 +15,11 @@ command) until the stage ends, and every attempt is measured.
 ``--compare-with OTHER_WORK`` then checks the annotated streams and the binarized files against an uninterrupted run:
 line counts and SHA-256 of every file.
 
+Training reads it: ``--train-configs "transformer syntax-infused sgnet"`` starts ``train.sh`` (Transformer base, CPU,
+``--max-update --train-updates``, one batch of ``MAX_TOKENS`` per update, no checkpoint) on the data-bin, one system
+after the other, and records the seconds from the start to the first update (fairseq's ``train_inner`` line of
+update 1, ``--log-interval 1``), the CPU time and the peak resident memory of ``fairseq-train``.
+
 Writes ``WORK/measure/NAME.json`` and prints a summary. Example (1 % of WMT14)::
 
     python examples/wmt14_en_de/fake_mirror.py --out /data/standin/mirror-p1 --fraction 0.01
@@ -274,6 +279,47 @@ print(json.dumps({"lines": len(lines), "words": words, "cpu_s": time.process_tim
 """
 
 
+def measure_training(config: str, args, env: Dict[str, str], log) -> Dict:
+    """``train.sh CONFIG`` on the data-bin for ``--train-updates`` updates: seconds to the first update, CPU, peak
+    RSS."""
+    out_dir = os.path.join(args.work, "measure")
+    save = os.path.join(out_dir, f"train-{config}")
+    logpath = os.path.join(out_dir, f"{args.name}.train-{config}.log")
+    train_env = dict(env, DATA=os.path.join(args.work, "data-bin", "p100"), SAVE=save, CPU="1", FP16="0",
+                     MAX_UPDATE=str(args.train_updates), UPDATE_FREQ="1", AVERAGE="0", SAVE_INTERVAL="0",
+                     EVAL_BLEU="0")
+    usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time()
+    first = None
+    with open(logpath, "w") as logf:
+        proc = subprocess.Popen(["nice", "-n", str(args.nice), "bash", os.path.join(HERE, "train.sh"), config,
+                                 "--log-interval", "1", "--no-save", "--disable-validation", "--num-workers", "0"],
+                                env=train_env, stdout=logf, stderr=subprocess.STDOUT)
+        sampler = Sampler(proc.pid, args.interval, args.work, None, 1, 0)
+        sampler.start()
+        while proc.poll() is None:
+            if first is None:
+                with open(logpath) as f:
+                    if re.search(r"num_updates[\"=: ]+1\b", f.read()):
+                        first = time.time() - t0
+            time.sleep(0.5)
+        sampler.stop()
+    with open(logpath) as f:
+        text = f.read()
+    if first is None and re.search(r"num_updates[\"=: ]+1\b", text):
+        first = time.time() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    trainer = [p for p in sampler.procs.values() if p["name"] == "fairseq-train"]
+    rec = {"config": config, "rc": proc.returncode, "wall_s": round(time.time() - t0, 1),
+           "seconds_to_first_update": None if first is None else round(first, 1),
+           "cpu_s": round(usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime, 1),
+           "peak_rss_mb": round(max((p["peak_rss_mb"] for p in trainer), default=0), 1),
+           "updates": args.train_updates}
+    log(f"train {config}: rc {rec['rc']}, first update after {rec['seconds_to_first_update']} s, CPU {rec['cpu_s']} s, "
+        f"peak RSS {rec['peak_rss_mb']} MB")
+    return rec
+
+
 def shard_words(path: str, chunk: int, shards: int) -> List[int]:
     words = [0] * shards
     with open(path, encoding="utf-8") as f:
@@ -337,6 +383,9 @@ def main(argv=None) -> Dict:
     p.add_argument("--kill-binarize-times", type=int, default=0)
     p.add_argument("--kill-max-cpu", type=float, default=30.0, help="binarize is killed after 2..this CPU-seconds")
     p.add_argument("--compare-with", help="WORK of an uninterrupted run to compare the outputs with")
+    p.add_argument("--train-configs", default="", help="systems to start fairseq-train for on the data-bin, e.g. "
+                   "'transformer syntax-infused sgnet' (default: none)")
+    p.add_argument("--train-updates", type=int, default=20, help="--max-update of those trainings")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
     os.makedirs(os.path.join(args.work, "measure"), exist_ok=True)
@@ -390,6 +439,10 @@ def main(argv=None) -> Dict:
             log(f"nlp.pipe alone: {alone['words'] / alone['cpu_s']:.0f} words/CPU-s; annotation processes: "
                 + ", ".join(f"shard {x['shard']} {x['words_per_cpu_s']} words/CPU-s ({x['ratio_to_pipe_alone_cpu']})"
                             for x in per))
+        with open(out, "w") as f:
+            json.dump(result, f, indent=1)
+    for config in args.train_configs.split():
+        result.setdefault("train", []).append(measure_training(config, args, env, log))
         with open(out, "w") as f:
             json.dump(result, f, indent=1)
     if args.compare_with:
