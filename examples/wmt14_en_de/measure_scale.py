@@ -144,6 +144,8 @@ class Sampler(threading.Thread):
                     continue
                 rec = self.procs.setdefault(pid, {"name": label(info["cmd"]), "cmd": info["cmd"][:300], "start": now,
                                                   "peak_rss_mb": 0.0, "rss_at": {}})
+                if rec["cmd"] != info["cmd"][:300]:  # first seen between fork and exec: named by what it runs now
+                    rec["name"], rec["cmd"] = label(info["cmd"]), info["cmd"][:300]
                 rec["end"], rec["cpu_s"], rec["last_rss_mb"] = now, info["cpu_s"], info["rss_mb"]
                 rec["peak_rss_mb"] = max(rec["peak_rss_mb"], info["rss_mb"])
                 shard = re.search(r"--shard-id (\d+)", info["cmd"])
