@@ -255,8 +255,10 @@ def run_stage(stage: str, env: Dict[str, str], args, rng: random.Random, kills: 
             kills -= 1
         if rc == 0:
             return attempts
-        if not killed or len(attempts) > 10:
-            raise RuntimeError(f"{stage} failed (rc {rc}); see {out_dir}/{args.name}.{stage}.{n}.log")
+        if not killed or len(attempts) > 10:  # stopped from outside, or failing: the attempts are kept, then it stops
+            err = RuntimeError(f"{stage} failed (rc {rc}); see {out_dir}/{args.name}.{stage}.{n}.log")
+            err.attempts = attempts
+            raise err
 
 
 PIPE_ALONE = r"""
@@ -413,7 +415,13 @@ def main(argv=None) -> Dict:
     for stage in args.stages.split():
         kills = {"annotate": args.kill_shard_times, "binarize": args.kill_binarize_times}.get(stage, 0)
         earlier = result["stages"].get(stage, [])
-        result["stages"][stage] = earlier + run_stage(stage, env, args, rng, kills, log, len(earlier))
+        try:
+            result["stages"][stage] = earlier + run_stage(stage, env, args, rng, kills, log, len(earlier))
+        except RuntimeError as e:
+            result["stages"][stage] = earlier + getattr(e, "attempts", [])
+            with open(out, "w") as f:
+                json.dump(result, f, indent=1)
+            raise
         if stage == "annotate" and args.pipe_lines:
             train = os.path.join(args.work, "prep", "p100", "train.en")
             proc = subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-c", PIPE_ALONE, args.spacy_model,
