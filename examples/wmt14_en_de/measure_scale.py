@@ -72,17 +72,19 @@ def descendants(root: int) -> List[int]:
 
 
 def proc_info(pid: int) -> Optional[Dict]:
-    """Resident memory (MB), CPU seconds (user + system) and command line of a live process."""
+    """Resident memory and its peak so far (MB), CPU seconds (user + system) and command line of a live process."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         with open(f"/proc/{pid}/statm") as f:
             rss = int(f.read().split()[1]) * PAGE / 2 ** 20
+        with open(f"/proc/{pid}/status") as f:  # the kernel's peak (VmHWM): no spike between two samples is missed
+            hwm = next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:")), rss)
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
     except (OSError, IndexError, ValueError):
         return None
-    return {"rss_mb": rss, "cpu_s": (int(fields[11]) + int(fields[12])) / TICK, "cmd": cmd}
+    return {"rss_mb": rss, "hwm_mb": hwm, "cpu_s": (int(fields[11]) + int(fields[12])) / TICK, "cmd": cmd}
 
 
 def label(cmd: str) -> str:
@@ -147,7 +149,7 @@ class Sampler(threading.Thread):
                 if rec["cmd"] != info["cmd"][:300]:  # first seen between fork and exec: named by what it runs now
                     rec["name"], rec["cmd"] = label(info["cmd"]), info["cmd"][:300]
                 rec["end"], rec["cpu_s"], rec["last_rss_mb"] = now, info["cpu_s"], info["rss_mb"]
-                rec["peak_rss_mb"] = max(rec["peak_rss_mb"], info["rss_mb"])
+                rec["peak_rss_mb"] = max(rec["peak_rss_mb"], info["rss_mb"], info["hwm_mb"])
                 shard = re.search(r"--shard-id (\d+)", info["cmd"])
                 if shard and "annotate train" in rec["name"]:
                     frac = self.parsed(int(shard.group(1)))
