@@ -125,7 +125,14 @@ if has_stage annotate; then
     pids+=($!)
     annotate test --gpu-id "$GPU_ID" --n-process 1 &
     pids+=($!)
-    for pid in "${pids[@]}"; do wait "$pid"; done
+    # wait for every one even when one fails (set -e would leave the others running on: a rerun would then parse
+    # their chunks a second time beside them), then fail if one did
+    failed=0
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    if (( failed )); then
+        echo "run_all.sh: error: an annotation process failed (see above); rerun the same command to resume" >&2
+        exit 1
+    fi
     stage_end annotate
 fi
 

@@ -245,7 +245,7 @@ class OnlineAnnotator:
 
     # -- entry points ---------------------------------------------------------------------------------
     def annotate(self, lines: Sequence[str], targets: Optional[Sequence[str]] = None) -> List[Annotated]:
-        """Parse, segment and align raw lines (one ``nlp.pipe`` call for all of them).
+        """Parse, segment and align raw lines (one ``nlp.pipe`` call for up to 20,000 of them).
 
         Args:
             lines: raw source lines (no newline).

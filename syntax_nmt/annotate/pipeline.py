@@ -5,7 +5,8 @@ Phases, all resumable through :class:`~syntax_nmt.annotate.chunks.ChunkStore`:
 1. **Scan** (cheap, before any parsing): count source and target lines (different counts
    are an error naming both files), find empty and over-long lines, validate UTF-8.
 2. **Parse** the chunks of this shard (``k % num_shards == shard_id``) that have no parse
-   file yet, streaming all of them through one backend call (one ``nlp.pipe``). With a
+   file yet, streaming all of them through one backend call (spaCy: one ``nlp.pipe`` per 20,000 lines, each in
+   a memory zone that frees the strings of their new words). With a
    given subword model (or ``--subword none``) each chunk is segmented and written right
    after it is parsed.
 3. **Finalize**, done by whichever run finds every chunk of every shard parsed (and takes
@@ -45,7 +46,7 @@ import os
 import shutil
 import time
 from itertools import repeat
-from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from syntax_nmt.data.streams import STREAMS
 from syntax_nmt.syntax.conllu import Sentence, format_conllu
@@ -223,11 +224,23 @@ def render(records: List[Dict], segmenter: Segmenter, settings: AnnotationSettin
         ``({name: lines}, stats)`` for the names of :func:`output_names`; every stream line has as
         many fields as the source line.
     """
+    out = {name: [] for name in output_names(settings.src_lang, tgt_lang, write_conllu)}
+    stats = dict.fromkeys(_STAT_KEYS, 0)
+    for row in render_rows(records, segmenter, settings, tgt_lang, write_conllu, source_name, stats):
+        for name, line in row.items():
+            out[name].append(line)
+    return out, stats
+
+
+def render_rows(records: Iterable[Dict], segmenter: Segmenter, settings: AnnotationSettings,
+                tgt_lang: Optional[str] = None, write_conllu: bool = False, source_name: str = "<source>",
+                stats: Optional[Dict] = None) -> Iterator[Dict[str, str]]:
+    """:func:`render`, one record at a time: yields ``{name: line}`` per record (``{src}.conllu`` only for a line
+    with words) and adds to ``stats`` as it goes (memory does not grow with the chunk)."""
+    stats = dict.fromkeys(_STAT_KEYS, 0) if stats is None else stats
     scheme = settings.subword
     src, tgt = settings.src_lang, tgt_lang
-    out = {name: [] for name in output_names(src, tgt, write_conllu)}
     conllu = f"{src}.conllu" if write_conllu else None
-    stats = dict.fromkeys(_STAT_KEYS, 0)
     limit = settings.max_subwords
     for rec in records:
         sentence = record_sentence(rec)
@@ -245,21 +258,21 @@ def render(records: List[Dict], segmenter: Segmenter, settings: AnnotationSettin
                                  f"lines)")
             sentence, pieces, flat, tpieces, rec = record_sentence({**rec, **_BLANK}), [], [], [], {**rec, "b": 1}
         streams = align_streams(sentence, pieces, settings.pos_tagset, settings.case)
-        out[src].append(" ".join(flat))
+        row = {src: " ".join(flat)}
         for name in STREAMS:
-            out[name].append(" ".join(streams[name]))
+            row[name] = " ".join(streams[name])
         if tgt:
-            out[tgt].append(" ".join(tpieces))
+            row[tgt] = " ".join(tpieces)
             stats["target_subwords"] += len(tpieces)
         if conllu and sentence.words:
             sentence.comments = {"sent_id": str(rec["n"]), "text": sentence.text}
-            out[conllu].append(format_conllu(sentence)[:-1])
+            row[conllu] = format_conllu(sentence)[:-1]
         stats["sentences"] += 1
         stats["words"] += len(sentence.words)
         stats["subwords"] += len(flat)
         stats["blanked"] += rec.get("b", 0)
         stats["empty"] += int(not sentence.words and not rec.get("b"))
-    return out, stats
+        yield row
 
 
 # -- the job --------------------------------------------------------------------------------------
@@ -295,12 +308,12 @@ class Job:
         self.settings = settings_from_args(self.args)
         self.key = render_key(self.settings, self.names)
 
-    def _render_chunk(self, store: ChunkStore, k: int, records: Optional[List[Dict]] = None) -> Dict:
-        if records is None:
-            records = store.read_parse(k)
-        outputs, stats = render(records, self.segmenter, self.settings, self.tgt_lang, self.args.write_conllu,
-                                self.backend.source_name(self.args))
-        store.write_outputs(k, outputs, stats, self.key)
+    def _render_chunk(self, store: ChunkStore, k: int) -> Dict:
+        """Segment and align chunk ``k`` from its parse file, one record at a time; returns its statistics."""
+        stats = dict.fromkeys(_STAT_KEYS, 0)
+        rows = render_rows(store.iter_parse(k), self.segmenter, self.settings, self.tgt_lang, self.args.write_conllu,
+                           self.backend.source_name(self.args), stats)
+        store.write_output_rows(k, rows, stats, self.key)
         return stats
 
     # phases -------------------------------------------------------------------------------
@@ -313,6 +326,9 @@ class Job:
         a = self.args
         mine = [k for k in range(store.num_chunks) if k % a.num_shards == a.shard_id]
         todo = [k for k in mine if not store.parse_done(k)]
+        stale = store.remove_stale_temps()
+        if stale:
+            logger.info("removed %d temporary files that killed runs left in %s", stale, store.dir)
         totals = dict.fromkeys(_STAT_KEYS, 0)
         if self.segmenter is not None:  # parsed earlier, killed before rendering
             for k in mine:
@@ -340,22 +356,29 @@ class Job:
         from tqdm import tqdm
 
         bar = tqdm(total=nlines, unit="sent", disable=a.quiet, dynamic_ncols=True, desc="parse")
-        records: List[Dict] = []
-        try:
-            for lineno, sentence, (tgt, is_blank) in backend.parse(items()):
-                records.append(make_record(lineno, sentence, tgt, is_blank))
+        parsed = backend.parse(items())
+
+        def chunk_records(k: int):
+            """Chunk ``k``'s records as they are parsed (written as they come: none is kept)."""
+            expected = iter(store.lines(k))
+            for lineno, sentence, (tgt, is_blank) in parsed:
+                assert lineno == next(expected, None), f"chunk {k} is incomplete"
                 totals["sentences"] += 1
                 totals["words"] += len(sentence.words)
                 bar.update(1)
-                k = store.chunk_of(lineno)
+                yield make_record(lineno, sentence, tgt, is_blank)
                 if lineno == store.lines(k)[-1]:
-                    assert [r["n"] for r in records] == list(store.lines(k)), f"chunk {k} is incomplete"
-                    store.write_parse(k, records)
-                    if self.segmenter is not None:
-                        totals["subwords"] += self._render_chunk(store, k, records)["subwords"]
-                    records = []
-                    if self.on_chunk_done is not None:
-                        self.on_chunk_done(k)
+                    return
+            raise AssertionError(f"chunk {k} is incomplete: the parser stopped before its line {store.lines(k)[-1]}")
+
+        try:
+            for k in sorted(pending):
+                n = store.write_parse(k, chunk_records(k))
+                assert n == len(store.lines(k)), f"chunk {k} is incomplete ({n} of {len(store.lines(k))} lines)"
+                if self.segmenter is not None:
+                    totals["subwords"] += self._render_chunk(store, k)["subwords"]
+                if self.on_chunk_done is not None:
+                    self.on_chunk_done(k)
         finally:
             bar.close()
         return totals
@@ -426,7 +449,7 @@ class Job:
 
         def lines():
             for k in range(store.num_chunks):
-                for rec in store.read_parse(k):
+                for rec in store.iter_parse(k):
                     yield " ".join(escape_word(w, a.subword) for w in rec["w"])
                     if rec.get("t"):
                         yield " ".join(escape_word(w, a.subword) for w in rec["t"].split(" "))

@@ -23,6 +23,8 @@ import functools
 import logging
 import os
 from collections import deque
+from contextlib import nullcontext
+from itertools import islice
 from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
 
 from syntax_nmt.syntax.conllu import Sentence
@@ -214,6 +216,8 @@ class SpacyBackend(ParserBackend):
     #: has its pipeline's).
     max_chars = 1_000_000
     max_chars_name = "spaCy's max_length"
+    #: lines parsed in one spaCy memory zone (one ``nlp.pipe`` call) per process (see :meth:`parse`)
+    ZONE_LINES = 20_000
     #: its recorded setting (:meth:`recorded_settings`): the pipeline, replaceable at inference
     model_setting = "spacy_model"
 
@@ -296,7 +300,8 @@ class SpacyBackend(ParserBackend):
                            "no morphologizer, nor a tagger with an attribute_ruler mapping its tags to UPOS")
 
     def parse(self, lines: Iterable[Tuple[int, str, object]]) -> Iterator[Tuple[int, Sentence, object]]:
-        """Parse ``(lineno, text, context)`` items, in order (one ``nlp.pipe`` call for all of them).
+        """Parse ``(lineno, text, context)`` items, in order (one ``nlp.pipe`` call per :attr:`ZONE_LINES` of them,
+        each in a spaCy memory zone, so memory does not grow with the number of lines).
 
         Args:
             lines: normalized lines with their 1-based line number and any context object
@@ -309,8 +314,8 @@ class SpacyBackend(ParserBackend):
 
         pending = deque()  # (lineno, context, tokens or None) of texts handed to spaCy, in order
 
-        def texts():
-            for lineno, text, ctx in lines:
+        def texts(items):
+            for lineno, text, ctx in items:
                 if len(text) > self.max_chars:
                     raise InputError(
                         f"{self.source_name}:{lineno}: line has {len(text)} characters, more than spaCy's "
@@ -327,9 +332,24 @@ class SpacyBackend(ParserBackend):
                     pending.append((lineno, ctx, None))
                     yield text
 
+        # One nlp.pipe per block of ZONE_LINES lines (times n_process), inside a spaCy memory zone: the strings and
+        # lexemes of the block's new words (every name, number and typo of millions of lines) are freed at its end;
+        # without it the string store grows with the corpus (hundreds of bytes per new string, GBs over WMT14).
+        # With n_process > 1 each block's pipe starts its workers anew, so theirs are freed too.
+        lines = iter(lines)
+        block = self.ZONE_LINES * max(1, self.n_process)
+        while True:
+            items = list(islice(lines, block))
+            if not items:
+                return
+            zone = self.nlp.memory_zone() if hasattr(self.nlp, "memory_zone") else nullcontext()
+            with zone:
+                yield from self._parse_block(items, texts, pending)
+
+    def _parse_block(self, items, texts, pending):
         # nlp.pipe yields docs in input order (also with n_process > 1); contexts are kept
         # here rather than with as_tuples, which a component returning a new Doc would drop.
-        for doc in self.nlp.pipe(texts(), batch_size=self.batch_size, n_process=self.n_process):
+        for doc in self.nlp.pipe(texts(items), batch_size=self.batch_size, n_process=self.n_process):
             lineno, ctx, tokens = pending.popleft()
             sentence = doc_to_sentence(doc)
             if tokens is not None:  # pre-tokenized: the words are the input tokens (the parser may see plain forms)
