@@ -1,5 +1,6 @@
-"""``syntax-nmt-export``: a checkpoint of this plugin in, a stock fairseq checkpoint out (and, with the extra
-``deploy``, a CTranslate2 model).
+"""syntax-nmt-export: a checkpoint of this plugin in, a stock fairseq checkpoint out (CTranslate2 too: --ctranslate2).
+
+With the extra ``deploy`` it also writes a CTranslate2 model.
 
 The export is fairseq's ``transformer`` with task ``translation`` and the same dictionaries: stock
 ``fairseq-generate`` and ``fairseq-interactive`` load it without ``--user-dir`` (see :mod:`syntax_nmt.export.stock`

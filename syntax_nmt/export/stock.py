@@ -17,6 +17,7 @@ plugin, ``arch`` a stock architecture, task ``translation``.
 import argparse
 import copy
 import logging
+import pickle
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Tuple
@@ -75,7 +76,7 @@ def load_checkpoint(path: str) -> Dict[str, Any]:
 
     try:
         state = checkpoint_utils.load_checkpoint_to_cpu(path)
-    except (RuntimeError, KeyError, EOFError, AttributeError, TypeError, ValueError) as e:
+    except (pickle.UnpicklingError, RuntimeError, KeyError, EOFError, AttributeError, TypeError, ValueError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ExportError(f"{path} is not a fairseq checkpoint torch can read ({msg})") from None
     if not isinstance(state, dict) or state.get("cfg") is None or "model" not in state:
