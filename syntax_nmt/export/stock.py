@@ -114,12 +114,11 @@ def _applied(args: argparse.Namespace) -> argparse.Namespace:
     return out
 
 
-def plugin_needs(args: argparse.Namespace, task_name: str) -> List[str]:
+def plugin_needs(args: argparse.Namespace) -> List[str]:
     """What in a model's inference needs this plugin (empty: it can be a stock checkpoint), one phrase each.
 
     Args:
         args: the model's arguments (a checkpoint's ``cfg.model``).
-        task_name: the checkpoint's task.
     """
     from syntax_nmt.models.modules.inference_needs import describe_needs
     from syntax_nmt.models.syntax_transformer import parse_options
@@ -305,7 +304,7 @@ def export_checkpoint(state: Dict[str, Any], source_lang: Optional[str] = None, 
     if name not in MODELS:
         raise ExportError(f"{path} is a {name!r} model ({args.arch}): syntax-nmt-export reads the models "
                           f"{', '.join(MODELS)}")
-    needs = plugin_needs(args, task_name)
+    needs = plugin_needs(args)
     if needs:
         raise ExportError(f"{path} cannot be a stock fairseq checkpoint: its inference needs the plugin: "
                           + "; ".join(needs))

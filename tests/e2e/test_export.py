@@ -252,8 +252,7 @@ def test_stock_fairseq_interactive_without_the_plugin_translates_the_subword_lin
 def test_the_exported_encoder_is_the_plugins_within_1e_5(trained):
     """Encoder outputs of the export (fairseq's own model, loaded by fairseq's loader) against the plugin's, fp32, on
     the whole test split in one left-padded batch."""
-    from fairseq import checkpoint_utils, tasks
-    from fairseq.data import encoders  # noqa: F401
+    from fairseq import checkpoint_utils
 
     [plugin], _, ptask = checkpoint_utils.load_model_ensemble_and_task([trained.lisa],
                                                                       arg_overrides={"data": trained.data})

@@ -96,7 +96,7 @@ def test_the_plugins_transformer_without_methods_is_exportable_and_its_keys_are_
     loads strictly into fairseq's model, arch transformer."""
     torch.manual_seed(0)
     _, model, cfg = build_task_and_model(stream_bin, "--source-features=")
-    assert plugin_needs(cfg.model, "syntax_translation") == []
+    assert plugin_needs(cfg.model) == []
     exported = export_checkpoint(_checkpoint(model, cfg), "en", "de")
     assert exported.arch == "transformer" and exported.dropped == []
     build_stock_model(exported.state)
