@@ -443,3 +443,36 @@ def test_ctranslate2_translates_the_export_as_stock_fairseq(stock, ct2_run):
         assert score == pytest.approx(theirs[i][1] * math.log(2), abs=1e-3)
     same = sum(h == theirs[i][0] for i, (h, _) in enumerate(ct2_run.int8))
     assert len(ct2_run.int8) == N_TEST and same >= N_TEST // 2
+
+
+def test_target_factors_without_factor_input_export_to_the_same_words(tmp_path):
+    """A model with target factors but no --target-factor-input (its factors' output layers read the decoder's state
+    and feed nothing back; the beam search scores the words): the export drops those layers, and stock
+    fairseq-generate without the plugin gives the plugin's hypotheses (which carry F- lines beside them)."""
+    from support.streamdata import write_corpus
+    from syntax_nmt.data import binarize
+
+    corpus = write_corpus(str(tmp_path / "text"), sizes={"train": 160, "valid": 12, "test": 16}, seed=7,
+                          target_streams=True)
+    data = str(tmp_path / "data-bin")
+    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--trainpref", corpus["train"],
+                       "--validpref", corpus["valid"], "--testpref", corpus["test"], "--destdir", data,
+                       "--joined-dictionary", "--workers", "1", "--target-streams", "pos,subword"])
+    ckpt = _train(data, str(tmp_path / "factors"), "--task", "syntax_translation", "--arch",
+                  "syntax_transformer_tiny", "--source-features=", "--target-factors", "pos", "--criterion",
+                  "label_smoothed_cross_entropy_with_syntax", "--label-smoothing", "0.1", "--max-update", "60")
+    assert any(k.startswith("decoder.factor_out.") for k in torch.load(ckpt, weights_only=True)["model"])
+    status, err = export(ckpt, tmp_path / "stock.pt")
+    assert status == 0, err
+    assert "the target factors (pos) are not predicted by the export" in err
+    exported = torch.load(tmp_path / "stock.pt", weights_only=True)["model"]
+    assert not any(k.startswith("decoder.factor_out.") for k in exported)
+    ours = plugin_generate(data, ckpt, "--task", "syntax_translation")
+    assert any(line.startswith("H-") for line in ours)
+    proc = run_without_plugin("from fairseq_cli.generate import cli_main\ncli_main()\n",
+                              [data, "--path", tmp_path / "stock.pt", *DECODE])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = hypotheses(proc.stdout.splitlines())
+    assert sorted(theirs) == list(range(16))
+    assert {i: t for i, (t, _) in theirs.items()} == {i: t for i, (t, _) in hypotheses(ours).items()}
+    assert len({t for t, _ in theirs.values()}) > 1
