@@ -29,6 +29,8 @@ $(STAMP): setup.py | $(PY)
 	@$(PY) -c "import torch" 2>/dev/null && echo "torch already installed: $$($(PY) -c 'import torch; print(torch.__version__)')" \
 		|| $(PY) -m pip install $(TORCH_SPEC)
 	$(PY) -m pip install -e ".[dev]"
+	@# the extra deploy (CTranslate2, for syntax-nmt-export --ctranslate2 and its test) where its wheel installs
+	$(PY) -m pip install -e ".[dev,deploy]" || echo "make install: CTranslate2 (the extra deploy) did not install here: its tests are skipped" >&2
 	@touch $@
 
 install: $(STAMP)

@@ -27,7 +27,11 @@ setup(
         "numpy",
         "matplotlib",
     ],
-    extras_require={"dev": ["pytest", "pytest-xdist", "hypothesis", "mutmut>=3.8,<4"]},
+    extras_require={
+        "dev": ["pytest", "pytest-xdist", "hypothesis", "mutmut>=3.8,<4"],
+        # serving an exported model with CTranslate2 (syntax-nmt-export --ctranslate2; docs/deploy.md)
+        "deploy": ["ctranslate2>=4.5"],
+    },
     entry_points={
         "console_scripts": [
             "syntax-nmt-synth = syntax_nmt.synthetic.cli:cli_main",
@@ -37,6 +41,7 @@ setup(
             "syntax-nmt-target-tags = syntax_nmt.annotate.target_tags:cli_main",
             "syntax-nmt-evaluate = syntax_nmt.evaluation.evaluate:cli_main",
             "syntax-nmt-analyze = syntax_nmt.analyze.cli:cli_main",
+            "syntax-nmt-export = syntax_nmt.export.cli:cli_main",
         ]
     },
 )

@@ -23,6 +23,7 @@ COMMANDS: Tuple[Tuple[str, str], ...] = (
     ("syntax-nmt-target-tags", "syntax_nmt.annotate.target_tags:get_parser"),
     ("syntax-nmt-evaluate", "syntax_nmt.evaluation.evaluate:get_parser"),
     ("syntax-nmt-analyze", "syntax_nmt.analyze.cli:get_parser"),
+    ("syntax-nmt-export", "syntax_nmt.export.cli:get_parser"),
     ("python -m syntax_nmt.recipes.report", "syntax_nmt.recipes.report:get_parser"),
     ("python -m syntax_nmt.recipes.markers", "syntax_nmt.recipes.markers:get_parser"),
     ("make demo DEMO_ARGS=... (python -m syntax_nmt.demo)", "syntax_nmt.demo.cli:get_parser"),

@@ -32,7 +32,7 @@ FLOORS: List[Set[str]] = [
     # the plugin's registration with fairseq (syntax_nmt/__init__.py)
     {""},
     # applications on top; the command-line reference built from their parsers (docs/cli.md)
-    {"analyze", "demo", "bench", "recipes", "cli_docs"},
+    {"analyze", "demo", "bench", "recipes", "cli_docs", "export"},
 ]
 
 
