@@ -17,6 +17,7 @@ or runs fairseq's entry point itself, so that mutation testing maps it to the co
 import contextlib
 import io
 import logging
+import math
 import os
 import shutil
 import sys
@@ -24,8 +25,19 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from fairseq_cli import generate as fairseq_generate_cli
+from fairseq_cli import interactive as fairseq_interactive_cli
+from fairseq_cli import train as fairseq_train_cli
 
 from conftest import USER_DIR
+from syntax_nmt import SyntaxTransformerModel
+from syntax_nmt.annotate.cli import main as annotate
+from syntax_nmt.data import binarize
+from syntax_nmt.hub import raw_sentences
+from syntax_nmt.models.modules.methods.lisa import LISA_SCORES
+from syntax_nmt.synthetic.generate import generate_corpus
+from syntax_nmt.syntax.conllu import read_conllu
+from syntax_nmt.tasks.syntax_translation import StreamConfigError
 
 N_TEST = 12
 MOSES = "lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
@@ -60,14 +72,8 @@ def _argv(*args):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from fairseq_cli import train
-
-    from syntax_nmt.annotate.cli import main as annotate
-    from syntax_nmt.data import binarize
-    from syntax_nmt.synthetic import generate
-
     root = tmp_path_factory.mktemp("hub-parse-free")
-    paths = generate.generate_corpus(str(root / "corpus"), {"train": 150, "valid": 8, "test": N_TEST}, seed=5)
+    paths = generate_corpus(str(root / "corpus"), {"train": 150, "valid": 8, "test": N_TEST}, seed=5)
     for split in ("train", "valid", "test"):
         sub = (["--learn-subword", "200", "--subword-model-out", str(root / "bpe.codes")] if split == "train"
                else ["--subword-model", str(root / "bpe.codes")])
@@ -87,7 +93,7 @@ def tiny(tmp_path_factory):
     models = root / "models"
     for name, extra in MODELS.items():
         with _argv("fairseq-train", data, *TRAIN, *extra, "--save-dir", models / name):
-            train.cli_main()
+            fairseq_train_cli.cli_main()
     with open(paths["test"]["en"], encoding="utf-8") as f:
         lines = f.read().split("\n")[:-1]
     with open(paths["test"]["en.conllu"], encoding="utf-8") as f:
@@ -105,31 +111,25 @@ def ckpt(name):
 
 def hub(tiny, *names, **kwargs):
     """The hub of the named checkpoints (several: an ensemble, in that order)."""
-    from syntax_nmt import SyntaxTransformerModel
-
     return SyntaxTransformerModel.from_pretrained(tiny.models, ":".join(ckpt(n) for n in names),
                                                   data_name_or_path=tiny.data, max_len_b=6, **kwargs)
 
 
 def fairseq_generate(data, path, *extra):
     """fairseq-generate (its entry point, in this process) on the test split: its S-, H-, D-, P- and G- lines."""
-    from fairseq_cli import generate
-
     out = io.StringIO()
     with _argv("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", path,
                *DECODE, "--remove-bpe", *extra), contextlib.redirect_stdout(out):
-        generate.cli_main()
+        fairseq_generate_cli.cli_main()
     return [line for line in out.getvalue().splitlines() if line[:2] in ("S-", "H-", "D-", "P-", "G-")]
 
 
 def fairseq_interactive(data, path, source, *extra):
     """fairseq-interactive (its entry point, in this process) on a raw source file: its lines but the times."""
-    from fairseq_cli import interactive
-
     out = io.StringIO()
     with _argv("fairseq-interactive", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", path,
                *DECODE, "--remove-bpe", "--input", source, *extra), contextlib.redirect_stdout(out):
-        interactive.cli_main()
+        fairseq_interactive_cli.cli_main()
     return [line for line in out.getvalue().splitlines() if line[:2] in ("S-", "H-", "D-", "P-", "G-")]
 
 
@@ -151,8 +151,6 @@ def naive_parse(model, src_dict, tokens, bos):
     """The parse of one annotated sentence read off LISA's scores one token at a time, as the streams' convention
     says: the argmax from each word's first subword, the word holding that key, 0 when it is the word itself or a
     special token (BOS, EOS). Also whether some word's argmax fell on BOS."""
-    from syntax_nmt.models.modules.methods.lisa import LISA_SCORES
-
     full = torch.cat([torch.tensor([src_dict.bos()]), tokens]) if bos else tokens
     with torch.no_grad():
         scores = model.encoder(full[None], torch.tensor([len(full)]))["syntax"].outputs[LISA_SCORES][0]
@@ -196,8 +194,6 @@ def test_source_parse_never_translates_and_parses_a_lisa_model(tiny):
     (["lisa"], None),  # with --lisa-inject-parse (a model override)
 ], ids=["sgnet", "lisa-inject-parse"])
 def test_source_parse_never_refuses_a_model_that_reads_the_parse_in_one_line(tiny, names, reader):
-    from syntax_nmt.tasks.syntax_translation import StreamConfigError
-
     kwargs = {} if reader else {"lisa_inject_parse": True}
     reader = reader or "--syntax-attention lisa --lisa-inject-parse reads the source parse (streams subword, head)"
     with pytest.raises(StreamConfigError) as e:
@@ -226,8 +222,6 @@ def test_an_ensemble_reads_what_any_member_reads(tiny, members):
     """fairseq builds each member of --path a.pt:b.pt on the one task: the task reads and annotates the union of
     their inference needs, whichever member comes last. SG-Net's parse reaches it (translate_conllu: the gold parse
     given), fairseq-generate on data without stream files names SG-Net, and "never" is refused."""
-    from syntax_nmt.tasks.syntax_translation import StreamConfigError
-
     m = hub(tiny, *members)
     assert m.task.inference_needs == {"--syntax-attention sgnet": ["subword", "head"]}
     assert m.task.annotated_streams == ["subword", "head"] and m.task.streams == ["subword", "head"]
@@ -251,8 +245,6 @@ def test_an_ensemble_of_parse_free_members_needs_no_parse(tiny):
 
 
 def _gold_blocks(tiny):
-    from syntax_nmt.syntax.conllu import read_conllu
-
     return iter(enumerate(read_conllu(io.StringIO(tiny.gold), "<gold>"), 1))
 
 
@@ -262,8 +254,6 @@ def test_g_lines_and_hub_parse_have_the_source_words_and_the_naive_heads(tiny, n
     """--print-source-parse heads / conllu and hub.parse: exactly the words of the S- line (with
     --source-prepend-bos too: BOS is no word), and the heads a naive loop reads off LISA's scores sentence by
     sentence, where a head on BOS or EOS is a root (0)."""
-    from syntax_nmt.syntax.conllu import read_conllu
-
     path = os.path.join(tiny.models, ckpt(name))
     heads = fairseq_generate(tiny.data, path, "--print-source-parse", "heads")
     conllu = fairseq_generate(tiny.data, path, "--print-source-parse", "conllu")
@@ -294,8 +284,6 @@ def test_g_lines_and_hub_parse_have_the_source_words_and_the_naive_heads(tiny, n
 def test_a_head_on_bos_is_a_root_in_the_hub_and_g_lines(tiny, monkeypatch):
     """With --source-prepend-bos a word whose parent is BOS is a root (0), in hub.parse and in the G- lines: the
     model's parents forced onto each row's BOS (left-padded rows: not at position 0)."""
-    from syntax_nmt.models.syntax_transformer import SyntaxTransformerModel
-
     m = hub(tiny, "lisa-bos")
     bos = m.src_dict.bos()
 
@@ -341,8 +329,6 @@ def test_generate_reads_no_stream_file(tiny):
     """fairseq-generate of the LISA model on the data directory without stream files, and with --source-parse never
     beside them, prints what it prints reading them, line for line (scores and parses included); --source-parse
     always asks for them (tests/e2e/test_parse_free.py::test_generate_reads_no_stream_file)."""
-    from syntax_nmt.tasks.syntax_translation import StreamConfigError
-
     path = os.path.join(tiny.models, ckpt("lisa"))
     annotated = fairseq_generate(tiny.data, path, "--print-source-parse", "heads")
     assert len(by_id(annotated, "H")) == N_TEST and len(by_id(annotated, "G")) == N_TEST
@@ -359,8 +345,6 @@ def test_the_hub_translates_raw_text_without_a_parser_as_generate_does(tiny):
     translate and sample give a str for a str and a list for a list (tests/e2e/test_parse_free.py::
     test_raw_text_is_translated_with_no_parser, test_the_hub_translates_without_streams, tests/e2e/
     test_raw_inference.py::test_hub_equals_generate)."""
-    import math
-
     m = hub(tiny, "lisa")
     tokens = m.encode_batch(tiny.lines)
     assert all(t.syntax_streams == {} for t in tokens)
@@ -440,8 +424,6 @@ def test_hub_arguments_are_checked_at_the_api_boundary(tiny, bad, message):
 
 def test_hub_arguments_accepted(tiny):
     """A tuple, a generator and an empty list are lists of sentences; one str is one sentence."""
-    from syntax_nmt.hub import raw_sentences
-
     assert raw_sentences("a b", "f") == (["a b"], True)
     assert raw_sentences(("a", "b"), "f") == (["a", "b"], False)
     assert raw_sentences((x for x in ["a"]), "f") == (["a"], False)
