@@ -9,7 +9,7 @@ import torch
 from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.syntax.conllu import Sentence
 from syntax_nmt.syntax.parse_lines import parse_lines, read_parse_lines
-from syntax_nmt.tasks.source_parse import marker_table, sentences, token_word_starts, word_heads
+from syntax_nmt.tasks.source_parse import guess_scheme, marker_table, sentences, token_word_starts, word_heads
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq's Dictionary: bos 0, pad 1, eos 2, unk 3
 PIECES = {"bpe": ["the", "ca@@", "t", "s@@", "a@@", "t", "a@", "@@", "x"],
@@ -160,6 +160,8 @@ def test_source_parses_of_a_batch_with_bos_and_padding():
     assert [(p.words, p.heads) for p in parses] == [(["The", "sat"], [0, 0]), (["The", "cat", "."], [2, 0, 2])]
     same = SourceParses(d)
     assert [p.words for p in same(model, net_input, "bpe")] == [["The", "sat"], ["The", "cat", "."]]
+    # spm: no piece starts with the marker, so a word starts only after a special token
+    assert [p.words for p in same(model, net_input, "spm")] == [["Thesat"], ["Theca@@t."]]
     assert [(p.words, p.heads) for p in same(model, net_input, "none")] == [
         (["The", "sat"], [0, 0]), (["The", "ca@@", "t", "."], [2, 3, 0, 2])]
 
@@ -186,3 +188,14 @@ def test_print_parses_numbers_the_lines_by_the_ids(capsys):
     assert capsys.readouterr().out == "G-7\t2 0\nG-3\t0\n"
     print_parses([3], [t], "conllu")
     assert capsys.readouterr().out == "G-3\t# sent_id = 3\nG-3\t1\tHi\t_\t_\t_\t_\t0\t_\t_\t_\nG-3\t\n"
+
+
+@pytest.mark.parametrize("symbols,scheme", [
+    (SPECIALS + ["a@@", "b"], "bpe"),
+    (SPECIALS + ["\u2581a", "b"], "spm"),
+    (SPECIALS + ["\u2581a", "b@@"], "bpe"),  # a BPE marker decides
+    (SPECIALS + ["a", "b\u2581", "@"], "none"),
+    (SPECIALS, "none"),
+])
+def test_the_scheme_of_a_dictionary_without_settings(symbols, scheme):
+    assert guess_scheme(symbols) == scheme
