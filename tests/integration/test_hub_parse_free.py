@@ -433,3 +433,50 @@ def test_hub_arguments_accepted(tiny):
     m = hub(tiny, "lisa")
     assert m.translate([], beam=3) == [] and m.parse([]) == []
     assert m.translate(tuple(tiny.lines[:2]), beam=3) == m.translate(tiny.lines[:2], beam=3)
+
+
+def test_translate_conllu_numbers_the_lines_of_each_call(tiny):
+    """translate_conllu's errors number each call's input lines from 1, every call (tests/e2e/test_raw_inference.py::
+    test_translate_conllu_numbers_the_lines_of_each_call)."""
+    from syntax_nmt.annotate.textio import InputError
+
+    m = hub(tiny, "sgnet")
+    blocks = tiny.gold.split("\n\n")
+    assert len(m.translate_conllu("\n\n".join(blocks[:2]) + "\n\n", tiny.lines[:2], beam=2)) == 2
+    for _ in range(2):  # the block of line 1 against line 2: the message names line 1 of this call, every time
+        with pytest.raises(InputError, match=r"^<conllu> sentence block 1 .*does not match <input>:1 \(--pretokenized\): "
+                                             r"first difference at token 1: "):
+            m.translate_conllu(blocks[0] + "\n\n", [tiny.lines[1]], beam=2)
+
+
+def test_settings_absent_or_in_conflict(tiny, tmp_path):
+    """A checkpoint without annotation settings translates raw text only with annotation_settings_file (then as
+    before); settings of the data directory that differ from the checkpoint's are named (tests/e2e/
+    test_raw_inference.py::test_checkpoint_without_settings_fails_only_for_raw_text,
+    test_conflicting_or_broken_settings_are_named)."""
+    import json
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401  (what a weights-only load of a checkpoint needs)
+
+    state = torch.load(os.path.join(tiny.models, ckpt("lisa")), map_location="cpu", weights_only=True)
+    del state["cfg"]["model"].annotation_settings
+    torch.save(state, tmp_path / "old.pt")
+    data = tmp_path / "data"  # the dictionaries only: the binarized data's settings would stand in for the record
+    data.mkdir()
+    for f in ("dict.en.txt", "dict.de.txt"):
+        shutil.copy(os.path.join(tiny.data, f), data / f)
+    old = SyntaxTransformerModel.from_pretrained(str(tmp_path), "old.pt", data_name_or_path=str(data), max_len_b=6,
+                                                 source_lang="en", target_lang="de")
+    with pytest.raises(ValueError, match=r"records no annotation settings.*annotation_settings_file"):
+        old.translate(tiny.lines[0])
+    settings = os.path.join(tiny.data, "annotation.json")
+    old = SyntaxTransformerModel.from_pretrained(str(tmp_path), "old.pt", data_name_or_path=str(data), max_len_b=6,
+                                                 source_lang="en", target_lang="de",
+                                                 annotation_settings_file=settings)
+    assert old.translate(tiny.lines[:4], beam=3) == hub(tiny, "lisa").translate(tiny.lines[:4], beam=3)
+    with open(settings, encoding="utf-8") as f:
+        values = json.load(f)
+    with open(data / "annotation.json", "w", encoding="utf-8") as f:
+        json.dump(dict(values, case="rich"), f)
+    with pytest.raises(ValueError, match=r"^annotation setting 'case' differs: 'binary' in the checkpoint, 'rich' in "):
+        SyntaxTransformerModel.from_pretrained(tiny.models, ckpt("lisa"), data_name_or_path=str(data), max_len_b=6)
