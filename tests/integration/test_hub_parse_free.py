@@ -419,7 +419,8 @@ def test_hub_arguments_are_checked_at_the_api_boundary(tiny, bad, message):
     if not isinstance(bad, list):
         with pytest.raises(TypeError) as e:
             m.encode(bad)
-        assert str(e.value).startswith(f"encode() takes one raw sentence as a str, got {type(bad).__name__}")
+        assert str(e.value) == (message.format("translate").replace("translate() takes sentences as a str or a list "
+                                                                    "of str", "encode() takes one raw sentence as a str"))
 
 
 def test_hub_arguments_accepted(tiny):
@@ -480,3 +481,16 @@ def test_settings_absent_or_in_conflict(tiny, tmp_path):
         json.dump(dict(values, case="rich"), f)
     with pytest.raises(ValueError, match=r"^annotation setting 'case' differs: 'binary' in the checkpoint, 'rich' in "):
         SyntaxTransformerModel.from_pretrained(tiny.models, ckpt("lisa"), data_name_or_path=str(data), max_len_b=6)
+
+
+def test_the_defaults_of_sample_and_translate(tiny, caplog):
+    """sample() decodes greedily and translate() with a beam of 5 by default, and neither logs its hypotheses (fairseq's
+    verbose) unless asked."""
+    m = hub(tiny, "lisa")
+    with caplog.at_level(logging.INFO, logger="fairseq.hub_utils"):
+        greedy, beam5 = m.sample(tiny.lines), m.translate(tiny.lines)
+        assert not [r for r in caplog.records if r.name == "fairseq.hub_utils"]
+        m.sample(tiny.lines[0], verbose=True)
+        assert [r for r in caplog.records if r.name == "fairseq.hub_utils"]
+    assert greedy == m.translate(tiny.lines, beam=1) != m.translate(tiny.lines, beam=2)
+    assert beam5 == m.sample(tiny.lines, beam=5) != m.sample(tiny.lines, beam=4)
