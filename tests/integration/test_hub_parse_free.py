@@ -490,7 +490,14 @@ def test_the_defaults_of_sample_and_translate(tiny, caplog):
     with caplog.at_level(logging.INFO, logger="fairseq.hub_utils"):
         greedy, beam5 = m.sample(tiny.lines), m.translate(tiny.lines)
         assert not [r for r in caplog.records if r.name == "fairseq.hub_utils"]
-        m.sample(tiny.lines[0], verbose=True)
-        assert [r for r in caplog.records if r.name == "fairseq.hub_utils"]
+        for method in (m.sample, m.translate):
+            caplog.clear()
+            method(tiny.lines[0], verbose=True)
+            assert [r for r in caplog.records if r.name == "fairseq.hub_utils"], method
     assert greedy == m.translate(tiny.lines, beam=1) != m.translate(tiny.lines, beam=2)
     assert beam5 == m.sample(tiny.lines, beam=5) != m.sample(tiny.lines, beam=4)
+    # fairseq's generation options reach the search: at most one token (max_len_b=1) instead of 6
+    assert any(len(t.split()) > 1 for t in beam5)
+    for method, default in ((m.sample, greedy), (m.translate, beam5)):
+        short = method(tiny.lines, max_len_b=1)
+        assert all(len(t.split()) <= 1 for t in short) and short != default, method

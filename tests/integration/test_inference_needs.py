@@ -301,6 +301,8 @@ def test_the_contract_called_directly(stream_bin, plain):
     assert source.annotated == ["subword", "head"] and source.model_needs == {"the model": ["subword", "head"]}
     source.model_stream_signature(["pos"], translating=True)
     assert (source.streams, source.annotated, source.model_streams) == (["pos"], ["pos"], ["pos"])
+    source = SourceStreams("auto", stream_bin, "en", "de")
+    assert source.model_stream_signature([]) == "" and (source.streams, source.model_needs) == ([], {})
     source = SourceStreams("auto", plain, "en", "de", dictionaries_only=True)
     with pytest.raises(StreamConfigError, match=rf"^the data directory {plain} lacks the streams \['subword'\]: the "
                                                 r"model reads at inference what only the annotation gives: the model "
