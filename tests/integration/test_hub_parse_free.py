@@ -483,10 +483,20 @@ def test_settings_absent_or_in_conflict(tiny, tmp_path):
         SyntaxTransformerModel.from_pretrained(tiny.models, ckpt("lisa"), data_name_or_path=str(data), max_len_b=6)
 
 
-def test_the_defaults_of_sample_and_translate(tiny, caplog):
+def test_the_defaults_of_sample_and_translate(tiny, caplog, monkeypatch):
     """sample() decodes greedily and translate() with a beam of 5 by default, and neither logs its hypotheses (fairseq's
     verbose) unless asked."""
     m = hub(tiny, "lisa")
+    beams = []
+    generate = m.generate
+
+    def spy(tokens, beam, *args, **kwargs):
+        beams.append(beam)
+        return generate(tokens, beam, *args, **kwargs)
+
+    monkeypatch.setattr(m, "generate", spy)
+    m.translate(tiny.lines[:2]), m.sample(tiny.lines[:2])
+    assert beams == [5, 1]
     with caplog.at_level(logging.INFO, logger="fairseq.hub_utils"):
         greedy, beam5 = m.sample(tiny.lines), m.translate(tiny.lines)
         assert not [r for r in caplog.records if r.name == "fairseq.hub_utils"]
