@@ -134,3 +134,177 @@ def test_the_parse_is_printed_only_for_a_model_that_predicts_one(stream_bin):
     assert not sgnet.predicts_source_parse
     with pytest.raises(ValueError, match="predicts no parse"):
         sgnet.predict_source_parents(sample["net_input"])
+
+
+# -- issue 60: ensembles, the hub's source_parse, the messages and the stream list ------------------------------------
+FEATURES = ["--syntax-attention", "none"]  # --source-features pos,case,subword (the default)
+ARGS = {"lisa": LISA, "sgnet": SGNET, "features": FEATURES, "inject": LISA + ["--lisa-inject-parse"]}
+
+
+def ensemble(data, *members, task_extra=()):
+    """The task after fairseq built each member of ``--path a.pt:b.pt`` on it, in that order (its task is the first
+    member's: fairseq's load_model_ensemble_and_task)."""
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from conftest import USER_DIR
+
+    task, _ = loaded(data, *ARGS[members[0]], *task_extra)
+    for name in members[1:]:
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", "syntax_transformer_tiny",
+            *ARGS[name]])
+        task.build_model(convert_namespace_to_omegaconf(args).model, from_checkpoint=True)
+    return task
+
+
+@pytest.mark.parametrize("members, needs, streams", [
+    (("sgnet", "lisa"), {"--syntax-attention sgnet": ["subword", "head"]}, ["subword", "head"]),
+    (("lisa", "sgnet"), {"--syntax-attention sgnet": ["subword", "head"]}, ["subword", "head"]),
+    (("lisa", "lisa"), {}, ["subword", "head"]),
+    (("features", "sgnet"), {"--source-features pos,case,subword": ["pos", "case", "subword"],
+                             "--syntax-attention sgnet": ["subword", "head"]}, ["pos", "case", "subword", "head"]),
+    (("sgnet", "features"), {"--syntax-attention sgnet": ["subword", "head"],
+                             "--source-features pos,case,subword": ["pos", "case", "subword"]},
+     ["subword", "head", "pos", "case"]),
+], ids=["sgnet:lisa", "lisa:sgnet", "lisa:lisa", "features:sgnet", "sgnet:features"])
+def test_an_ensemble_reads_what_any_member_reads(stream_bin, members, needs, streams):
+    """The task reads and annotates the union of its members' needs at inference (in order of first appearance),
+    whichever comes last; it reads from binarized data every stream any member was trained with."""
+    task = ensemble(stream_bin, *members)
+    assert task.inference_needs == needs
+    assert task.annotated_streams == [s for s in streams if any(s in v for v in needs.values())]
+    assert task.streams == streams
+
+
+@pytest.mark.parametrize("members", [("lisa", "sgnet"), ("sgnet", "lisa")], ids=["lisa:sgnet", "sgnet:lisa"])
+def test_an_ensemble_with_a_member_that_reads_the_parse(plain, stream_bin, members):
+    """Data without stream files, and --source-parse never, are refused naming the member that reads the parse,
+    whichever its place."""
+    with pytest.raises(StreamConfigError, match=rf"^the data directory {plain} lacks the streams \['subword', "
+                                                r"'head'\]: .*--syntax-attention sgnet reads the source parse"):
+        ensemble(plain, *members)
+    with pytest.raises(StreamConfigError, match=r"^--source-parse never: .*--syntax-attention sgnet reads the "
+                                                r"source parse"):
+        ensemble(stream_bin, *members, task_extra=["--source-parse", "never"])
+    task = ensemble(stream_bin, *members, task_extra=["--source-parse", "always"])
+    assert task.annotated_streams == ["subword", "head"] and task.streams == ["subword", "head"]
+    with pytest.raises(StreamConfigError, match=r"^source_parse='never': .*--syntax-attention sgnet reads"):
+        task.set_source_parse("never")
+
+
+def test_the_hubs_source_parse_on_a_loaded_model(plain, stream_bin):
+    """The hub's source_parse, applied once the model is loaded: "never" is judged by what the model reads at
+    inference (LISA: nothing; it was trained with the parse), "always" needs the dictionaries of the tag streams it
+    was trained with, "auto" goes back to its needs; an unknown mode names the three."""
+    task, _ = loaded(stream_bin, *LISA)
+    for mode, annotated in (("never", []), ("always", ["subword", "head"]), ("auto", []), ("always",
+                                                                                           ["subword", "head"])):
+        task.set_source_parse(mode)
+        assert (task.source_parse, task.annotated_streams) == (mode, annotated)
+    task, _ = loaded(plain, *LISA)
+    task.set_source_parse("never")
+    with pytest.raises(StreamConfigError) as e:
+        task.set_source_parse("always")
+    assert str(e.value) == ("source_parse='always': the data directory has no dictionary of the streams ['subword'] "
+                            "(dict.STREAM.txt): use the training data's")
+    assert task.annotated_streams == [] and task.source_parse == "never"
+    with pytest.raises(ValueError) as e:
+        task.set_source_parse("sometimes")
+    assert str(e.value) == "source_parse must be one of auto, always, never, got 'sometimes'"
+    task, _ = loaded(stream_bin, *SGNET)
+    with pytest.raises(StreamConfigError) as e:
+        task.set_source_parse("never")
+    assert str(e.value) == (
+        "source_parse='never': the model reads at inference what only the annotation gives: --syntax-attention sgnet "
+        "reads the source parse (streams subword, head); leave --source-parse at auto (hub: source_parse='auto'): raw "
+        "text is then annotated with the recorded parser (or --input-conllu FILE, hub: translate_conllu), and "
+        "fairseq-generate reads the data directory's stream files (syntax-nmt-binarize)")
+    assert task.annotated_streams == ["subword", "head"] and task.source_parse == "auto"
+    task.set_source_parse("always")
+    assert task.annotated_streams == ["subword", "head"]
+
+
+def test_source_parse_before_a_model_is_loaded(stream_bin):
+    """A task with no model yet: "never" and "always" are accepted and raw text keeps the streams of the data."""
+    from syntax_nmt.tasks.source_streams import SourceStreams
+
+    source = SourceStreams("auto", stream_bin, "en", "de")
+    for mode in ("never", "always", "auto"):
+        source.set_source_parse(mode)
+        assert source.annotated == ["pos", "case", "subword", "head", "dep"]
+
+
+def test_the_streams_logged(stream_bin, caplog):
+    """What the task says it reads: the data's streams with their sizes, then, loading a model to translate, what
+    the model reads at inference, the streams read from binarized data, and how raw text is annotated."""
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="syntax_nmt.tasks.source_streams"):
+        task, _ = loaded(stream_bin, *LISA)
+        sizes = ", ".join(f"{n} ({len(task.stream_dicts[n])} types)" for n in ("pos", "case", "subword"))
+        loaded(stream_bin, *SGNET, "--source-parse", "always")
+        loaded(stream_bin, *LISA, "--source-parse", "never")
+    messages = [r.getMessage() for r in caplog.records if r.name == "syntax_nmt.tasks.source_streams"]
+    assert messages == [
+        f"source streams: {sizes}, head, dep ({len(task.stream_dicts['dep'])} types)",
+        "translating (--source-parse auto): the model reads no source stream at inference; streams read from "
+        "binarized data: subword, head; raw text: tokenized and segmented as recorded, no parser",
+        f"source streams: {sizes}, head, dep ({len(task.stream_dicts['dep'])} types)",
+        "translating (--source-parse always): --syntax-attention sgnet reads the source parse (streams subword, "
+        "head); streams read from binarized data: subword, head; raw text: annotated (subword, head)",
+        f"source streams: {sizes}, head, dep ({len(task.stream_dicts['dep'])} types)",
+        "translating (--source-parse never): the model reads no source stream at inference; streams read from "
+        "binarized data: none; raw text: tokenized and segmented as recorded, no parser"]
+
+
+def test_an_explicit_stream_list(stream_bin):
+    """--source-streams names the streams: training refuses missing and extra ones, naming both lists; translation
+    names --source-streams as what lacks a stream; the padding and BOS values of each stream."""
+    from syntax_nmt.data.streams import SPECIAL_HEAD
+    from syntax_nmt.tasks.source_streams import SourceStreams
+
+    with pytest.raises(StreamConfigError) as e:
+        build_task_and_model(stream_bin, *SGNET, "--source-streams", "subword,pos")
+    assert str(e.value) == ("missing streams ['head'] (the model needs ['subword', 'head']; --source-streams gives "
+                            "['subword', 'pos']); extra streams ['pos'] the model was not trained with (it uses "
+                            "['subword', 'head'])")
+    with pytest.raises(StreamConfigError) as e:
+        build_task_and_model(stream_bin, *SGNET, "--source-streams", "subword,head,dep")
+    assert str(e.value) == "extra streams ['dep'] the model was not trained with (it uses ['subword', 'head'])"
+    task, _, _ = build_task_and_model(stream_bin, *SGNET, "--source-streams", "subword,head")
+    assert task.streams == ["subword", "head"]
+    with pytest.raises(StreamConfigError, match=r"^--source-streams lacks the streams \['head'\]: the model reads at "
+                                                r"inference .*--syntax-attention sgnet reads the source parse"):
+        loaded(stream_bin, *SGNET, "--source-streams", "subword")
+    with pytest.raises(StreamConfigError, match=r"^extra streams \['pos'\] the model was not trained with"):
+        loaded(stream_bin, *LISA, "--source-streams", "subword,head,pos")
+    task, _ = loaded(stream_bin, *LISA, "--source-streams", "subword,head")  # read where given: LISA needs none
+    assert task.streams == ["subword", "head"] and task.annotated_streams == []
+    source = SourceStreams("auto", stream_bin, "en", "de")
+    assert (source.pad("head"), source.bos("head")) == (SPECIAL_HEAD, SPECIAL_HEAD)
+    assert (source.pad("pos"), source.bos("pos")) == (source.dicts["pos"].pad(), source.dicts["pos"].bos())
+    assert source.pad("pos") != source.bos("pos")
+    assert source.signature(["head", "subword"]) == source.signature(["subword"]) != ""
+    assert source.signature(["head"]) == ""
+
+
+def test_the_contract_called_directly(stream_bin, plain):
+    """SourceStreams.model_stream_signature on its own: by default a model being trained (the task narrows itself to
+    the model's streams, and a model loaded later to translate is no ensemble member of it); translating with
+    ``auto`` by default (a lacking stream is named with what supplies it)."""
+    from syntax_nmt.tasks.source_streams import SourceStreams
+
+    source = SourceStreams("auto", stream_bin, "en", "de")
+    signature = source.model_stream_signature(["subword", "head"])
+    assert signature == source.signature(["subword"]) and source.streams == ["subword", "head"]
+    assert source.annotated == ["subword", "head"] and source.model_needs == {"the model": ["subword", "head"]}
+    source.model_stream_signature(["pos"], translating=True)
+    assert (source.streams, source.annotated, source.model_streams) == (["pos"], ["pos"], ["pos"])
+    source = SourceStreams("auto", stream_bin, "en", "de")
+    assert source.model_stream_signature([]) == "" and (source.streams, source.model_needs) == ([], {})
+    source = SourceStreams("auto", plain, "en", "de", dictionaries_only=True)
+    with pytest.raises(StreamConfigError, match=rf"^the data directory {plain} lacks the streams \['subword'\]: the "
+                                                r"model reads at inference what only the annotation gives: the model "
+                                                r"reads the source parse \(streams subword, head\); binarize"):
+        source.model_stream_signature(["subword", "head"], translating=True)

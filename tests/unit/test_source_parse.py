@@ -9,7 +9,7 @@ import torch
 from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.syntax.conllu import Sentence
 from syntax_nmt.syntax.parse_lines import parse_lines, read_parse_lines
-from syntax_nmt.tasks.source_parse import marker_table, sentences, token_word_starts, word_heads
+from syntax_nmt.tasks.source_parse import guess_scheme, marker_table, sentences, token_word_starts, word_heads
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq's Dictionary: bos 0, pad 1, eos 2, unk 3
 PIECES = {"bpe": ["the", "ca@@", "t", "s@@", "a@@", "t", "a@", "@@", "x"],
@@ -140,3 +140,88 @@ def test_the_documented_command_gives_the_conllu_blocks_in_sentence_order(tmp_pa
     blocks = list(read_conllu(out.splitlines(keepends=True), "lisa.conllu"))
     assert [b.words for b in blocks] == [batch[0], batch[2], batch[10]]
     assert [b.comments.get("sent_id") for b in blocks] == ["0", "2", "10"]
+
+
+class _Parents:
+    """A model whose parse head predicts the given parent positions (``predict_source_parents``)."""
+
+    predicts_source_parse = True
+
+    def __init__(self, parents):
+        self.parents = torch.tensor(parents)
+        self.seen = []
+
+    def predict_source_parents(self, net_input):
+        self.seen.append(net_input)
+        return self.parents
+
+
+def _dictionary(pieces):
+    from fairseq.data import Dictionary
+
+    d = Dictionary()  # <s> 0, <pad> 1, </s> 2, <unk> 3
+    for p in pieces:
+        d.add_symbol(p)
+    return d
+
+
+def test_source_parses_of_a_batch_with_bos_and_padding():
+    """SourceParses on a left-padded batch with --source-prepend-bos: BOS, EOS and padding are no word, and a word
+    whose parent is BOS (or EOS) is a root; the words are the pieces joined by the scheme given, or by the one
+    guessed from the dictionary; the same object gives each scheme its own joining."""
+    from syntax_nmt.tasks.source_parse import SourceParses
+
+    d = _dictionary(["The", "ca@@", "t", "sat", "."])  # The 4, ca@@ 5, t 6, sat 7, . 8
+    tokens = torch.tensor([[1, 1, 0, 4, 7, 2],     # <pad> <pad> <s> The sat </s>
+                           [0, 4, 5, 6, 8, 2]])    # <s> The ca@@ t . </s>
+    parents = [[0, 0, 2, 2, 5, 5],                 # The -> BOS: root; sat -> EOS: root
+               [0, 2, 3, 3, 2, 5]]                 # The -> ca@@ (cat), ca@@ -> ca@@ (itself: root), . -> cat
+    model = _Parents(parents)
+    net_input = {"src_tokens": tokens}
+    parses = SourceParses(d)(model, net_input, "bpe")
+    assert model.seen == [net_input]
+    assert [(p.words, p.heads) for p in parses] == [(["The", "sat"], [0, 0]), (["The", "cat", "."], [2, 0, 2])]
+    assert all(p.upos == p.xpos == p.deprels == ["_"] * len(p.words) for p in parses)
+    parses = SourceParses(d)(model, net_input, None)  # guessed from the dictionary: bpe
+    assert [(p.words, p.heads) for p in parses] == [(["The", "sat"], [0, 0]), (["The", "cat", "."], [2, 0, 2])]
+    same = SourceParses(d)
+    assert [p.words for p in same(model, net_input, "bpe")] == [["The", "sat"], ["The", "cat", "."]]
+    # spm: no piece starts with the marker, so a word starts only after a special token
+    assert [p.words for p in same(model, net_input, "spm")] == [["Thesat"], ["Theca@@t."]]
+    assert [(p.words, p.heads) for p in same(model, net_input, "none")] == [
+        (["The", "sat"], [0, 0]), (["The", "ca@@", "t", "."], [2, 3, 0, 2])]
+
+
+def test_source_parses_needs_a_parse_head():
+    from syntax_nmt.data.streams import StreamConfigError
+    from syntax_nmt.tasks.source_parse import SourceParses
+
+    class NoHead:
+        def predict_source_parents(self, net_input):
+            raise AssertionError("not asked")
+
+    with pytest.raises(StreamConfigError, match=r"^the model predicts no parse of the source: only --syntax-attention "
+                                                r"lisa has a parse head$"):
+        SourceParses(_dictionary([]))(NoHead(), {"src_tokens": torch.tensor([[2]])}, "bpe")
+
+
+def test_print_parses_numbers_the_lines_by_the_ids(capsys):
+    from syntax_nmt.tasks.source_parse import print_parses
+
+    s = Sentence(["The", "cat"], ["_"] * 2, ["_"] * 2, [2, 0], ["_"] * 2)
+    t = Sentence(["Hi"], ["_"], ["_"], [0], ["_"])
+    print_parses([7, 3], [s, t], "heads")
+    assert capsys.readouterr().out == "G-7\t2 0\nG-3\t0\n"
+    print_parses([3], [t], "conllu")
+    assert capsys.readouterr().out == "G-3\t# sent_id = 3\nG-3\t1\tHi\t_\t_\t_\t_\t0\t_\t_\t_\nG-3\t\n"
+
+
+@pytest.mark.parametrize("symbols,scheme", [
+    (SPECIALS + ["a@@", "b"], "bpe"),
+    (SPECIALS + ["\u2581a", "b"], "spm"),
+    (SPECIALS + ["\u2581a", "b@@"], "bpe"),  # a BPE marker decides
+    (SPECIALS + ["a", "b\u2581", "@"], "none"),
+    (SPECIALS, "none"),
+])
+def test_the_scheme_of_a_dictionary_without_settings(symbols, scheme):
+    assert guess_scheme(symbols) == scheme
