@@ -61,6 +61,9 @@ class Role:
     optional: bool = False
     paths: Optional[Expand] = None
     why: str = ""
+    #: of an output: its files are replaced by a rename (written beside, then moved into place), never written
+    #: through, so a hard link of an input among them is not written (its path, or a symbolic link, still is)
+    replaces: bool = False
 
     def __post_init__(self):
         if self.way not in ("in", "out", "inout", "none") or self.kind not in KINDS:
@@ -80,10 +83,12 @@ def reads(action: argparse.Action, kind: str = "file", *, gz: bool = False, name
     return _mark(action, Role("in", kind, gz, name_or_path, optional, paths))
 
 
-def writes(action: argparse.Action, kind: str = "file", *, paths: Optional[Expand] = None) -> argparse.Action:
+def writes(action: argparse.Action, kind: str = "file", *, paths: Optional[Expand] = None,
+           replaces: bool = False) -> argparse.Action:
     """Mark ``action`` as an output: a file, a prefix or a folder; ``paths``: the files written (default: a prefix
-    or a folder writes every file starting with or under it)."""
-    return _mark(action, Role("out", kind, paths=paths))
+    or a folder writes every file starting with or under it); ``replaces``: files replaced by a rename, so a hard
+    link of an input there is no conflict (:attr:`Role.replaces`)."""
+    return _mark(action, Role("out", kind, paths=paths, replaces=replaces))
 
 
 def updates(action: argparse.Action, kind: str = "dir") -> argparse.Action:
@@ -221,6 +226,8 @@ class Written:
     exact: Tuple[str, ...] = ()
     under: Optional[str] = None
     starting: Optional[str] = None
+    #: the files are replaced by a rename: hard links are not followed (:attr:`Role.replaces`)
+    replaces: bool = False
 
 
 def outputs_of(action: argparse.Action, args: argparse.Namespace) -> List[Written]:
@@ -231,10 +238,10 @@ def outputs_of(action: argparse.Action, args: argparse.Namespace) -> List[Writte
         return []
     if role.paths is not None or role.kind == "file":
         files = values if role.paths is None else _items(list(role.paths(value, args)))
-        return [Written(option, " ".join(values), tuple(files))]
+        return [Written(option, " ".join(values), tuple(files), replaces=role.replaces)]
     if role.kind == "dir":
-        return [Written(option, v, under=v) for v in values]
-    return [Written(option, v, starting=v) for v in values]
+        return [Written(option, v, under=v, replaces=role.replaces) for v in values]
+    return [Written(option, v, starting=v, replaces=role.replaces) for v in values]
 
 
 def _real(path: str) -> str:
@@ -269,7 +276,7 @@ def conflict(written: Written, inputs: Sequence[Tuple[str, str]]) -> Optional[st
         for r, inp in real_inputs:
             if r == real:
                 return found(out, inp)
-        node = _inode(out)
+        node = None if written.replaces else _inode(out)
         if node is not None and node in inodes:
             return found(out, inodes[node])
     if written.under is not None:
@@ -277,7 +284,7 @@ def conflict(written: Written, inputs: Sequence[Tuple[str, str]]) -> Optional[st
         for r, inp in real_inputs:
             if r == root or r.startswith(root.rstrip(os.sep) + os.sep):
                 return f"{written.option} {written.value} would write the input {inp} (a file under it)"
-        for path in _files_under(written.under) if os.path.isdir(written.under) else []:
+        for path in _files_under(written.under) if os.path.isdir(written.under) and not written.replaces else []:
             node = _inode(path)
             if node in inodes:
                 return f"{written.option} {written.value} would write {path}, which is the input {inodes[node]}"
@@ -286,7 +293,7 @@ def conflict(written: Written, inputs: Sequence[Tuple[str, str]]) -> Optional[st
         for r, inp in real_inputs:
             if r.startswith(start):
                 return f"{written.option} {written.value} would write the input {inp} (a file starting with it)"
-        for path in files_starting(written.starting):
+        for path in ([] if written.replaces else files_starting(written.starting)):
             node = _inode(path)
             if node in inodes:
                 return f"{written.option} {written.value} would write {path}, which is the input {inodes[node]}"

@@ -78,6 +78,8 @@ def mark_paths(name: str, p: argparse.ArgumentParser) -> None:
     out = io_guard.action_of(p, "out")
     if name == "fractions":  # beside its --results (the demo's fractions/ holds eval/)
         io_guard.writes(out, "dir", paths=lambda d, _: [os.path.join(d, "fractions" + e) for e in FRACTIONS_FILES])
+    elif name == "corrupt":  # the copy's files are written beside and moved into place: its links into --data stay
+        io_guard.writes(out, "dir", replaces=True)
     else:
         io_guard.writes(out, "dir")
 

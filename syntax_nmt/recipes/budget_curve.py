@@ -237,12 +237,7 @@ def budget_curve(translations: str, eval_root: str, points: Sequence[Point], spl
     return text
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    import logging
-
-    from syntax_nmt.utils import setup_logging
-
-    setup_logging(logging.WARNING)
+def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     reads(p.add_argument("--translations", required=True, help="kept translations (DIR/SPLIT/SYSTEM.seedN.*.gz)"),
@@ -260,7 +255,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     p.add_argument("--tests", default="bs ar")
     p.add_argument("--tgt-lang", default="de")
     p.add_argument("--title", default="Syntax against the baseline by training budget")
-    a = parse_args(p, argv)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    import logging
+
+    from syntax_nmt.utils import setup_logging
+
+    setup_logging(logging.WARNING)
+    a = parse_args(get_parser(), argv)
     recipe_report.REF_LANG["lang"] = a.tgt_lang
     try:
         points = [Point.parse(t) for t in a.point]

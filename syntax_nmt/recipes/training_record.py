@@ -297,7 +297,7 @@ def _held(described) -> List[str]:
     return [k for k in ENVIRONMENT + ("resumed",) if any(d[k] != NOT_RECORDED for d in described)]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     part = sub.add_parser("part", help="record one attempt (appended to SAVE/parts.jsonl)")
@@ -318,7 +318,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     check = sub.add_parser("check", help="exit 2, naming the change, if SAVE/.done was made with other settings")
     updates(check.add_argument("save"))
     check.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
-    args = parse_args(p, argv)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(get_parser(), argv)
     try:
         if args.command == "part":
             with open(args.log, errors="replace") as f:

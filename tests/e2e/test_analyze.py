@@ -389,8 +389,8 @@ def test_fractions_refuses_a_seedless_run_beside_seeded_ones(tmp_path):
 # ---------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("argv, message", [
     (["length", "--data", "/nonexistent", "--ref-raw", __file__, "--system", __file__, "--out", "x"],
-     "/nonexistent is not a directory"),
-    (["gates", "--data", ".", "--system", "missing.pt", "--out", "x"], "checkpoint missing.pt not found"),
+     "--data: no such folder /nonexistent"),
+    (["gates", "--data", ".", "--system", "missing.pt", "--out", "x"], "--system: no such file missing.pt"),
     (["fractions", "--results", ".", "--out", "x"], "no scored systems"),
 ])
 def test_user_errors_are_one_line_with_status_2(argv, message, tmp_path):

@@ -79,7 +79,8 @@ def test_out_that_is_the_data_directory_is_refused_and_data_untouched(capsys, da
     out = {"same": data, "trailing-slash": f"{data}/", "dotdot": tmp_path / "x" / ".." / "data-bin",
            "link": link, "overwrite": data, "link-overwrite": link}[how]
     status, stdout, err = corrupt(capsys, data, out, *(["--overwrite"] if "overwrite" in how else []))
-    assert_refused(status, err, "is the data directory")
+    # the shared guard (issue 56.2) refuses it first: every file of the data directory is under --out
+    assert_refused(status, err, "would write the input")
     assert stdout == "" and snapshot(data) == before and leftovers(tmp_path) == []
     assert all(kind == "file" for kind, _ in before.values())
 
@@ -89,7 +90,7 @@ def test_out_inside_or_holding_the_data_directory_is_refused(capsys, data, tmp_p
     before = snapshot(data)
     out = data / "noisy" if where == "inside" else tmp_path
     status, _, err = corrupt(capsys, data, out, "--overwrite")
-    assert_refused(status, err, "lies inside the data directory" if where == "inside" else "holds the data")
+    assert_refused(status, err, "lies inside the data directory" if where == "inside" else "would write the input")
     assert snapshot(data) == before and not (data / "noisy").exists()
 
 
@@ -159,7 +160,7 @@ def test_a_copy_may_not_replace_the_directory_it_links_into(capsys, data, tmp_pa
     assert corrupt(capsys, data, noisy)[0] == 0
     before = snapshot(data)
     status, _, err = corrupt(capsys, noisy, data, "--overwrite")
-    assert_refused(status, err, "is a link into --out")
+    assert_refused(status, err, "would write the input")  # the shared guard: --data's files lie under --out
     assert snapshot(data) == before
 
 

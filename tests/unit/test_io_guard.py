@@ -200,3 +200,27 @@ def test_average_checkpoints_output_is_one_of_its_inputs(tmp_path, capsys, monke
     assert one_error(capsys, e.value.code) == ("average_checkpoints.py: error: --output avgt/./checkpoint_9_80.pt is "
                                                "the input avgt/checkpoint_9_80.pt")
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("replaces", [False, True])
+def test_an_output_replaced_by_a_rename_may_hold_hard_links_of_the_inputs(tmp_path, replaces):
+    """``syntax-nmt-analyze corrupt --out`` links the unchanged files of --data into its copy and replaces its files by
+    a rename: a second run (``--overwrite``) writes no input through those links. ``replaces=True`` skips the hard
+    links; the folder itself, or a symbolic link into the input, is still refused."""
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    (data / "dict.txt").write_text("a 1\n")
+    os.link(data / "dict.txt", out / "dict.txt")
+    p = argparse.ArgumentParser()
+    io_guard.reads(p.add_argument("--data"), "dir")
+    io_guard.writes(p.add_argument("--out"), "dir", replaces=replaces)
+    args = p.parse_args(["--data", str(data), "--out", str(out)])
+    if replaces:
+        io_guard.check(p, args)
+    else:
+        with pytest.raises(io_guard.GuardError, match="would write .*out/dict.txt, which is the input .*data/dict.txt"):
+            io_guard.check(p, args)
+    (tmp_path / "alias").symlink_to(data)
+    with pytest.raises(io_guard.GuardError, match=r"would write the input .*data/dict.txt \(a file under it\)"):
+        io_guard.check(p, p.parse_args(["--data", str(data), "--out", str(tmp_path / "alias")]))

@@ -64,9 +64,10 @@ def test_a_kept_translation_cut_short_is_named_and_nothing_is_scored(broken, tmp
         report.main(["--translations", str(kept), "--refs", os.path.join(SAMPLE, "refs"), "--eval", str(evald),
                      "--systems", "transformer lisa", "--seeds", "1 2 3", "--splits", "test2016"])
     assert e.value.code == 2
+    # the shared guard checks every gzip input whole before anything is read (issue 56.2)
     assert capsys.readouterr().err == (
-        f"{report.PROG}: error: {path} is not a whole gzip file of UTF-8 text (Compressed file ended before the "
-        "end-of-stream marker was reached): keep the translation again (report --pack)\n")
+        f"{report.PROG}: error: --translations {path}: not a whole gzip file (Compressed file ended before "
+        "the end-of-stream marker was reached)\n")
     assert not evald.exists()
 
 
@@ -91,5 +92,6 @@ def test_the_budget_curve_names_a_kept_translation_cut_short(broken, tmp_path, c
                            "--point", "2x:3200:2048:transformer:lisa:1 2 3"])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"{budget_curve.PROG}: error: {path} is not a whole gzip file") and err.count("\n") == 1
+    assert err.startswith(f"{budget_curve.PROG}: error: --translations {path}: not a whole gzip file") \
+        and err.count("\n") == 1
     assert not evald.exists() and not out.exists()  # the first point, whose files are whole, was not scored either

@@ -12,7 +12,8 @@ ENTRY_POINTS = ["syntax_nmt.synthetic.cli:cli_main", "syntax_nmt.annotate.spacy_
                 "syntax_nmt.annotate.cli:cli_main", "syntax_nmt.data.binarize:cli_main",
                 "syntax_nmt.annotate.target_tags:cli_main",
                 "syntax_nmt.evaluation.evaluate:cli_main", "syntax_nmt.analyze.cli:cli_main", "syntax_nmt.demo.cli:cli_main",
-                "syntax_nmt.bench.model:cli_main", "syntax_nmt.recipes.report:main"]
+                "syntax_nmt.bench.model:cli_main", "syntax_nmt.recipes.report:main",
+                "syntax_nmt.export.cli:cli_main"]
 
 
 def test_the_list_holds_every_console_script():

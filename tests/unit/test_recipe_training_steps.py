@@ -50,7 +50,7 @@ def test_a_training_that_ended_is_not_trained_again(tmp_path, systems_cache):
     # the recipe's training record reads the update from it: the retry trained nothing, from update 0 to 100
     from syntax_nmt.recipes.training_record import updates_of
 
-    assert updates_of(again.stdout) == {"start_update": 0, "end_update": 100}
+    assert updates_of(again.stdout) == {"start_update": 0, "end_update": 100, "updates_run": 100}
     longer = _train(tmp_path, systems_cache, MAX_UPDATE="200")
     assert longer.returncode == 0, longer.stderr
     calls = _calls(tmp_path)
