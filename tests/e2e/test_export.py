@@ -14,9 +14,7 @@ import argparse
 import contextlib
 import io
 import json
-import logging
 import os
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -25,6 +23,7 @@ import torch
 generate = pytest.importorskip("syntax_nmt.synthetic.generate")
 
 from conftest import USER_DIR  # noqa: E402
+from support.console import console_argv
 from support.no_plugin import run_without_plugin  # noqa: E402
 from syntax_nmt.annotate.cli import main as annotate  # noqa: E402
 
@@ -52,19 +51,7 @@ except ImportError:
     HAS_CT2 = False
 
 
-@contextlib.contextmanager
-def _argv(*args):
-    root = logging.getLogger()
-    handler = None if root.handlers else logging.NullHandler()
-    if handler:
-        root.addHandler(handler)
-    saved, sys.argv = sys.argv, [str(a) for a in args]
-    try:
-        yield
-    finally:
-        sys.argv = saved
-        if handler:
-            root.removeHandler(handler)
+_argv = console_argv  # tests/support/console.py
 
 
 def _train(data, save, *args):

@@ -20,10 +20,11 @@ import logging
 import math
 import os
 import shutil
-import sys
 from types import SimpleNamespace
 
 import pytest
+
+from support.console import console_argv
 import torch
 from fairseq_cli import generate as fairseq_generate_cli
 from fairseq_cli import interactive as fairseq_interactive_cli
@@ -53,21 +54,7 @@ MODELS = {"lisa": ["--syntax-attention", "lisa"],
 SGNET_READS = "--syntax-attention sgnet reads the source parse (streams subword, head)"
 
 
-@contextlib.contextmanager
-def _argv(*args):
-    """sys.argv for a console script's entry point run in this process; a root log handler, so that fairseq's
-    logging.basicConfig adds none."""
-    root = logging.getLogger()
-    handler = None if root.handlers else logging.NullHandler()
-    if handler:
-        root.addHandler(handler)
-    saved, sys.argv = sys.argv, [str(a) for a in args]
-    try:
-        yield
-    finally:
-        sys.argv = saved
-        if handler:
-            root.removeHandler(handler)
+_argv = console_argv  # tests/support/console.py
 
 
 @pytest.fixture(scope="module")
