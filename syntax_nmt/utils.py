@@ -201,3 +201,15 @@ def read_json_marker(path: str, warn: Optional[Callable[[str], None]] = None) ->
         if warn is not None:
             warn(f"{path} is not valid JSON ({e}): a write cut short? doing its step again")
         return None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one of another user counts), for a resume that must not take
+    over the work of a job still running."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -39,7 +39,7 @@ import socket
 import time
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
-from syntax_nmt.utils import write_lines
+from syntax_nmt.utils import process_alive, write_lines
 
 logger = logging.getLogger("syntax_nmt.annotate")
 
@@ -170,7 +170,7 @@ class ChunkStore:
         removed = 0
         for path in glob.glob(os.path.join(glob.escape(self.dir), "*.tmp-*")):
             pid = path.rsplit(".tmp-", 1)[1]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not process_alive(int(pid)):
                 try:
                     os.remove(path)
                     removed += 1
@@ -270,7 +270,7 @@ class ChunkStore:
             return None
         if len(fields) == 3:
             age = time.time() - int(fields[2])
-        if host == socket.gethostname() and not _alive(pid):
+        if host == socket.gethostname() and not process_alive(pid):
             return f"its process {pid} on this host is dead"
         where = "this host" if host == socket.gethostname() else f"host {host}"
         self.lock_owner = f"pid {pid} on {where}, lock taken {_ago(age)} ago"
@@ -304,12 +304,3 @@ def _ago(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 3600} h {seconds % 3600 // 60} min" if seconds >= 3600 else f"{seconds // 60} min {seconds % 60} s"
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

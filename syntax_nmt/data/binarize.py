@@ -39,7 +39,7 @@ from tqdm import tqdm
 
 from syntax_nmt import io_guard
 from syntax_nmt.constants import DATA_SETTINGS_FILE
-from syntax_nmt.utils import numbered_lines
+from syntax_nmt.utils import atomic_write_json, numbered_lines, process_alive
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     STREAMS,
@@ -476,7 +476,7 @@ def open_stage(dest: str, key: str) -> str:
     try:
         with open(lock, encoding="utf-8") as f:
             host, pid = f.read().split()
-        alive = host != socket.gethostname() or _alive(int(pid))
+        alive = host != socket.gethostname() or process_alive(int(pid))
     except (FileNotFoundError, ValueError):
         alive = False
     if alive:
@@ -528,19 +528,8 @@ def mark_done(stage: str, part: str) -> None:
     with open(path, encoding="utf-8") as f:
         done = json.load(f)
     done["done"].append(part)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(done, f)
-    os.replace(path + ".tmp", path)
+    atomic_write_json(path, done)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(args: Namespace) -> None:
