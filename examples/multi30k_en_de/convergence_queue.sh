@@ -6,14 +6,15 @@
 #
 #   ROOT=/work/runs MULTI30K_DIR=~/multi30k-dataset SPACY_MODEL=en_core_web_sm bash examples/multi30k_en_de/convergence_queue.sh data
 #   ROOT=/work/runs bash examples/multi30k_en_de/convergence_queue.sh A &   # 1x seed 1, then PRESET=gpu seeds 2 3, then item 4
-#   ROOT=/work/runs bash examples/multi30k_en_de/convergence_queue.sh B &   # 4x with dropout 0.3, then the data sizes
+#   ROOT=/work/runs bash examples/multi30k_en_de/convergence_queue.sh B &   # 4x with dropout 0.3
+#   ROOT=/work/runs bash examples/multi30k_en_de/convergence_queue.sh C &   # the data sizes (10 %, 25 %)
 #
 # ROOT holds everything (ROOT/m30k: the data and the trainings of the presets; ROOT/m30k-4x-drop03, ROOT/m30k-data:
 # the variants, sharing ROOT/m30k's data). PYTHON and PATH must give the environment with fairseq and syntax_nmt.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT=${ROOT:?set ROOT, the folder of the runs (outside the checkout)}
-LANE=${1:?usage: convergence_queue.sh data|A|B}
+LANE=${1:?usage: convergence_queue.sh data|A|B|C}
 export CPU=1 JOBS=1 THREADS=1 PROGRESS_SECONDS=${PROGRESS_SECONDS:-600}
 SNAP=$ROOT/snapshot-$LANE
 rm -rf "$SNAP" && mkdir -p "$SNAP" && cp -r "$HERE/../../examples" "$HERE/../../scripts" "$SNAP"/
@@ -42,6 +43,8 @@ B)
     variant "$ROOT/m30k-4x-drop03"
     run WORK="$ROOT/m30k-4x-drop03" PRESET=cpu MAX_UPDATE=6400 DROPOUT=0.3 STAGES="train evaluate" \
         SYSTEMS="transformer lisa" SEEDS="1 2"
+    ;;
+C)
     # item 3: data size, trained to convergence: the gpu preset with the cpu preset's batch and warmup (fixed by the
     # issue before any run)
     variant "$ROOT/m30k-data"
@@ -51,7 +54,7 @@ B)
     done
     ;;
 *)
-    echo "convergence_queue.sh: error: the lane is data, A or B, got '$LANE'" >&2
+    echo "convergence_queue.sh: error: the lane is data, A, B or C, got '$LANE'" >&2
     exit 2
     ;;
 esac
