@@ -11,7 +11,10 @@ A budget point names the two systems as they are kept (e.g. ``transformer`` and 
         --point "1x:1600:2048:transformer:lisa:1 2 3" --point "4x:6400:2048:transformer-6400:lisa-6400:1 2" \\
         --point "converged:8000:8192:transformer-gpu:lisa-gpu:1"
 
-writes ``RESULTS/budget.md``, ``.json`` and ``RESULTS/budget.png``. ``UPDATES`` is the budget a point was given
+writes ``RESULTS/budget.md``, ``.json`` and ``RESULTS/budget.png``. Points may pair other systems with their baselines
+(``--point "converged-sgnet:8000:8192:transformer-gpu:sgnet-gpu:1"``); with ``--chart delta`` the chart draws, for
+each series of points (:func:`series_of`: the system without the suffix it shares with its baseline, and what that
+suffix says besides the budget), Δ sacreBLEU against the training done: where syntax helps, where it does not. ``UPDATES`` is the budget a point was given
 (``MAX_UPDATE``). The x-axis is what the trainings ran: the updates run (the update each training ended at, its
 record's ``updates``: fewer than the budget where patience stopped it) times the tokens of an update, the mean over
 the point's trainings (both systems, every seed); a training whose record holds no updates (one older than the
@@ -75,6 +78,22 @@ class Point:
     def trainings(self) -> List[str]:
         """The names of the point's trainings, as :func:`records_of` keys them: the baseline's seeds, the system's."""
         return [f"{name} seed {s}" for name in (self.baseline, self.system) for s in self.seeds]
+
+
+BUDGET_PART = re.compile(r"cpu|gpu|\d+")  # the parts of a kept name's suffix that say the budget, not the data
+
+
+def series_of(point: Point) -> str:
+    """The series a point belongs to on the Δ chart: its system without the suffix the system and the baseline share
+    (``lisa-6400`` against ``transformer-6400``: ``lisa``), followed by what that suffix says besides the budget
+    (``-gpu``, ``-cpu`` and numbers are the budget; ``lisa-gpu-p10``: ``lisa p10``; ``lisa-6400-drop03``:
+    ``lisa drop03``), so that a series joins one system's points of one data and recipe across budgets."""
+    base, system = point.baseline.split("-"), point.system.split("-")
+    shared = 0
+    while shared < min(len(base), len(system)) - 1 and base[-1 - shared] == system[-1 - shared]:
+        shared += 1
+    name, suffix = system[:len(system) - shared], system[len(system) - shared:]
+    return " ".join(["-".join(name)] + [part for part in suffix if not BUDGET_PART.fullmatch(part)])
 
 
 def updates_run(point: Point, records: Dict[str, dict]) -> dict:
@@ -211,8 +230,59 @@ def plot(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits
     plt.close(fig)
 
 
+SERIES_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink")
+
+
+def plot_delta(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits: Sequence[str], path: str,
+               title: str, x: Sequence[float], key: str = "sacrebleu") -> None:
+    """Where syntax helps: Δ (system − baseline, the mean over the point's paired seeds) against the training done
+    (``x``, million tokens; log scale), one line per :func:`series_of`, one panel per split; each seed's Δ a dot, the
+    mean's value beside it with a star where the first test's p < 0.05, and the line Δ = 0."""
+    from syntax_nmt.utils import pyplot
+
+    plt = pyplot()
+    series: Dict[str, List[int]] = {}
+    for i, pt in enumerate(points):
+        series.setdefault(series_of(pt), []).append(i)
+    fig, axes = plt.subplots(1, len(splits), figsize=(3.6 * len(splits), 3.8), squeeze=False)
+    for ax, sp in zip(axes[0], splits):
+        ax.axhline(0.0, color="tab:gray", linewidth=0.8)
+        for n, (name, members) in enumerate(series.items()):
+            color = SERIES_COLORS[n % len(SERIES_COLORS)]
+            xs = [x[i] for i in members]
+            deltas, means = [], []
+            for i in members:
+                base, syst = rows[points[i].label][sp]
+                deltas.append([s - b for s, b in zip(syst[key], base[key])])
+                means.append(syst[key + "_mean"] - base[key + "_mean"])
+            ax.plot(xs, means, color=color, marker="o", label=name)
+            for xi, d in zip(xs, deltas):
+                ax.scatter([xi] * len(d), d, color=color, s=8, alpha=0.5)
+            for i, xi, m in zip(members, xs, means):
+                p = next(iter((rows[points[i].label][sp][1].get("p") or {}).values()), {}).get(key)
+                star = "*" if p is not None and compare.significant(p) else ""
+                ax.annotate(f"{m:+.2f}{star}", (xi, m), xytext=(4, 4), textcoords="offset points", fontsize=7,
+                            color=color)
+        ticks = sorted(set(x))
+        ax.set_xscale("log")
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{t:.1f}M" for t in ticks], fontsize=7)
+        ax.minorticks_off()
+        ax.set_title(sp, fontsize=9)
+        ax.set_xlabel("updates run × tokens (million target-side batch tokens)", fontsize=7)
+    axes[0][0].set_ylabel(f"Δ {compare.LABELS.get(key, key)} against the baseline (dots: seeds)", fontsize=8)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+CHARTS = ("bleu", "delta")  # --chart: plot, plot_delta
+
+
 def budget_curve(translations: str, eval_root: str, points: Sequence[Point], splits: Sequence[str], refs: str,
-                 tests: Sequence[str], out: str, title: str) -> str:
+                 tests: Sequence[str], out: str, title: str, chart: str = "bleu") -> str:
     """Score every point's kept translations into ``eval_root/LABEL`` and write ``out.md``, ``out.json`` and
     ``out.png``; returns the markdown."""
     rows, records = {}, {}
@@ -233,7 +303,8 @@ def budget_curve(translations: str, eval_root: str, points: Sequence[Point], spl
         "points": [{"label": pt.label, "updates": pt.updates, "tokens": pt.tokens, "baseline": pt.baseline,
                     "system": pt.system, "seeds": list(pt.seeds), "x": xs[pt.label], "rows": rows[pt.label]}
                    for pt in points]})
-    plot(points, rows, splits, out + ".png", title, [xs[pt.label]["million_tokens"] for pt in points])
+    draw = {"bleu": plot, "delta": plot_delta}[chart]
+    draw(points, rows, splits, out + ".png", title, [xs[pt.label]["million_tokens"] for pt in points])
     return text
 
 
@@ -255,6 +326,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--tests", default="bs ar")
     p.add_argument("--tgt-lang", default="de")
     p.add_argument("--title", default="Syntax against the baseline by training budget")
+    p.add_argument("--chart", choices=CHARTS, default="bleu",
+                   help="bleu: both systems' sacreBLEU by budget (one pair of systems); delta: Δ sacreBLEU by "
+                        "training done, one line per system and data (points pairing several systems)")
     return p
 
 
@@ -271,7 +345,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if len({pt.label for pt in points}) != len(points):
             raise ValueError("--point labels must be distinct")
         print(budget_curve(a.translations, a.eval, points, a.splits.replace(",", " ").split(), a.refs,
-                           a.tests.replace(",", " ").split(), a.out, a.title))
+                           a.tests.replace(",", " ").split(), a.out, a.title, a.chart))
     except (OSError, ValueError, KeyError) as e:
         fail(PROG, e)
 

@@ -286,3 +286,76 @@ def test_the_table_of_given_rows_cell_by_cell():
     agree = bc.markdown(points, rows, ["v"], ["bs", "ar"], same, "T")
     assert agree.endswith("| 1x | 1 | 1600 | cpu (x, avx2) | 1 | 10.0 | no |\n| gpu | no records kept |  |  |  |  |  |\n"
                           "| old | no records kept |  |  |  |  |  |\n") and "differ" not in agree
+
+
+@pytest.mark.parametrize("baseline, system, series", [
+    ("transformer", "lisa", "lisa"), ("transformer-6400", "lisa-6400", "lisa"),
+    ("transformer-gpu", "syntax-infused-gpu", "syntax-infused"), ("transformer-gpu-p10", "lisa-gpu-p10", "lisa p10"),
+    ("transformer-6400-drop03", "lisa-6400-drop03", "lisa drop03"), ("transformer-cpu-p25", "sgnet-cpu-p25", "sgnet p25"),
+    ("transformer-gpu", "transformer-gpu", "transformer"), ("base", "sys-x", "sys-x"), ("t-a-gpu", "l-b-gpu", "l-b")])
+def test_a_series_is_the_system_and_its_data_not_its_budget(baseline, system, series):
+    assert bc.series_of(bc.Point.parse(f"p:1:1:{baseline}:{system}:1")) == series
+
+
+def _delta_rows(base, syst, p=None):
+    b = {"system": "b", "sacrebleu": base, "sacrebleu_mean": sum(base) / len(base)}
+    s = {"system": "s", "sacrebleu": syst, "sacrebleu_mean": sum(syst) / len(syst)}
+    if p is not None:
+        s["p"] = {"bs": {"sacrebleu": p, "chrf": 0.5}, "ar": {"sacrebleu": 0.9}}
+    return [b, s]
+
+
+def test_the_delta_chart_draws_one_line_per_series_at_the_training_done(monkeypatch):
+    """Where syntax helps: per panel the line Δ = 0, then per series (in the order of the points) Δ of the means at
+    the points' x, each seed's Δ a dot, the mean's value with a star from the first test's p; the ticks are the
+    distinct x, sorted."""
+    import syntax_nmt.utils
+
+    calls = []
+    monkeypatch.setattr(syntax_nmt.utils, "pyplot", lambda: _Recorder(calls))
+    points = [bc.Point.parse(s) for s in ("1x-lisa:1600:2048:transformer:lisa:1 2",
+                                          "1x-sgnet:1600:2048:transformer:sgnet:1 2",
+                                          "conv-lisa:8000:8192:t-gpu:lisa-gpu:1 2",
+                                          "conv-sgnet:8000:8192:t-gpu:sgnet-gpu:1")]
+    rows = {"1x-lisa": {"v": _delta_rows([30.0, 31.0], [32.0, 32.5], p=0.01)},
+            "1x-sgnet": {"v": _delta_rows([30.0, 31.0], [29.0, 29.5], p=0.2)},
+            "conv-lisa": {"v": _delta_rows([40.0, 41.0], [39.5, 41.0])},
+            "conv-sgnet": {"v": _delta_rows([40.0], [38.0], p=0.04)}}
+    x = [3.3, 3.3, 35.1, 31.3]
+    bc.plot_delta(points, rows, ["v"], "d.png", "title", x)
+    expected = [("subplots", (1, 1), {"figsize": (3.6, 3.8), "squeeze": False}),
+                ("ax0.axhline", (0.0,), {"color": "tab:gray", "linewidth": 0.8}),
+                ("ax0.plot", ([3.3, 35.1], [1.75, -0.25]), {"color": "tab:blue", "marker": "o", "label": "lisa"}),
+                ("ax0.scatter", ([3.3, 3.3], [2.0, 1.5]), {"color": "tab:blue", "s": 8, "alpha": 0.5}),
+                ("ax0.scatter", ([35.1, 35.1], [-0.5, 0.0]), {"color": "tab:blue", "s": 8, "alpha": 0.5}),
+                ("ax0.annotate", ("+1.75*", (3.3, 1.75)), {"xytext": (4, 4), "textcoords": "offset points",
+                                                          "fontsize": 7, "color": "tab:blue"}),
+                ("ax0.annotate", ("-0.25", (35.1, -0.25)), {"xytext": (4, 4), "textcoords": "offset points",
+                                                           "fontsize": 7, "color": "tab:blue"}),
+                ("ax0.plot", ([3.3, 31.3], [-1.25, -2.0]), {"color": "tab:orange", "marker": "o", "label": "sgnet"}),
+                ("ax0.scatter", ([3.3, 3.3], [-1.0, -1.5]), {"color": "tab:orange", "s": 8, "alpha": 0.5}),
+                ("ax0.scatter", ([31.3], [-2.0]), {"color": "tab:orange", "s": 8, "alpha": 0.5}),
+                ("ax0.annotate", ("-1.25", (3.3, -1.25)), {"xytext": (4, 4), "textcoords": "offset points",
+                                                          "fontsize": 7, "color": "tab:orange"}),
+                ("ax0.annotate", ("-2.00*", (31.3, -2.0)), {"xytext": (4, 4), "textcoords": "offset points",
+                                                           "fontsize": 7, "color": "tab:orange"}),
+                ("ax0.set_xscale", ("log",), {}), ("ax0.set_xticks", ([3.3, 31.3, 35.1],), {}),
+                ("ax0.set_xticklabels", (["3.3M", "31.3M", "35.1M"],), {"fontsize": 7}),
+                ("ax0.minorticks_off", (), {}), ("ax0.set_title", ("v",), {"fontsize": 9}),
+                ("ax0.set_xlabel", ("updates run × tokens (million target-side batch tokens)",), {"fontsize": 7}),
+                ("ax0.set_ylabel", ("Δ sacreBLEU against the baseline (dots: seeds)",), {"fontsize": 8}),
+                ("ax0.legend", (), {"fontsize": 7}), ("fig.suptitle", ("title",), {"fontsize": 9}),
+                ("fig.tight_layout", (), {}), ("fig.savefig", ("d.png",), {"dpi": 110})]
+    assert calls[:-1] == expected
+    assert calls[-1][0] == "close" and calls[-1][1][0]._name == "fig"
+
+
+def test_the_command_draws_the_chart_it_is_asked_for(monkeypatch, tmp_path):
+    drawn = []
+    monkeypatch.setattr(bc, "plot", lambda *a: drawn.append("bleu"))
+    monkeypatch.setattr(bc, "plot_delta", lambda *a: drawn.append("delta"))
+    bc.main(["--translations", POOL, "--refs", REFS, "--eval", str(tmp_path / "e"), "--out", str(tmp_path / "o"),
+             "--splits", "test2016", "--tests", "bs", "--point", SPECS[2], "--chart", "delta"])
+    bc.main(["--translations", POOL, "--refs", REFS, "--eval", str(tmp_path / "e2"), "--out", str(tmp_path / "o2"),
+             "--splits", "test2016", "--tests", "bs", "--point", SPECS[2]])
+    assert drawn == ["delta", "bleu"]
