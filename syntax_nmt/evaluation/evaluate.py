@@ -50,8 +50,9 @@ _BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 #: Metrics of :func:`significance`.
 METRICS = ("sacrebleu", "tokenized")
 #: where the lines of one translation are with fairseq-generate --results-path (issue 56.7)
-RESULTS_PATH_ADVICE = ("fairseq-generate --results-path writes its own lines (S-, H-...) to its file and the plugin's "
-                       "G- and F- lines to the standard output: give both, one after the other (cat "
+RESULTS_PATH_ADVICE = ("give the file where fairseq-generate wrote its S- and H- lines: with --results-path RESULTS, "
+                       "RESULTS/generate-SPLIT.txt, which holds the G- and F- lines too (a plugin before issue 56 "
+                       "printed them on the standard output: give both, one after the other: cat "
                        "RESULTS/generate-SPLIT.txt stdout.log > gen.out)")
 
 

@@ -11,7 +11,8 @@ translations (``--print-source-parse``, :mod:`syntax_nmt.syntax.parse_lines`), t
 ``syntax-nmt-evaluate parse`` scores them against a parser (UAS).
 """
 
-from typing import List, Optional, Sequence
+import sys
+from typing import List, Optional, Sequence, TextIO
 
 import torch
 from torch import Tensor
@@ -155,9 +156,25 @@ class SourceParses:
                          [r[m].tolist() for r, m in zip(heads.cpu(), real)], scheme)
 
 
-def print_parses(ids: Sequence[int], parses: Sequence[Sentence], fmt: str) -> None:
-    """The ``G-`` lines of ``--print-source-parse`` on standard output (:func:`~syntax_nmt.syntax.parse_lines.
-    parse_lines`), numbered ``ids`` as fairseq numbers the S- and H- lines."""
+def fairseq_output() -> TextIO:
+    """Where fairseq prints its S-, H-... lines, for the plugin's ``G-`` and ``F-`` lines: in fairseq-generate, the
+    file of ``--results-path`` (``RESULTS/generate-SUBSET.txt``) or the standard output; elsewhere (fairseq-interactive,
+    the hub) the standard output. fairseq-generate hands that file to no hook of the task (its ``_main(cfg,
+    output_file)`` prints to it), so it is read off that call's frame, one of the callers of the task's
+    ``inference_step`` (issue 56.7: the G- lines went to the standard output, the S- lines to the file)."""
+    generate = sys.modules.get("fairseq_cli.generate")
+    main = getattr(generate, "_main", None)
+    frame = sys._getframe(1)
+    while main is not None and frame is not None:
+        if frame.f_code is main.__code__:
+            return frame.f_locals["output_file"]
+        frame = frame.f_back
+    return sys.stdout
+
+
+def print_parses(ids: Sequence[int], parses: Sequence[Sentence], fmt: str, file: Optional[TextIO] = None) -> None:
+    """The ``G-`` lines of ``--print-source-parse`` (:func:`~syntax_nmt.syntax.parse_lines.parse_lines`), numbered
+    ``ids`` as fairseq numbers the S- and H- lines, on ``file`` (default: the standard output)."""
     for sid, sentence in zip(ids, parses):
         for line in parse_lines(sid, sentence, fmt):
-            print(line, flush=False)
+            print(line, file=file, flush=False)
