@@ -116,7 +116,8 @@ SPM_BARE = [
     (["\u2581", "\u2581the"], [False, True], ["the"]),
     (["\u2581the", "\u2581"], [True, False], ["the"]),
     (["\u2581"], [False], []),
-    (["\u2581the", "\u2581", "d", "\u2581", "\u2581", "g"], [True, True, False, False, True, False], ["the", "d", "g"]),
+    (["\u2581the", "\u2581", "d", "\u2581", "\u2581", "g"], [True, True, False, False, True, False],
+     ["the", "d", "g"]),
     (["\u2581", "<unk>", "\u2581x"], [True, False, True], ["<unk>", "x"]),  # an unknown piece is text
 ]
 
