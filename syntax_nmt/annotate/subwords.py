@@ -70,15 +70,37 @@ def escape_word(word: str, scheme: str) -> str:
     return word
 
 
+def piece_text(piece: str, scheme: str) -> str:
+    """What a subword piece adds to its word once ``--remove-bpe`` has joined the pieces: the piece without its
+    marker (``bpe``: a final :data:`BPE_SEPARATOR`; ``spm``: every :data:`SPM_SPACE`)."""
+    if scheme == "bpe":
+        return piece[:-len(BPE_SEPARATOR)] if piece.endswith(BPE_SEPARATOR) else piece
+    if scheme == "spm":
+        return piece.replace(SPM_SPACE, "")
+    return piece
+
+
 def word_starts(pieces: Sequence[str], scheme: str) -> List[bool]:
     """Whether each subword piece of a segmented line starts a word (how ``--remove-bpe`` joins them): ``bpe``,
     unless the piece before ends with :data:`BPE_SEPARATOR`; ``spm``, when it starts with :data:`SPM_SPACE` (or is
-    the first); ``none``: every piece is a word."""
+    the first); ``none``: every piece is a word.
+
+    A word whose pieces hold no text (:func:`piece_text`) is no word: ``--remove-bpe`` leaves nothing of it, so its
+    pieces join the word before (none of them starts a word). sentencepiece gives such a word: a bare ``▁`` with no
+    piece after it on its word, which the annotation makes of a word that sentencepiece normalizes to nothing
+    (U+FFFD, which the plugin makes of invalid bytes, or U+200B alone: :class:`SpmSegmenter`; issue 56)."""
     if scheme == "bpe":
-        return [i == 0 or not pieces[i - 1].endswith(BPE_SEPARATOR) for i in range(len(pieces))]
-    if scheme == "spm":
-        return [i == 0 or p.startswith(SPM_SPACE) for i, p in enumerate(pieces)]
-    return [True] * len(pieces)
+        starts = [i == 0 or not pieces[i - 1].endswith(BPE_SEPARATOR) for i in range(len(pieces))]
+    elif scheme == "spm":
+        starts = [i == 0 or p.startswith(SPM_SPACE) for i, p in enumerate(pieces)]
+    else:
+        return [True] * len(pieces)
+    out = list(starts)
+    for i, start in enumerate(starts):
+        if start:
+            end = next((j for j in range(i + 1, len(pieces)) if starts[j]), len(pieces))
+            out[i] = any(piece_text(p, scheme) for p in pieces[i:end])
+    return out
 
 
 def scheme_of_pieces(pieces: Sequence[str]) -> str:

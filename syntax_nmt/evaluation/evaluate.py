@@ -50,8 +50,9 @@ _BPE_PIECE = re.compile(r"\S+@@(?= |$)|(?:^|(?<= ))\u2581\S*")
 #: Metrics of :func:`significance`.
 METRICS = ("sacrebleu", "tokenized")
 #: where the lines of one translation are with fairseq-generate --results-path (issue 56.7)
-RESULTS_PATH_ADVICE = ("fairseq-generate --results-path writes its own lines (S-, H-...) to its file and the plugin's "
-                       "G- and F- lines to the standard output: give both, one after the other (cat "
+RESULTS_PATH_ADVICE = ("give the file where fairseq-generate wrote its S- and H- lines: with --results-path RESULTS, "
+                       "RESULTS/generate-SPLIT.txt, which holds the G- and F- lines too (a plugin before issue 56 "
+                       "printed them on the standard output: give both, one after the other: cat "
                        "RESULTS/generate-SPLIT.txt stdout.log > gen.out)")
 
 
@@ -212,6 +213,23 @@ def read_sources(generate_log: str) -> Dict[int, List[str]]:
     return out
 
 
+def _g_line(generate_log: str, sid: int) -> int:
+    """The number of the first ``G-`` line of sentence ``sid`` in a log."""
+    tag = f"G-{sid}\t"
+    return next(n for n, line in enumerate(read_lines(generate_log), 1) if line.startswith(tag))
+
+
+def _count_advice(words: List[str]) -> str:
+    """Why a ``G-`` line of heads has another count than its S- line's words, and what to do."""
+    piece = _BPE_PIECE.search(" ".join(words))
+    if piece:
+        return (f"(the S- line holds subword pieces, e.g. {piece.group(0)!r}: generate with --remove-bpe, "
+                f"--remove-bpe sentencepiece for a sentencepiece model, so that it holds words)")
+    return ("(the S- line holds words: the G- line is not of this S- line, from another run or from a plugin before "
+            "issue 56, which gave a head to a word that sentencepiece normalizes to nothing, such as U+FFFD alone, "
+            "and --remove-bpe drops: translate again)")
+
+
 def _same_word(predicted: str, reference: str) -> bool:
     """Whether two forms are the same word, up to the annotator's escaping (``@@``, ``▁``, special symbols)."""
     from syntax_nmt.annotate.subwords import escape_word
@@ -263,9 +281,13 @@ def parse_accuracy(generate_log: str, conllu: Optional[str] = None, parser: Opti
         if words is None:
             raise ValueError(f"{generate_log}: sentence {sid}: no S- line to give the words of its G- line. "
                              f"{RESULTS_PATH_ADVICE}")
+        if sid not in predicted:
+            raise ValueError(f"{generate_log}: sentence {sid}: an S- line of {len(words)} words but no G- line "
+                             f"(--print-source-parse heads prints one for every sentence: a log cut short, or the "
+                             f"lines of two runs?)")
         if len(words) != len(heads):
-            raise ValueError(f"{generate_log}: sentence {sid}: {len(heads)} heads for {len(words)} words (generate "
-                             f"with --remove-bpe, so that the S- line holds words)")
+            raise ValueError(f"{generate_log}:{_g_line(generate_log, sid)}: sentence {sid}: {len(heads)} heads for the "
+                             f"{len(words)} words of its S- line {_count_advice(words)}")
         beyond = [(k, h) for k, h in enumerate(heads, 1) if not 0 <= h <= len(words)]
         if beyond:
             k, h = beyond[0]

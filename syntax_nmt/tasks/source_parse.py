@@ -11,12 +11,13 @@ translations (``--print-source-parse``, :mod:`syntax_nmt.syntax.parse_lines`), t
 ``syntax-nmt-evaluate parse`` scores them against a parser (UAS).
 """
 
-from typing import List, Optional, Sequence
+import sys
+from typing import List, Optional, Sequence, TextIO
 
 import torch
 from torch import Tensor
 
-from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE
+from syntax_nmt.annotate.subwords import BPE_SEPARATOR, SPM_SPACE, piece_text
 from syntax_nmt.data.streams import StreamConfigError
 from syntax_nmt.syntax.conllu import Sentence
 from syntax_nmt.syntax.parse_lines import parse_lines
@@ -25,34 +26,45 @@ from syntax_nmt.syntax.parse_lines import parse_lines
 
 def token_word_starts(tokens: Tensor, special: Tensor, table: Tensor, scheme: str) -> Tensor:
     """Bool ``(B, T)``: the tokens that start a word, as ``--remove-bpe`` joins subwords
-    (:func:`~syntax_nmt.annotate.subwords.word_starts`) and the annotator's ``subword`` stream marks them.
+    (:func:`~syntax_nmt.annotate.subwords.word_starts`) and the annotator's ``subword`` stream marks them, but a word
+    whose tokens hold no text (sentencepiece's bare ``▁`` of a word it normalizes to nothing, e.g. U+FFFD): it is
+    none, as ``--remove-bpe`` leaves nothing of it (its tokens go on the word before; issue 56).
 
     Args:
         tokens: ``(B, T)`` token ids.
         special: bool ``(B, T)``, pad/BOS/EOS positions (never a word).
-        table: bool ``(V,)`` of :func:`marker_table`: ``bpe``, whether a symbol ends with ``@@`` (the next token goes
-            on its word); ``spm``, whether it starts with ``▁`` (it starts a word).
+        table: bool ``(V, 2)`` of :func:`marker_table`: column 0, ``bpe``: whether a symbol ends with ``@@`` (the next
+            token goes on its word), ``spm``: whether it starts with ``▁`` (it starts a word); column 1, whether it
+            holds text once its marker is removed.
         scheme: ``bpe``, ``spm`` or ``none`` (every real token is a word).
     """
     real = ~special
+    marker = table[:, 0][tokens]
     if scheme == "bpe":
-        joined = torch.nn.functional.pad(table[tokens][:, :-1], (1, 0), value=False)  # the token before ends with @@
-        return real & ~joined
-    if scheme == "spm":
+        joined = torch.nn.functional.pad(marker[:, :-1], (1, 0), value=False)  # the token before ends with @@
+        starts = real & ~joined
+    elif scheme == "spm":
         after_special = torch.nn.functional.pad(special[:, :-1], (1, 0), value=True)
-        return real & (table[tokens] | after_special)
-    return real
+        starts = real & (marker | after_special)
+    else:
+        return real
+    word = torch.cumsum(starts.long(), dim=1)  # each token's word, 0 before the first
+    text = torch.zeros(word.shape[0], word.shape[1] + 1, dtype=torch.long, device=word.device)
+    text.scatter_add_(1, word, (real & table[:, 1][tokens]).long())  # tokens with text, per word
+    return starts & text.gather(1, word).gt(0)
 
 
 def marker_table(symbols: List[str], scheme: str, device=None) -> Tensor:
-    """Bool ``(V,)`` over a dictionary's symbols for :func:`token_word_starts`."""
+    """Bool ``(V, 2)`` over a dictionary's symbols for :func:`token_word_starts`: each symbol's subword marker, and
+    whether it holds text without it (:func:`~syntax_nmt.annotate.subwords.piece_text`)."""
     if scheme == "bpe":
         flags = [s.endswith(BPE_SEPARATOR) for s in symbols]
     elif scheme == "spm":
         flags = [s.startswith(SPM_SPACE) for s in symbols]
     else:
         flags = [False] * len(symbols)
-    return torch.tensor(flags, dtype=torch.bool, device=device)
+    text = [bool(piece_text(s, scheme)) for s in symbols]
+    return torch.tensor(list(zip(flags, text)), dtype=torch.bool, device=device).reshape(len(symbols), 2)
 
 
 def guess_scheme(symbols: List[str]) -> str:
@@ -67,14 +79,15 @@ def guess_scheme(symbols: List[str]) -> str:
 def word_heads(parents: Tensor, word_start: Tensor, special: Tensor) -> Tensor:
     """Word-level heads of predicted parent positions, ``(B, T)`` long: at each word's first subword the 1-based
     index (in its sentence) of the word holding its parent token, 0 when that token is in the word itself (the
-    root convention of the head stream) or is a special token; -1 at every other position.
+    root convention of the head stream) or is a special token; -1 at every other position. A token before the first
+    word (a word without text that :func:`token_word_starts` dropped) is in the first word.
 
     Args:
         parents: ``(B, T)`` long, each token's predicted parent position (e.g. LISA's argmax).
         word_start: bool ``(B, T)``, the first subwords of words (:func:`token_word_starts`).
         special: bool ``(B, T)``, pad/BOS/EOS positions.
     """
-    word_of = torch.cumsum(word_start.long(), dim=1)  # the 1-based word of each token (0 before the first word)
+    word_of = torch.cumsum(word_start.long(), dim=1).clamp(min=1)  # the 1-based word of each token
     head = word_of.gather(1, parents)
     head = head.masked_fill(special.gather(1, parents) | head.eq(word_of), 0)
     return head.masked_fill(~word_start, -1)
@@ -93,15 +106,12 @@ def sentences(pieces: List[List[str]], starts: List[List[bool]], heads: List[Lis
     for row, row_starts, row_heads in zip(pieces, starts, heads):
         words: List[str] = []
         for piece, start in zip(row, row_starts):
-            text = piece
-            if scheme == "bpe" and text.endswith(BPE_SEPARATOR):
-                text = text[:-len(BPE_SEPARATOR)]
-            elif scheme == "spm":
-                text = text.replace(SPM_SPACE, "")
-            if start or not words:
+            text = piece_text(piece, scheme)
+            if start:
                 words.append(text)
-            else:
+            elif words:
                 words[-1] += text
+            # else: a piece before the first word, of a word without text (token_word_starts), adds nothing
         h = [x for x, start in zip(row_heads, row_starts) if start]
         n = len(words)
         out.append(Sentence(words, ["_"] * n, ["_"] * n, h, ["_"] * n))
@@ -146,9 +156,25 @@ class SourceParses:
                          [r[m].tolist() for r, m in zip(heads.cpu(), real)], scheme)
 
 
-def print_parses(ids: Sequence[int], parses: Sequence[Sentence], fmt: str) -> None:
-    """The ``G-`` lines of ``--print-source-parse`` on standard output (:func:`~syntax_nmt.syntax.parse_lines.
-    parse_lines`), numbered ``ids`` as fairseq numbers the S- and H- lines."""
+def fairseq_output() -> TextIO:
+    """Where fairseq prints its S-, H-... lines, for the plugin's ``G-`` and ``F-`` lines: in fairseq-generate, the
+    file of ``--results-path`` (``RESULTS/generate-SUBSET.txt``) or the standard output; elsewhere (fairseq-interactive,
+    the hub) the standard output. fairseq-generate hands that file to no hook of the task (its ``_main(cfg,
+    output_file)`` prints to it), so it is read off that call's frame, one of the callers of the task's
+    ``inference_step`` (issue 56.7: the G- lines went to the standard output, the S- lines to the file)."""
+    generate = sys.modules.get("fairseq_cli.generate")
+    main = getattr(generate, "_main", None)
+    frame = sys._getframe(1)
+    while main is not None and frame is not None:
+        if frame.f_code is main.__code__:
+            return frame.f_locals["output_file"]
+        frame = frame.f_back
+    return sys.stdout
+
+
+def print_parses(ids: Sequence[int], parses: Sequence[Sentence], fmt: str, file: Optional[TextIO] = None) -> None:
+    """The ``G-`` lines of ``--print-source-parse`` (:func:`~syntax_nmt.syntax.parse_lines.parse_lines`), numbered
+    ``ids`` as fairseq numbers the S- and H- lines, on ``file`` (default: the standard output)."""
     for sid, sentence in zip(ids, parses):
         for line in parse_lines(sid, sentence, fmt):
-            print(line, flush=False)
+            print(line, file=file, flush=False)

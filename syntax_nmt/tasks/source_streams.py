@@ -78,6 +78,19 @@ class SourceStreams:
         self._raw: Optional[List[str]] = None  # what raw text is annotated with (None: :attr:`streams`)
         self._translating_model = False  # the model(s) above were loaded to translate
 
+    def _missing_remedy(self, missing: List[str]) -> str:
+        """What supplies the streams ``missing`` to a model loaded to translate, for fairseq-generate and for raw text
+        alike (the task cannot tell which command loads it). Raw text is annotated with them, but only against their
+        dictionaries in the data directory (issue 56.7: this advised a fairseq-interactive user to use
+        fairseq-interactive)."""
+        dicts = [os.path.basename(stream_dict_path(self.data_path, s)) for s in missing if s in TAG_STREAMS]
+        dicts = f" ({', '.join(dicts)})" if dicts else ""
+        remedy = ("give the data directory the model was trained on (syntax-nmt-binarize of syntax-nmt-annotate's "
+                  "output): fairseq-generate reads the streams from its files, and raw text (fairseq-interactive, "
+                  f"the hub) is annotated with them against their dictionaries{dicts}, for which a folder with only "
+                  "its dict.*.txt and annotation.json will do")
+        return remedy if self.auto else f"name them in --source-streams (or leave it at auto) and {remedy}"
+
     def signature(self, names: List[str]) -> str:
         """The signature (names, sizes, hashes) of the dictionaries of the tag streams among ``names``."""
         return ",".join(dictionary_signature(n, self.dicts[n]) for n in names if n in self.dicts)
@@ -137,10 +150,8 @@ class SourceStreams:
         extra = [] if self.auto else [s for s in self.streams if s not in required]
         if missing and translating and mode == "auto":
             where = "the data directory " + self.data_path if self.auto else "--source-streams"
-            raise StreamConfigError(needs_parse_message(
-                needs, f"{where} lacks the streams {missing}",
-                "binarize the data with syntax-nmt-binarize from syntax-nmt-annotate's output, or translate raw "
-                "text with fairseq-interactive, which annotates it"))
+            raise StreamConfigError(needs_parse_message(needs, f"{where} lacks the streams {missing}",
+                                                        self._missing_remedy(missing)))
         if missing or extra:
             parts = []
             if missing:

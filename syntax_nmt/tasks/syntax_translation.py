@@ -28,7 +28,7 @@ from syntax_nmt.syntax.parse_lines import FORMATS as PARSE_FORMATS
 from syntax_nmt.tasks.target_factors import TargetFactors
 from syntax_nmt.tasks import checkpoint_records, raw_inference, stream_loading
 from syntax_nmt.tasks.checkpoint_records import ModelRecords, cfg_value, set_cfg_value
-from syntax_nmt.tasks.source_parse import SourceParses, print_parses
+from syntax_nmt.tasks.source_parse import SourceParses, fairseq_output, print_parses
 from syntax_nmt.tasks.source_streams import SOURCE_PARSE, SourceStreams, needs_parse_message
 
 logger = logging.getLogger(__name__)
@@ -335,16 +335,18 @@ class SyntaxTranslationTask(TranslationTask):
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """fairseq's; a sample without streams (fairseq-interactive keeps only the tokens of the batch the task
         built) gets the streams of that batch back. With ``--print-source-parse`` the ``G-`` lines of the parses
-        the model predicts, with target factors the ``F-`` lines, are printed beside fairseq's."""
+        the model predicts, with target factors the ``F-`` lines, are printed beside fairseq's, where fairseq prints
+        its own (fairseq-generate's ``--results-path`` file: :func:`~syntax_nmt.tasks.source_parse.fairseq_output`)."""
         net_input = sample["net_input"]
         self.raw_text.restore_streams(net_input)
         hypos = super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
                                        constraints=constraints)
         if self.print_source_parse != "none":
             print_parses(self.raw_text.sentence_ids(sample), self.source_parses(models[0], net_input),
-                         self.print_source_parse)
+                         self.print_source_parse, fairseq_output())
         if self.factors.names and hypos and getattr(models[0], "target_factors", None):
-            self.factors.attach(models[0], sample, hypos, self.raw_text.sentence_ids(sample), self.recorded_settings)
+            self.factors.attach(models[0], sample, hypos, self.raw_text.sentence_ids(sample), self.recorded_settings,
+                                fairseq_output())
         return hypos
 
     def source_parses(self, model, net_input) -> List[Sentence]:

@@ -5,7 +5,7 @@ adoption of a checkpoint's factors, the factors a decoding predicted and the ``F
 """
 
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, TextIO
 
 from syntax_nmt.data.signatures import TargetFactor, read_target_factors
 from syntax_nmt.data.streams import StreamConfigError, parse_target_streams, stream_dict_path, target_stream
@@ -124,9 +124,10 @@ class TargetFactors:
                         for name in self.names})
         return out
 
-    def attach(self, model, sample, hypos, ids: Sequence[int], settings=None) -> None:
+    def attach(self, model, sample, hypos, ids: Sequence[int], settings=None, file: Optional[TextIO] = None) -> None:
         """Leave each best hypothesis's factors in it (``hypos[i][0]["factors"]``, :meth:`predict`) and, when
-        :attr:`prints_lines`, print them: ``F-ID<TAB>NAME<TAB>tags`` on standard output for each sentence (``ids``,
+        :attr:`prints_lines`, print them: ``F-ID<TAB>NAME<TAB>tags`` on ``file`` (default: the standard output; the
+        task gives fairseq-generate's own, that of ``--results-path``) for each sentence (``ids``,
         as fairseq numbers it) and factor, one tag per word of the hypothesis (the words of fairseq-generate's
         ``--remove-bpe`` H line): a line type of its own, beside the H-/D- lines (``grep ^H`` and sacreBLEU scoring
         ignore it; ``syntax-nmt-evaluate factors`` scores it against a parser)."""
@@ -135,4 +136,4 @@ class TargetFactors:
         if self.prints_lines:
             for sid, h in zip(ids, hypos):
                 for name, tags in h[0]["factors"].items():
-                    print(f"F-{sid}\t{name}\t{' '.join(tags)}", flush=False)
+                    print(f"F-{sid}\t{name}\t{' '.join(tags)}", file=file, flush=False)

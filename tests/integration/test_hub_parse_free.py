@@ -225,6 +225,41 @@ def test_an_ensemble_reads_what_any_member_reads(tiny, members):
         hub(tiny, *members, source_parse="never")
 
 
+def _no_streams_message(data, missing):
+    return (f"the data directory {data} lacks the streams {missing}: the model reads at inference what only the "
+            f"annotation gives: {SGNET_READS}; give the data directory the model was trained on (syntax-nmt-binarize "
+            f"of syntax-nmt-annotate's output): fairseq-generate reads the streams from its files, and raw text "
+            f"(fairseq-interactive, the hub) is annotated with them against their dictionaries (dict.subword.txt), "
+            f"for which a folder with only its dict.*.txt and annotation.json will do")
+
+
+def test_interactive_without_stream_dictionaries_says_what_supplies_them(tiny, tmp_path):
+    """Issue 56.7: SG-Net on raw text from a data directory without its stream dictionaries (its binarized words
+    only, or only the word dictionaries and annotation.json) told the fairseq-interactive user to "translate raw text
+    with fairseq-interactive". The line names the dictionary raw text needs and where it is; what it says (the
+    dictionaries-only folder with dict.subword.txt added) translates. The console script: that one line, exit 2."""
+    from conftest import run_cli
+
+    dicts = tmp_path / "dicts"
+    dicts.mkdir()
+    for f in ("dict.en.txt", "dict.de.txt", "annotation.json"):
+        shutil.copy(os.path.join(tiny.data, f), dicts / f)
+    path = os.path.join(tiny.models, ckpt("sgnet"))
+    conllu = ["--input-conllu", tiny.paths["test"]["en.conllu"], "--buffer-size", "5"]
+    for data, missing in ((tiny.plain, ["subword", "head"]), (str(dicts), ["subword"])):
+        with pytest.raises(StreamConfigError) as e:
+            fairseq_interactive(data, path, tiny.paths["test"]["en"], *conllu)
+        assert str(e.value) == _no_streams_message(data, missing)
+    proc = run_cli("fairseq-interactive", dicts, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path",
+                   path, "--input", tiny.paths["test"]["en"], *conllu, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == ("fairseq-interactive: error: "
+                                                     + _no_streams_message(str(dicts), ["subword"]))
+    shutil.copy(os.path.join(tiny.data, "dict.subword.txt"), dicts)
+    lines = fairseq_interactive(str(dicts), path, tiny.paths["test"]["en"], *conllu)
+    assert sorted(by_id(lines, "H")) == list(range(N_TEST))
+
+
 def test_an_ensemble_of_parse_free_members_needs_no_parse(tiny):
     m = hub(tiny, "lisa", "lisa")
     assert m.task.inference_needs == {} and m.task.annotated_streams == []

@@ -94,8 +94,8 @@ def test_a_model_that_reads_the_annotation_names_what_reads_it(plain, stream_bin
     with pytest.raises(StreamConfigError) as e:
         loaded(plain, *extra)
     assert str(e.value).startswith(f"the data directory {plain} lacks the streams [")
-    assert f"the model reads at inference what only the annotation gives: {reader}; binarize the data with " \
-           f"syntax-nmt-binarize" in str(e.value)
+    assert f"the model reads at inference what only the annotation gives: {reader}; give the data directory the " \
+           f"model was trained on (syntax-nmt-binarize" in str(e.value)
     with pytest.raises(StreamConfigError, match=r"^--source-parse never: .*" + reader.replace("(", r"\(")
                        .replace(")", r"\)")):
         loaded(stream_bin, *extra, "--source-parse", "never")
@@ -306,5 +306,6 @@ def test_the_contract_called_directly(stream_bin, plain):
     source = SourceStreams("auto", plain, "en", "de", dictionaries_only=True)
     with pytest.raises(StreamConfigError, match=rf"^the data directory {plain} lacks the streams \['subword'\]: the "
                                                 r"model reads at inference what only the annotation gives: the model "
-                                                r"reads the source parse \(streams subword, head\); binarize"):
+                                                r"reads the source parse \(streams subword, head\); give the data "
+                                                r"directory the model was trained on"):
         source.model_stream_signature(["subword", "head"], translating=True)

@@ -724,3 +724,53 @@ def test_the_factor_term_of_handmade_logits(factored):
         crit.factor_terms((None, {FACTOR_LOGITS: {"pos": logits}}), {"target": sample["target"]})
     assert str(e.value) == ("the model predicts target factors but the batch has none: train with the task's "
                             "--target-factors on data binarized with --target-streams")
+
+
+def test_results_path_gets_the_g_and_f_lines_beside_fairseqs(factored, tmp_path):
+    """Issue 56.7: with --results-path fairseq-generate writes its S-, H-... lines to RESULTS/generate-SUBSET.txt; the
+    plugin's G- and F- lines went to the standard output. They go to the same file now, each batch's before its
+    sentences' S- lines as on the standard output, and nothing of them stays on the standard output; the lines are
+    those of the same run without --results-path. fairseq-train and -generate run in this process (one update)."""
+    import contextlib
+    import io
+
+    from fairseq_cli import generate, train
+
+    from support.console import console_argv
+    from syntax_nmt.evaluation.evaluate import parse_accuracy
+
+    with console_argv("fairseq-train", factored.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                      "--arch", "syntax_transformer_tiny", *CRITERION, *FACTORS, "--syntax-attention", "lisa",
+                      "--optimizer", "adam", "--lr", "3e-3", "--max-tokens", "1500", "--max-update", "1",
+                      "--no-epoch-checkpoints", "--disable-validation", "--no-progress-bar", "--num-workers", "0",
+                      "--save-dir", tmp_path / "ck", "--seed", "1"):
+        train.cli_main()
+    runs = {}
+    for name, extra in (("stdout", []), ("results", ["--results-path", tmp_path / "results"])):
+        out = io.StringIO()
+        with console_argv("fairseq-generate", factored.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                          "--path", tmp_path / "ck" / "checkpoint_last.pt", "--beam", "3", "--batch-size", "5",
+                          "--max-len-b", "12", "--num-workers", "0", "--remove-bpe", "--print-source-parse", "heads",
+                          *extra), \
+                contextlib.redirect_stdout(out):
+            generate.cli_main()
+        runs[name] = out.getvalue().splitlines()
+    assert not [line for line in runs["results"] if line[:2] in ("G-", "F-", "S-", "H-")]  # nothing on stdout
+    written = (tmp_path / "results" / "generate-test.txt").read_text(encoding="utf-8").splitlines()
+    kinds = ("S-", "H-", "G-", "F-")
+    assert [line for line in written if line[:2] in kinds] == [line for line in runs["stdout"] if line[:2] in kinds]
+    for kind in ("G-", "F-"):
+        assert sorted(int(line.split("\t")[0][2:]) for line in written if line.startswith(kind)) == list(range(12))
+    first = {}
+    for n, line in enumerate(written):
+        first.setdefault(line.split("\t")[0], n)
+    assert all(first[f"G-{i}"] < first[f"S-{i}"] and first[f"F-{i}"] < first[f"S-{i}"] for i in range(12))
+    # syntax-nmt-evaluate parse reads the file alone: the S- words and the G- heads (the reference: each word a root)
+    words = {int(line.split("\t")[0][2:]): line.split("\t")[1].split() for line in written if line.startswith("S-")}
+    reference = tmp_path / "roots.conllu"
+    reference.write_text("".join("".join(f"{i}\t{w}\t_\t_\t_\t_\t0\t_\t_\t_\n" for i, w in enumerate(words[k], 1))
+                                 + "\n" for k in sorted(words) if words[k]), encoding="utf-8")
+    result = parse_accuracy(str(tmp_path / "results" / "generate-test.txt"), conllu=str(reference))
+    known = [w for w in words.values() if "<unk>" not in w]  # a sentence with an unknown piece is left out
+    assert (result["words"], result["sentences"], result["skipped"]) == (sum(map(len, known)), len(known),
+                                                                        12 - len(known))

@@ -486,9 +486,24 @@ def test_parse_uas_counts_the_words_whose_head_is_the_references(tmp_path):
         evaluate.parse_accuracy(log, conllu=str(tmp_path / "other.conllu"))
     with pytest.raises(ValueError, match="one block per sentence"):
         evaluate.parse_accuracy(log, conllu=write(tmp_path / "short.conllu", GOLD.split("\n\n")[0].split("\n")))
-    with pytest.raises(ValueError, match=r"sentence 0: 3 heads for 4 words"):
-        evaluate.parse_accuracy(write(tmp_path / "bad.out", ["S-0\tA cat runs .", "G-0\t2 3 0"]),
-                                conllu=str(tmp_path / "gold.conllu"))
+    bad = write(tmp_path / "bad.out", ["S-0\tA cat runs .", "G-0\t2 3 0"])
+    with pytest.raises(ValueError) as e:
+        evaluate.parse_accuracy(bad, conllu=str(tmp_path / "gold.conllu"))
+    assert str(e.value) == (  # issue 56: it advised --remove-bpe for an S- line of words
+        f"{bad}:2: sentence 0: 3 heads for the 4 words of its S- line (the S- line holds words: the G- line is not of "
+        f"this S- line, from another run or from a plugin before issue 56, which gave a head to a word that "
+        f"sentencepiece normalizes to nothing, such as U+FFFD alone, and --remove-bpe drops: translate again)")
+    pieces = write(tmp_path / "pieces.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3", "S-1\t\u2581A \u2581ca t", "G-1\t2 0"])
+    with pytest.raises(ValueError) as e:
+        evaluate.parse_accuracy(pieces, conllu=str(tmp_path / "gold.conllu"))
+    assert str(e.value) == (f"{pieces}:4: sentence 1: 2 heads for the 3 words of its S- line (the S- line holds "
+                            f"subword pieces, e.g. '\u2581A': generate with --remove-bpe, --remove-bpe sentencepiece "
+                            f"for a sentencepiece model, so that it holds words)")
+    no_g = write(tmp_path / "no-g.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3", "S-1\tA dog ."])
+    with pytest.raises(ValueError) as e:
+        evaluate.parse_accuracy(no_g, conllu=str(tmp_path / "gold.conllu"))
+    assert str(e.value) == (f"{no_g}: sentence 1: an S- line of 3 words but no G- line (--print-source-parse heads "
+                            f"prints one for every sentence: a log cut short, or the lines of two runs?)")
     with pytest.raises(ValueError, match="no G- line"):
         evaluate.parse_accuracy(write(tmp_path / "none.out", GEN_PARSE[:2]), conllu=str(tmp_path / "gold.conllu"))
 

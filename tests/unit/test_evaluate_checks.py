@@ -188,16 +188,18 @@ def test_factors_of_a_results_path_file_say_where_the_f_lines_went(tmp_path, cap
     assert code == 2 and len(err) == 1
     assert err[0] == (f"syntax-nmt-evaluate: error: {gen}: no target factor that target scheme 'factors' scores (pos, "
                       f"case, dep): no such F- line. "
-                      f"fairseq-generate --results-path writes its own lines (S-, H-...) to its file and the plugin's "
-                      f"G- and F- lines to the standard output: give both, one after the other (cat "
+                      f"give the file where fairseq-generate wrote its S- and H- lines: with --results-path RESULTS, "
+                      f"RESULTS/generate-SPLIT.txt, which holds the G- and F- lines too (a plugin before issue 56 "
+                      f"printed them on the standard output: give both, one after the other: cat "
                       f"RESULTS/generate-SPLIT.txt stdout.log > gen.out); or generate with a model trained with "
                       f"--target-factors")
 
 
 def test_parse_of_the_standard_output_of_a_results_path_run_says_to_give_both(tmp_path, capsys):
-    """Issue 56.7: with --results-path the S- lines are in fairseq's file and the G- lines on the standard output;
-    the error for the standard output alone advised --remove-bpe, and scoring "the standard output" could not work.
-    What the advice says, concatenating the two, scores."""
+    """Issue 56.7: with --results-path the S- lines were in fairseq's file and the G- lines on the standard output (they
+    go to the file now: tests/integration/test_target_factors.py); the error for the standard output alone advised
+    --remove-bpe, and scoring "the standard output" could not work. What the advice says for such a log, concatenating
+    the two, scores."""
     results = write(tmp_path / "generate-test.txt", ["S-0	A cat runs .", "H-0	-1.0	x"])
     stdout = write(tmp_path / "stdout.log", ["G-0	2 3 0 3"])
     gold = write(tmp_path / "gold.conllu", ["1	A	_	DET	_	_	2	det	_	_", "2	cat	_	NOUN	_	_	3	nsubj	_	_",
@@ -205,9 +207,10 @@ def test_parse_of_the_standard_output_of_a_results_path_run_says_to_give_both(tm
                                             "4	.	_	PUNCT	_	_	3	punct	_	_", ""])
     code, err = run_cli(capsys, ["parse", "--gen", stdout, "--conllu", gold])
     assert (code, err) == (2, [f"syntax-nmt-evaluate: error: {stdout}: sentence 0: no S- line to give the words of its "
-                               f"G- line. fairseq-generate --results-path writes its own lines (S-, H-...) to its file "
-                               f"and the plugin's G- and F- lines to the standard output: give both, one after the "
-                               f"other (cat RESULTS/generate-SPLIT.txt stdout.log > gen.out)"])
+                               f"G- line. give the file where fairseq-generate wrote its S- and H- lines: with "
+                               f"--results-path RESULTS, RESULTS/generate-SPLIT.txt, which holds the G- and F- lines "
+                               f"too (a plugin before issue 56 printed them on the standard output: give both, one "
+                               f"after the other: cat RESULTS/generate-SPLIT.txt stdout.log > gen.out)"])
     both = tmp_path / "gen.out"
     both.write_text(open(results).read() + open(stdout).read())
     assert evaluate.parse_accuracy(str(both), conllu=gold)["uas"] == 100.0

@@ -6,11 +6,14 @@ import random
 import pytest
 import torch
 
+from fairseq.data.data_utils import post_process
+
 from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.syntax.conllu import Sentence
 from syntax_nmt.syntax.parse_lines import parse_lines, read_parse_lines
 from syntax_nmt.tasks.source_parse import guess_scheme, marker_table, sentences, token_word_starts, word_heads
 
+REMOVE_BPE = {"bpe": "subword_nmt", "spm": "sentencepiece"}  # fairseq's --remove-bpe of each scheme
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq's Dictionary: bos 0, pad 1, eos 2, unk 3
 PIECES = {"bpe": ["the", "ca@@", "t", "s@@", "a@@", "t", "a@", "@@", "x"],
           "spm": ["\u2581the", "\u2581ca", "t", "\u2581s", "a", "t", "\u2581", "x", "\u2581a@@"],
@@ -39,6 +42,10 @@ def test_word_starts_from_tokens_equal_the_joining_of_remove_bpe(scheme, left_pa
         for i, row in enumerate(rows):
             got = starts[i][~special[i]].tolist()
             assert got == word_starts([symbols[k] for k in row], scheme), (scheme, [symbols[k] for k in row])
+            if scheme != "none":  # the words are those fairseq's --remove-bpe leaves, one start each (issue 56)
+                pieces = [symbols[k] for k in row]
+                (sentence,) = sentences([pieces], [got], [[0] * len(pieces)], scheme)
+                assert sentence.words == post_process(" ".join(pieces), REMOVE_BPE[scheme]).split(), pieces
 
 
 def _naive_heads(parents, starts, special):
@@ -49,7 +56,7 @@ def _naive_heads(parents, starts, special):
         word_of, n = [], 0
         for start in s:
             n += int(start)
-            word_of.append(n)
+            word_of.append(max(n, 1))  # a token before the first word (of a word without text) is in the first
         heads = []
         for i, start in enumerate(s):
             if start:
@@ -59,13 +66,14 @@ def _naive_heads(parents, starts, special):
     return out
 
 
+@pytest.mark.parametrize("scheme", ["bpe", "spm"])
 @pytest.mark.parametrize("left_pad,bos", [(False, False), (True, True)])
-def test_word_heads_equal_a_naive_loop(left_pad, bos):
+def test_word_heads_equal_a_naive_loop(left_pad, bos, scheme):
     rng = random.Random(7)
     gen = torch.Generator().manual_seed(7)
     for _ in range(30):
-        tokens, special, symbols, rows = _batch("bpe", rng, left_pad, bos)
-        starts = token_word_starts(tokens, special, marker_table(symbols, "bpe"), "bpe")
+        tokens, special, symbols, rows = _batch(scheme, rng, left_pad, bos)
+        starts = token_word_starts(tokens, special, marker_table(symbols, scheme), scheme)
         parents = torch.randint(0, tokens.shape[1], tokens.shape, generator=gen)
         heads = word_heads(parents, starts, special)
         assert heads[~starts].eq(-1).all()
@@ -99,6 +107,37 @@ def test_words_are_the_pieces_joined(scheme, pieces, words):
     starts = word_starts(pieces, scheme)
     (sentence,) = sentences([pieces], [starts], [[0] * len(pieces)], scheme)
     assert sentence.words == words and sentence.heads == [0] * len(words)
+
+
+# issue 56: sentencepiece normalizes U+FFFD (the plugin's replacement of invalid bytes) and U+200B to nothing; the
+# annotation gives such a word one bare "▁", which --remove-bpe sentencepiece drops ("▁the ▁ ▁sees" -> "the  sees")
+SPM_BARE = [
+    (["\u2581the", "\u2581", "\u2581sees"], [True, False, True], ["the", "sees"]),
+    (["\u2581", "\u2581the"], [False, True], ["the"]),
+    (["\u2581the", "\u2581"], [True, False], ["the"]),
+    (["\u2581"], [False], []),
+    (["\u2581the", "\u2581", "d", "\u2581", "\u2581", "g"], [True, True, False, False, True, False],
+     ["the", "d", "g"]),
+    (["\u2581", "<unk>", "\u2581x"], [True, False, True], ["<unk>", "x"]),  # an unknown piece is text
+]
+
+
+@pytest.mark.parametrize("pieces,starts,words", SPM_BARE)
+def test_a_sentencepiece_word_without_text_is_no_word(pieces, starts, words):
+    """The exact pieces of issue 56 (a word of U+FFFD alone, "the d\ufffdg sees" split by Moses): one start per word
+    that fairseq's --remove-bpe leaves, from the pieces and from the tokens, and the heads of those words only."""
+    assert word_starts(pieces, "spm") == starts
+    assert post_process(" ".join(pieces), "sentencepiece").split() == words
+    symbols = SPECIALS + sorted(set(pieces) - set(SPECIALS))
+    tokens = torch.tensor([[symbols.index(p) for p in pieces] + [2]])
+    special = tokens.eq(2)
+    got = token_word_starts(tokens, special, marker_table(symbols, "spm"), "spm")
+    assert got[0, :-1].tolist() == starts and not got[0, -1]
+    parents = torch.zeros_like(tokens)  # every token on the first: its word is the head of the others
+    heads = word_heads(parents, got, special)
+    (sentence,) = sentences([pieces], [starts], [heads[0, :-1].tolist()], "spm")
+    assert sentence.words == words and len(sentence.heads) == len(words)
+    assert sentence.heads == ([0] + [1] * (len(words) - 1))[:len(words)]
 
 
 def test_printed_lines_read_back():
