@@ -230,6 +230,16 @@ def plot(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits
     plt.close(fig)
 
 
+def spread_ticks(x: Sequence[float], ratio: float = 1.15) -> List[float]:
+    """The x-axis ticks of the Δ chart: the distinct values, sorted, less each that lies within ``ratio`` of the
+    tick before it (the points of one budget, stopped by patience at a few updates apart, share one tick)."""
+    ticks: List[float] = []
+    for v in sorted(set(x)):
+        if not ticks or v > ticks[-1] * ratio:
+            ticks.append(v)
+    return ticks
+
+
 SERIES_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink")
 
 
@@ -237,7 +247,8 @@ def plot_delta(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], 
                title: str, x: Sequence[float], key: str = "sacrebleu") -> None:
     """Where syntax helps: Δ (system − baseline, the mean over the point's paired seeds) against the training done
     (``x``, million tokens; log scale), one line per :func:`series_of`, one panel per split; each seed's Δ a dot, the
-    mean's value beside it with a star where the first test's p < 0.05, and the line Δ = 0."""
+    mean's value beside it (each series a line lower: points of one budget lie close) with a star where the first
+    test's p < 0.05, and the line Δ = 0."""
     from syntax_nmt.utils import pyplot
 
     plt = pyplot()
@@ -261,9 +272,9 @@ def plot_delta(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], 
             for i, xi, m in zip(members, xs, means):
                 p = next(iter((rows[points[i].label][sp][1].get("p") or {}).values()), {}).get(key)
                 star = "*" if p is not None and compare.significant(p) else ""
-                ax.annotate(f"{m:+.2f}{star}", (xi, m), xytext=(4, 4), textcoords="offset points", fontsize=7,
-                            color=color)
-        ticks = sorted(set(x))
+                ax.annotate(f"{m:+.2f}{star}", (xi, m), xytext=(4, 4 - 9 * n), textcoords="offset points",
+                            fontsize=7, color=color)
+        ticks = spread_ticks(x)
         ax.set_xscale("log")
         ax.set_xticks(ticks)
         ax.set_xticklabels([f"{t:.1f}M" for t in ticks], fontsize=7)

@@ -321,7 +321,7 @@ def test_the_delta_chart_draws_one_line_per_series_at_the_training_done(monkeypa
             "1x-sgnet": {"v": _delta_rows([30.0, 31.0], [29.0, 29.5], p=0.2)},
             "conv-lisa": {"v": _delta_rows([40.0, 41.0], [39.5, 41.0])},
             "conv-sgnet": {"v": _delta_rows([40.0], [38.0], p=0.04)}}
-    x = [3.3, 3.3, 35.1, 31.3]
+    x = [3.3, 3.3, 35.1, 31.3]  # 35.1 within 1.15 of 31.3: one tick
     bc.plot_delta(points, rows, ["v"], "d.png", "title", x)
     expected = [("subplots", (1, 1), {"figsize": (3.6, 3.8), "squeeze": False}),
                 ("ax0.axhline", (0.0,), {"color": "tab:gray", "linewidth": 0.8}),
@@ -335,12 +335,12 @@ def test_the_delta_chart_draws_one_line_per_series_at_the_training_done(monkeypa
                 ("ax0.plot", ([3.3, 31.3], [-1.25, -2.0]), {"color": "tab:orange", "marker": "o", "label": "sgnet"}),
                 ("ax0.scatter", ([3.3, 3.3], [-1.0, -1.5]), {"color": "tab:orange", "s": 8, "alpha": 0.5}),
                 ("ax0.scatter", ([31.3], [-2.0]), {"color": "tab:orange", "s": 8, "alpha": 0.5}),
-                ("ax0.annotate", ("-1.25", (3.3, -1.25)), {"xytext": (4, 4), "textcoords": "offset points",
+                ("ax0.annotate", ("-1.25", (3.3, -1.25)), {"xytext": (4, -5), "textcoords": "offset points",
                                                           "fontsize": 7, "color": "tab:orange"}),
-                ("ax0.annotate", ("-2.00*", (31.3, -2.0)), {"xytext": (4, 4), "textcoords": "offset points",
+                ("ax0.annotate", ("-2.00*", (31.3, -2.0)), {"xytext": (4, -5), "textcoords": "offset points",
                                                            "fontsize": 7, "color": "tab:orange"}),
-                ("ax0.set_xscale", ("log",), {}), ("ax0.set_xticks", ([3.3, 31.3, 35.1],), {}),
-                ("ax0.set_xticklabels", (["3.3M", "31.3M", "35.1M"],), {"fontsize": 7}),
+                ("ax0.set_xscale", ("log",), {}), ("ax0.set_xticks", ([3.3, 31.3],), {}),
+                ("ax0.set_xticklabels", (["3.3M", "31.3M"],), {"fontsize": 7}),
                 ("ax0.minorticks_off", (), {}), ("ax0.set_title", ("v",), {"fontsize": 9}),
                 ("ax0.set_xlabel", ("updates run × tokens (million target-side batch tokens)",), {"fontsize": 7}),
                 ("ax0.set_ylabel", ("Δ sacreBLEU against the baseline (dots: seeds)",), {"fontsize": 8}),
@@ -359,3 +359,10 @@ def test_the_command_draws_the_chart_it_is_asked_for(monkeypatch, tmp_path):
     bc.main(["--translations", POOL, "--refs", REFS, "--eval", str(tmp_path / "e2"), "--out", str(tmp_path / "o2"),
              "--splits", "test2016", "--tests", "bs", "--point", SPECS[2]])
     assert drawn == ["delta", "bleu"]
+
+
+def test_ticks_within_a_ratio_of_the_one_before_are_dropped():
+    assert bc.spread_ticks([35.4, 3.3, 34.4, 13.1, 33.6, 3.3]) == [3.3, 13.1, 33.6]
+    assert bc.spread_ticks([1.0, 1.15, 1.16, 1.5]) == [1.0, 1.16, 1.5]  # 1.15 is within, 1.16 beyond
+    assert bc.spread_ticks([2.0, 2.0]) == [2.0] and bc.spread_ticks([]) == []
+    assert bc.spread_ticks([1.0, 1.5, 2.0], ratio=1.6) == [1.0, 2.0]
