@@ -53,6 +53,13 @@ TEST_NAMES = {"bs": "two-sided paired bootstrap resampling (|Δ* − mean Δ*| �
 TEST_LABELS = {"bs": "two-sided bootstrap", "ar": "two-sided randomization", "bs-sacrebleu": "sacreBLEU bootstrap"}
 #: the tests whose p-value is two-sided
 TWO_SIDED = ("bs", "ar")
+#: the level below which a p-value is significant: the ``*`` of every table
+LEVEL = 0.05
+
+
+def significant(p_value: Optional[float]) -> bool:
+    """The ``*`` of the tables: p < 0.05 (:data:`LEVEL`); None (no test) is not significant."""
+    return p_value is not None and p_value < LEVEL
 
 
 class PairedResult(NamedTuple):
