@@ -4,8 +4,8 @@ once, kept as plain dicts, and the ``name:size:hash`` strings of older checkpoin
 import pytest
 from omegaconf import OmegaConf
 
-from syntax_nmt.data.signatures import (DictionaryRecord, TargetFactor, dictionary_signature, read_dictionaries,
-                                        read_target_factors, records_by_name)
+from syntax_nmt.data.signatures import (DictionaryRecord, TargetFactor, dictionary_signature, parse_signatures,
+                                        read_dictionaries, read_target_factors, records_by_name)
 
 
 class _Dictionary:
@@ -57,3 +57,36 @@ def test_nothing_recorded_is_no_dictionary(value):
 def test_a_value_of_neither_form_is_refused_by_its_argument(value, message):
     with pytest.raises(ValueError, match=message):
         read_dictionaries(value, "source_stream_dicts")
+
+
+def test_the_records_of_an_older_checkpoints_dictionaries_are_the_ones_it_recorded():
+    """The hash is the one older checkpoints recorded (issue 57.4's mutation run: a changed separator of the symbols
+    survived the tests above, which only compared records made alike): the kept checkpoint of an earlier version
+    (``tests/e2e/data/legacy_all/``) recorded its streams' dictionaries as a string; the records made now from the
+    same dictionary files are what that string reads into."""
+    import os
+
+    import torch
+    from fairseq.data import Dictionary
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401
+    from syntax_nmt.data.streams import stream_dict_path
+
+    legacy = os.path.join(os.path.dirname(__file__), os.pardir, "e2e", "data", "legacy_all")
+    recorded = torch.load(os.path.join(legacy, "checkpoint.pt"), map_location="cpu",
+                          weights_only=True)["cfg"]["model"].source_stream_dicts
+    records = read_dictionaries(recorded, "source_stream_dicts")
+    assert [r.name for r in records] == ["pos", "case", "subword"]
+    assert records == [DictionaryRecord.of(r.name, Dictionary.load(stream_dict_path(os.path.join(legacy, "data-bin"),
+                                                                                   r.name))) for r in records]
+
+
+def test_the_old_strings_parse_in_order_and_nothing_is_no_dictionary():
+    assert parse_signatures("pos:20:ab12,case:8:cd34") == {"pos": (20, "ab12"), "case": (8, "cd34")}
+    assert list(parse_signatures("case:8:cd34,pos:20:ab12")) == ["case", "pos"]
+    assert parse_signatures(None) == parse_signatures("") == {}
+
+
+def test_a_bad_target_factor_value_is_named_by_its_argument():
+    with pytest.raises(ValueError, match=r"^target_factor_dicts: dictionary records or a signature string"):
+        read_target_factors(7)
