@@ -113,10 +113,17 @@ def write_lines(path: str, lines: Iterable[str]) -> int:
     return n
 
 
-def markdown_table(headers: Sequence[str], rows: Iterable[Sequence], floatfmt: str = ".2f") -> str:
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence], floatfmt: str = ".2f", align: str = "") -> str:
     """The plugin's one markdown table (GitHub's pipe table, made by ``tabulate``): a line per row, each cell as
     given (a str) or written for a reader (None and NaN as ``-``, a float with ``floatfmt``), ``|`` escaped; cells
-    are not padded to their column's width, so that a row reads ``| a | b |`` whatever the other rows hold."""
+    are not padded to their column's width, so that a row reads ``| a | b |`` whatever the other rows hold.
+
+    ``align``: a letter per column, ``l`` (left) or ``r`` (right), written in the line under the header as GitHub
+    reads it, ``|---|---:|`` (the benchmarks' tables); empty: tabulate's line, no alignment.
+
+    Raises:
+        ValueError: an ``align`` of another length than ``headers`` or with another letter.
+    """
     from tabulate import tabulate
 
     def cell(value) -> str:
@@ -124,8 +131,15 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence], floatfmt: s
             return "-"
         return (format(value, floatfmt) if isinstance(value, float) else str(value)).replace("|", "\\|")
 
-    return tabulate([[cell(v) for v in row] for row in rows], headers=[cell(h) for h in headers], tablefmt="github",
+    text = tabulate([[cell(v) for v in row] for row in rows], headers=[cell(h) for h in headers], tablefmt="github",
                     disable_numparse=True, stralign=None)
+    if not align:
+        return text
+    if len(align) != len(headers) or set(align) - set("lr"):
+        raise ValueError(f"align {align!r}: one letter, l or r, per column ({len(headers)})")
+    lines = text.split("\n")
+    lines[1] = "|" + "".join("---:|" if a == "r" else "---|" for a in align)
+    return "\n".join(lines)
 
 
 def same_file(a: str, b: str) -> bool:

@@ -136,7 +136,8 @@ def generate(data: str, checkpoint: str, log: str, split: str = "test", gen_args
 
 def hypotheses(gen_log: str, lang: str = "de") -> List[str]:
     """Detokenized best hypotheses of a ``fairseq-generate --remove-bpe`` log, in corpus order."""
-    from syntax_nmt.evaluation.evaluate import detokenize, read_hypotheses
+    from syntax_nmt.evaluation.generate_log import read_hypotheses
+    from syntax_nmt.evaluation.metrics import detokenize
 
     try:
         return detokenize(read_hypotheses(gen_log), lang)

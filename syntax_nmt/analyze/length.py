@@ -13,7 +13,7 @@ import numpy as np
 
 from syntax_nmt.analyze import common
 from syntax_nmt.analyze.common import AnalyzeError
-from syntax_nmt.evaluation.evaluate import bleu_signature, detok_bleu
+from syntax_nmt.evaluation.metrics import bleu_signature, detok_bleu
 
 
 def bucket_labels(width: int, max_length: int) -> List[str]:

@@ -19,7 +19,7 @@ from typing import Dict, List, Sequence
 from syntax_nmt.analyze import common
 from syntax_nmt.analyze.common import AnalyzeError
 from syntax_nmt.constants import NOISE_RECORD_FILE
-from syntax_nmt.evaluation.evaluate import bleu_signature, detok_bleu
+from syntax_nmt.evaluation.metrics import bleu_signature, detok_bleu
 
 DEFAULT_RATES = "0,0.2,0.4,0.6,0.8,1.0"
 

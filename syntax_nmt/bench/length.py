@@ -47,6 +47,7 @@ from syntax_nmt.constants import DICT_FILE
 from syntax_nmt.data.streams import stream_dict_path
 from syntax_nmt.io_guard import parse_args, reads, writes
 from syntax_nmt.models.modules.compiled import COMPILE_MODES
+from syntax_nmt.utils import markdown_table
 
 #: subword tags of the ``subword`` stream (annotate/align.py): single-piece word, begin, middle, end
 SUBWORD_TAGS = ("O", "B", "M", "E")
@@ -398,10 +399,9 @@ def ops_table(rows: List[Dict]) -> str:
     at = {(r["system"], r["T"]): r for r in rows}
     lines = ["operations dispatched in one forward + backward, accelerator paths (system / stock; below 1.15 = "
              "the GPU target's proxy):",
-             "| system | " + " | ".join(f"T={T}" for T in lengths) + " | ops at T=" + str(lengths[-1]) + " |",
-             "|---|" + "---:|" * (len(lengths) + 1)]
-    lines += [f"| {s} | " + " | ".join(f"{at[s, T]['ops_ratio']:.2f}" for T in lengths)
-              + f" | {at[s, lengths[-1]]['ops']} |" for s in systems]
+             markdown_table(["system", *(f"T={T}" for T in lengths), f"ops at T={lengths[-1]}"],
+                            [[s, *(f"{at[s, T]['ops_ratio']:.2f}" for T in lengths), at[s, lengths[-1]]['ops']]
+                             for s in systems], align="l" + "r" * (len(lengths) + 1))]
     lines += ["", "stock encoder: " + ", ".join(f"T={T}: {at[systems[0], T]['stock_ops']} ops" for T in lengths)]
     v = ops_verdicts(rows)
     if v:
@@ -416,15 +416,15 @@ def bytes_table(rows: List[Dict]) -> str:
     systems = list(dict.fromkeys(r["system"] for r in rows))
     at = {(r["system"], r["T"]): r for r in rows}
     last = lengths[-1]
-    lines = ["bytes written by the operations of one forward + backward, accelerator paths (system / stock):",
-             "| system | " + " | ".join(f"T={T}" for T in lengths) + f" | GiB at T={last} | most bytes beyond the "
-             f"stock encoder's at T={last} (op: system / stock GiB) |",
-             "|---|" + "---:|" * (len(lengths) + 1) + "---|"]
+    rows_out = []
     for s in systems:
         r = at[s, last]
         top = ", ".join(f"{op} {b / 2 ** 30:.2f} / {sb / 2 ** 30:.2f}" for op, _, b, _, sb in r["top_ops"][:3])
-        lines.append(f"| {s} | " + " | ".join(f"{at[s, T]['bytes_ratio']:.2f}" for T in lengths)
-                     + f" | {r['bytes'] / 2 ** 30:.2f} | {top} |")
+        rows_out.append([s, *(f"{at[s, T]['bytes_ratio']:.2f}" for T in lengths), f"{r['bytes'] / 2 ** 30:.2f}", top])
+    lines = ["bytes written by the operations of one forward + backward, accelerator paths (system / stock):",
+             markdown_table(["system", *(f"T={T}" for T in lengths), f"GiB at T={last}",
+                             f"most bytes beyond the stock encoder's at T={last} (op: system / stock GiB)"],
+                            rows_out, align="l" + "r" * (len(lengths) + 1) + "l")]
     lines += ["", "stock encoder: " + ", ".join(
         f"T={T}: {at[systems[0], T]['stock_bytes'] / 2 ** 30:.2f} GiB" for T in lengths)]
     return "\n".join(lines)
@@ -451,13 +451,14 @@ def table(rows: List[Dict]) -> str:
     lengths = sorted({r["T"] for r in rows})
     systems = list(dict.fromkeys(r["system"] for r in rows))
     at = {(r["system"], r["T"]): r for r in rows}
+    def ratios(key: str) -> str:
+        return markdown_table(["system", *(f"T={T}" for T in lengths)],
+                              [[s, *(f"{at[s, T][key]:.2f}" for T in lengths)] for s in systems],
+                              align="l" + "r" * len(lengths))
+
     lines = ["time ratio (stock encoder seconds / system seconds, forward + backward; above 1 = faster):",
-             "| system | " + " | ".join(f"T={T}" for T in lengths) + " |",
-             "|---|" + "---:|" * len(lengths)]
-    lines += [f"| {s} | " + " | ".join(f"{at[s, T]['time_ratio']:.2f}" for T in lengths) + " |" for s in systems]
-    lines += ["", "backward memory ratio (saved activations, system / stock):",
-              "| system | " + " | ".join(f"T={T}" for T in lengths) + " |", "|---|" + "---:|" * len(lengths)]
-    lines += [f"| {s} | " + " | ".join(f"{at[s, T]['memory_ratio']:.2f}" for T in lengths) + " |" for s in systems]
+             ratios("time_ratio"), "", "backward memory ratio (saved activations, system / stock):",
+             ratios("memory_ratio")]
     stock = {T: next(r for r in rows if r["T"] == T) for T in lengths}
     lines += ["", "stock encoder: " + ", ".join(
         f"T={T} (B={stock[T]['batch']}): {stock[T]['stock_seconds'] * 1e3:.0f} ms, {stock[T]['stock_saved_mib']:.0f} MiB"
@@ -547,14 +548,13 @@ STAT_KEYS = ("max_depth", "mean_depth", "dep_distance", "adjacent", "fan_out")
 def stats_table(trees: List[Sequence[int]]) -> str:
     """Markdown table of :func:`tree_stats` means per length bucket."""
     stats = [tree_stats(t) for t in trees if len(t) >= BUCKETS[0][0]]
-    lines = ["| words | sentences | max depth | mean depth | dependency distance | adjacent heads | fan-out |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = []
     for lo, hi in BUCKETS:
         s = [x for x in stats if lo <= x["words"] < hi]
         if s:
-            lines.append(f"| {lo}-{hi - 1} | {len(s)} | " + " | ".join(
-                f"{np.mean([x[k] for x in s]):.2f}" for k in STAT_KEYS) + " |")
-    return "\n".join(lines)
+            rows.append([f"{lo}-{hi - 1}", len(s), *(f"{np.mean([x[k] for x in s]):.2f}" for k in STAT_KEYS)])
+    return markdown_table(["words", "sentences", "max depth", "mean depth", "dependency distance", "adjacent heads",
+                           "fan-out"], rows, align="lrrrrrr")
 
 
 def generated_trees(n: int, seed: int) -> List[np.ndarray]:

@@ -1,21 +1,30 @@
 """What a model's arguments (so its checkpoints) record of the dictionaries it was trained with (no fairseq import).
 
-* A dictionary's *signature*, ``name:size:hash`` (the hash of its symbols in order): the source and target word
-  dictionaries (``word_dict_signature``) and the source streams' (``source_stream_dicts``) are recorded as
-  comma-separated signatures; a checkpoint loaded on data whose dictionary differs (another order: no shape error,
-  garbage translations) is refused by name.
-* The target factors (``target_factor_dicts``) travel as typed records, :class:`TargetFactor`: the task makes them
-  from its factor dictionaries, the model builds its decoder from them, the checkpoint keeps them as plain dicts
-  (:meth:`TargetFactor.to_record`). Checkpoints trained before kept them as a signature string, which
-  :func:`read_target_factors` still reads.
+Every dictionary travels as a typed record, :class:`DictionaryRecord` (its name, size and the hash of its symbols in
+order), made from the dictionary once and kept in the arguments as plain dicts (:meth:`DictionaryRecord.to_record`):
+
+* the source and target word dictionaries (``word_dict_signature``) and the source streams' (``source_stream_dicts``):
+  a checkpoint loaded on data whose dictionary differs (another order: no shape error, garbage translations) is
+  refused by name; the encoder takes the streams' sizes from them;
+* the target factors (``target_factor_dicts``), :class:`TargetFactor`: the task makes them from its factor
+  dictionaries, the model builds its decoder from them.
+
+Checkpoints trained before the records were typed kept each as a signature string, ``name:size:hash`` items joined
+by commas; :func:`read_dictionaries` reads both forms, once per value (issue 57.4: the strings were parsed four times
+in one ``fairseq-generate``).
 """
 
 import hashlib
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Type, TypeVar
 
 #: the model argument holding the target factors (records; a signature string in older checkpoints)
 TARGET_FACTORS_ARG = "target_factor_dicts"
+#: the model argument holding the source streams' dictionaries (records; a signature string in older checkpoints)
+SOURCE_STREAMS_ARG = "source_stream_dicts"
+#: the model argument holding the source and target word dictionaries (records; a signature string in older ones)
+WORD_DICTS_ARG = "word_dict_signature"
+R = TypeVar("R", bound="DictionaryRecord")
 
 
 def dictionary_digest(symbols: Sequence[str]) -> str:
@@ -24,12 +33,14 @@ def dictionary_digest(symbols: Sequence[str]) -> str:
 
 
 def dictionary_signature(name: str, d) -> str:
-    """``name:size:hash`` of a fairseq ``Dictionary`` ``d`` (a stream's, a language's)."""
+    """``name:size:hash`` of a fairseq ``Dictionary`` ``d`` (a stream's, a language's): how checkpoints trained before
+    the records were typed kept it (the tests write such checkpoints with it)."""
     return f"{name}:{len(d)}:{dictionary_digest(d.symbols)}"
 
 
 def parse_signatures(value: Optional[str]) -> Dict[str, Tuple[int, str]]:
-    """``"pos:20:ab12,case:8:cd34"`` -> ``{"pos": (20, "ab12"), ...}``, in order (``None`` or empty: none)."""
+    """``"pos:20:ab12,case:8:cd34"`` -> ``{"pos": (20, "ab12"), ...}``, in order (``None`` or empty: none): the
+    format of checkpoints trained before the records were typed."""
     out = {}
     for item in (value or "").split(","):
         if item:
@@ -39,38 +50,60 @@ def parse_signatures(value: Optional[str]) -> Dict[str, Tuple[int, str]]:
 
 
 @dataclass(frozen=True)
-class TargetFactor:
-    """One target factor the decoder predicts: its name (a target tag stream, ``pos``) and its dictionary's size and
-    hash (Sockeye passes its factors as such a typed config)."""
+class DictionaryRecord:
+    """A dictionary as a model records it: its name (a stream's, ``source``/``target`` for the word dictionaries),
+    its size and the hash of its symbols in order (Sockeye passes its factors as such a typed config)."""
 
     name: str
     size: int
     digest: str
 
     @classmethod
-    def of(cls, name: str, d) -> "TargetFactor":
-        """The record of factor ``name`` whose fairseq ``Dictionary`` is ``d``."""
+    def of(cls, name: str, d):
+        """The record of dictionary ``name``, the fairseq ``Dictionary`` ``d``."""
         return cls(name, len(d), dictionary_digest(d.symbols))
 
     def to_record(self) -> Dict[str, object]:
         """What the model's arguments keep (plain data: a checkpoint unpickles it without this class)."""
         return asdict(self)
 
+    def describe(self) -> str:
+        """``20 types, hash ab12``: how a message names it."""
+        return f"{self.size} types, hash {self.digest}"
 
-def read_target_factors(value) -> List[TargetFactor]:
-    """The target factors recorded in a model's arguments, in the order the decoder predicts them: records (what
-    :meth:`TargetFactor.to_record` gives; dict-like, e.g. an omegaconf node) or, from a checkpoint trained before
-    they were typed, the signature string ``"pos:19:ab12,dep:40:cd34"``. None or empty: no factor.
+
+class TargetFactor(DictionaryRecord):
+    """One target factor the decoder predicts: its name (a target tag stream, ``pos``) and its dictionary's size and
+    hash."""
+
+
+def read_dictionaries(value, arg: str, record: Type[R] = DictionaryRecord) -> List[R]:
+    """The dictionaries recorded in a model's argument ``arg``, in order, as ``record`` instances: records (what
+    :meth:`DictionaryRecord.to_record` gives; dict-like, e.g. an omegaconf node) or, from a checkpoint trained before
+    they were typed, the signature string ``"pos:19:ab12,dep:40:cd34"``. None or empty: none.
 
     Raises:
-        ValueError: a value of neither form.
+        ValueError: a value of neither form, naming ``arg``.
     """
     if not value:
         return []
     if isinstance(value, str):
-        return [TargetFactor(name, size, digest) for name, (size, digest) in parse_signatures(value).items()]
+        try:
+            return [record(name, size, digest) for name, (size, digest) in parse_signatures(value).items()]
+        except ValueError as e:
+            raise ValueError(f"{arg}: not a signature string name:size:hash,... ({value!r}: {e})") from None
     try:
-        return [TargetFactor(str(r["name"]), int(r["size"]), str(r["digest"])) for r in value]
+        return [record(str(r["name"]), int(r["size"]), str(r["digest"])) for r in value]
     except (KeyError, TypeError) as e:
-        raise ValueError(f"{TARGET_FACTORS_ARG}: target factor records or a signature string, got {value!r} "
-                         f"({e})") from None
+        raise ValueError(f"{arg}: dictionary records or a signature string, got {value!r} ({e})") from None
+
+
+def read_target_factors(value) -> List[TargetFactor]:
+    """The target factors recorded in a model's arguments (:data:`TARGET_FACTORS_ARG`), in the order the decoder
+    predicts them (:func:`read_dictionaries`)."""
+    return read_dictionaries(value, TARGET_FACTORS_ARG, TargetFactor)
+
+
+def records_by_name(records: Sequence[DictionaryRecord]) -> Dict[str, DictionaryRecord]:
+    """``name -> record``."""
+    return {r.name: r for r in records}

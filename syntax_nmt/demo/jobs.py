@@ -121,8 +121,8 @@ class JobRunner(DataPipeline):
     def generate(self, name: str, seed: int, data: str = None, group: str = "", quiet: bool = False,
                  updates: Optional[int] = None) -> dict:
         """Translate the test set with one trained system at ``updates`` (default :meth:`job_updates`) and score it
-        (``evaluate.score``)."""
-        from syntax_nmt.evaluation.evaluate import score
+        (:func:`~syntax_nmt.evaluation.scoring.score`)."""
+        from syntax_nmt.evaluation.scoring import score
 
         updates = updates or self.job_updates()
         task = get_system(name).task

@@ -17,7 +17,7 @@ from syntax_nmt.evaluation import significance as significance_tests
 from syntax_nmt.evaluation.significance import resampling_seed  # noqa: F401  (its home: significance)
 from syntax_nmt.utils import markdown_table, mean_sd, read_lines, write_lines
 
-#: score keys (of :func:`syntax_nmt.evaluation.evaluate.score`) -> labels in tables and plots
+#: score keys (of :func:`syntax_nmt.evaluation.scoring.score`) -> labels in tables and plots
 LABELS = {"sacrebleu": "sacreBLEU", "chrf": "chrF", "tokenized_bleu": "tok. BLEU",
           "lc_tokenized_bleu": "lc tok. BLEU", "compound_split_bleu": "split BLEU"}
 #: metrics a paired test can use (on detokenized text): score key -> sacrebleu metric
@@ -31,7 +31,7 @@ def summarize(runs: Dict[tuple, dict], systems: Sequence[str], seeds: Sequence[i
     """One row per system (in the order given, the baseline first).
 
     Args:
-        runs: ``(system, seed)`` -> the scores of one translation (keys of :func:`syntax_nmt.evaluation.evaluate.score`),
+        runs: ``(system, seed)`` -> the scores of one translation (keys of :func:`syntax_nmt.evaluation.scoring.score`),
             optionally with ``train_seconds``, ``train_cpu_seconds``, ``generate_cpu_seconds``.
         metrics: score keys to aggregate; the first is the main one (``mean``/``sd`` of the row).
 
@@ -118,11 +118,6 @@ def significance(rows: List[dict], hypotheses: Dict[tuple, str], reference: str,
                     TESTABLE[first][0], one_base, one, tests[0], n_samples, rng_seed).p_value)
 
 
-def significant(p_value: Optional[float]) -> bool:
-    """The ``*`` of the tables: p < 0.05."""
-    return p_value is not None and p_value < 0.05
-
-
 def results_table(rows: List[dict], metrics: Sequence[str], tests: Sequence[str] = ("bs",),
                   tested: Sequence[str] = ("sacrebleu",)) -> str:
     """A markdown table (:func:`~syntax_nmt.utils.markdown_table`): per metric mean ± sd (and the per-seed scores of
@@ -155,11 +150,12 @@ def results_table(rows: List[dict], metrics: Sequence[str], tests: Sequence[str]
         for t in tests:
             for m in tested:
                 p = (r.get("p") or {}).get(t, {}).get(m)
-                cells.append("" if p is None else f"{p:.4f}" + ("*" if significant(p) else ""))
+                cells.append("" if p is None else f"{p:.4f}" + ("*" if significance_tests.significant(p) else ""))
         if wins:
             cells.append("" if "wins" not in r else f"{r['wins']}/{len(r[metrics[0]])}")
         if per_seed:
-            cells.append(" ".join(f"{p:.3f}" + ("*" if significant(p) else "") for p in r.get("p_per_seed") or []))
+            cells.append(" ".join(f"{p:.3f}" + ("*" if significance_tests.significant(p) else "")
+                                  for p in r.get("p_per_seed") or []))
         table.append(cells)
     return markdown_table(head, table)
 
@@ -186,7 +182,7 @@ def plot_bars(rows: List[dict], path: str, title: str, key: str = "sacrebleu", y
     ax.bar(x, means, yerr=sds, capsize=4, color=colors, alpha=0.8)
     for i, r in enumerate(rows):
         ax.scatter([i] * len(r[key]), r[key], color="black", s=12, zorder=3)
-        star = "*" if significant(r.get("p_pooled")) else ""
+        star = "*" if significance_tests.significant(r.get("p_pooled")) else ""
         top = max([means[i] + sds[i], *r[key]])
         ax.annotate(f"{means[i]:.2f}{star}", (i, top), xytext=(0, 3), textcoords="offset points", ha="center",
                     va="bottom", fontsize=8)

@@ -53,6 +53,13 @@ TEST_NAMES = {"bs": "two-sided paired bootstrap resampling (|Δ* − mean Δ*| �
 TEST_LABELS = {"bs": "two-sided bootstrap", "ar": "two-sided randomization", "bs-sacrebleu": "sacreBLEU bootstrap"}
 #: the tests whose p-value is two-sided
 TWO_SIDED = ("bs", "ar")
+#: the level below which a p-value is significant: the ``*`` of every table
+LEVEL = 0.05
+
+
+def significant(p_value: Optional[float]) -> bool:
+    """The ``*`` of the tables: p < 0.05 (:data:`LEVEL`); None (no test) is not significant."""
+    return p_value is not None and p_value < LEVEL
 
 
 class PairedResult(NamedTuple):
@@ -85,6 +92,35 @@ def _metric(metric):
     return {"BLEU": BLEU, "chrF": CHRF}[metric]()
 
 
+# sacreBLEU's statistics are reached through two private methods of its metrics, the ones its own paired tests
+# (sacrebleu.significance: _paired_bs_test, _paired_ar_test, _bootstrap_resample) are built on, because its public API
+# has none that gives them (checked in sacreBLEU 2.6.0's source, issue 57.4):
+# * per-sentence sufficient statistics: corpus_score() and sentence_score() return a Score. BLEU's (BLEUScore) carries
+#   its counts, totals and lengths, but chrF's (CHRFScore) only the score: chrF's character and word n-gram
+#   statistics of a sentence exist only in Metric._extract_corpus_statistics;
+# * the score of summed statistics (each resample's, each trial's): Metric._compute_score_from_stats; BLEU has a public
+#   static BLEU.compute_bleu, chrF none;
+# * the public PairedTest runs sacreBLEU's tests on the lines it is given: it cannot move a sentence's lines of several
+#   seeds together, nor give the two-sided bootstrap.
+# Through the same two methods, one seed's ar and bs-sacrebleu are sacreBLEU's --paired-ar / --paired-bs to the last
+# digit (tests/unit/test_significance.py, tests/unit/test_evaluate.py). setup.py pins the sacreBLEU versions this was
+# checked with (2.0.0, 2.3.3 and 2.6.0: the tests of these two files pass with each); tests/unit/test_significance.py
+# checks that the installed one has both methods and lies in that range. These two functions are the only callers.
+
+
+def sacrebleu_statistics(metric, hypotheses: Sequence[str], references: Sequence[str]) -> List[List[float]]:
+    """sacreBLEU's sufficient statistics of each line of ``hypotheses`` against its one reference (a list per line:
+    BLEU's lengths, n-gram matches and totals; chrF's character and word n-gram counts), from the sacreBLEU metric
+    object ``metric``: its private ``_extract_corpus_statistics`` (see above why)."""
+    return metric._extract_corpus_statistics(list(hypotheses), [list(references)])
+
+
+def score_of_statistics(metric, stats) -> float:
+    """The score the sacreBLEU metric object ``metric`` gives statistics summed over sentences (one row of
+    :func:`sacrebleu_statistics`' columns): its private ``_compute_score_from_stats`` (see above why)."""
+    return metric._compute_score_from_stats(stats).score
+
+
 def sentence_statistics(metric_name, hypotheses: Sequence[Sequence[str]], references: Sequence[str]) -> np.ndarray:
     """``(N, K)``: sacreBLEU's sufficient statistics of metric ``metric_name`` (``BLEU`` or ``chrF``, or a
     sacreBLEU metric object) of every test sentence, summed over its lines in ``hypotheses`` (one list of N lines
@@ -98,7 +134,7 @@ def sentence_statistics(metric_name, hypotheses: Sequence[Sequence[str]], refere
     for k, hyps in enumerate(hypotheses):
         if len(hyps) != len(references):
             raise ValueError(f"seed {k + 1}'s translation has {len(hyps)} lines, the reference {len(references)}")
-        stats = np.array(metric._extract_corpus_statistics(list(hyps), [list(references)]))
+        stats = np.array(sacrebleu_statistics(metric, hyps, references))
         total = stats if total is None else total + stats
     return total
 
@@ -133,14 +169,13 @@ def check_same_seeds(metric_name, baseline: np.ndarray, system: np.ndarray) -> N
 
 def p_value(sample: np.ndarray, difference: float) -> float:
     """The p-value of an observed ``difference`` given the resampled statistics ``sample``: sacreBLEU's
-    ``_compute_p_value``, ``(c + 1) / (n + 1)`` with ``c`` the resamples whose statistic exceeds the difference,
-    but 1 where the observed difference is 0 (equal scores: no evidence of a difference, where sacreBLEU's count of
-    ``> 0`` gives ``1/(n+1)``)."""
-    from sacrebleu.significance import _compute_p_value
-
+    (``sacrebleu.significance._compute_p_value``, written out here rather than imported: a private function of two
+    lines), ``(c + 1) / (n + 1)`` with ``c`` the resamples whose statistic exceeds the difference, but 1 where the
+    observed difference is 0 (equal scores: no evidence of a difference, where sacreBLEU's count of ``> 0`` gives
+    ``1/(n+1)``)."""
     if difference == 0:
         return 1.0
-    return float(_compute_p_value(sample, difference))
+    return (int(np.sum(sample > difference)) + 1) / (len(sample) + 1)
 
 
 def two_sided_bootstrap_p(differences: np.ndarray, difference: float) -> float:
@@ -157,7 +192,7 @@ def two_sided_bootstrap_p(differences: np.ndarray, difference: float) -> float:
 
 def corpus_score(metric_name, stats: np.ndarray) -> float:
     """The corpus score of statistics ``(N, K)`` (sacreBLEU's: the sum over sentences, then the metric)."""
-    return _metric(metric_name)._compute_score_from_stats(stats.sum(0)).score
+    return score_of_statistics(_metric(metric_name), stats.sum(0))
 
 
 def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str = "bs",
@@ -192,14 +227,14 @@ def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str
     n = n_samples or DEFAULT_SAMPLES[test]
     rng = np.random.default_rng(seed)
     N = len(baseline)
-    base_score = metric._compute_score_from_stats(baseline.sum(0)).score
-    sys_score = metric._compute_score_from_stats(system.sum(0)).score
+    base_score = score_of_statistics(metric, baseline.sum(0))
+    sys_score = score_of_statistics(metric, system.sum(0))
     diff = abs(base_score - sys_score)
     if test != "ar":
         idxs = rng.choice(N, size=(n, N), replace=True)
         b, s = baseline.astype("float32"), system.astype("float32")  # as sacreBLEU resamples them
-        scores_b = np.array([metric._compute_score_from_stats(x).score for x in b[idxs].sum(1)])
-        scores_s = np.array([metric._compute_score_from_stats(x).score for x in s[idxs].sum(1)])
+        scores_b = np.array([score_of_statistics(metric, x) for x in b[idxs].sum(1)])
+        scores_s = np.array([score_of_statistics(metric, x) for x in s[idxs].sum(1)])
         if test == "bs":
             p = two_sided_bootstrap_p(scores_s - scores_b, diff)
         else:
@@ -211,8 +246,8 @@ def paired_test(metric_name, baseline: np.ndarray, system: np.ndarray, test: str
         pos = rng.integers(2, size=(n, N), dtype=bool)
         neg = ~pos
         shuf_a, shuf_b = pos @ baseline + neg @ system, neg @ baseline + pos @ system
-        scores_a = np.array([metric._compute_score_from_stats(x).score for x in shuf_a])
-        scores_b = np.array([metric._compute_score_from_stats(x).score for x in shuf_b])
+        scores_a = np.array([score_of_statistics(metric, x) for x in shuf_a])
+        scores_b = np.array([score_of_statistics(metric, x) for x in shuf_b])
         p = p_value(np.abs(scores_a - scores_b), diff)
     return PairedResult(base_score, sys_score, float(p))
 

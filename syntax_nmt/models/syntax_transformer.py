@@ -24,7 +24,8 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerModel, base_architecture
 from torch import Tensor
 
-from syntax_nmt.data.signatures import TARGET_FACTORS_ARG, TargetFactor, parse_signatures, read_target_factors
+from syntax_nmt.data.signatures import (SOURCE_STREAMS_ARG, TARGET_FACTORS_ARG, DictionaryRecord, TargetFactor,
+                                        read_dictionaries, read_target_factors)
 from syntax_nmt.data.streams import TAG_STREAMS, parse_stream_list
 from syntax_nmt.models.modules.source_feature_embedding import (
     COMBINES,
@@ -143,12 +144,16 @@ class SyntaxOptions:
         methods: the built syntax methods of ``--syntax-attention``, in its order.
         target_factors: the target factors the decoder predicts (the task's record in the arguments, read by
             :meth:`SyntaxTransformerModel.build_model`; empty: none, or not read yet).
+        source_dictionaries: the dictionaries of the source streams the model reads (the task's records, kept in the
+            arguments, :data:`~syntax_nmt.data.signatures.SOURCE_STREAMS_ARG`; the feature embeddings' sizes; empty:
+            none, or not read yet).
     """
 
     features: List[str]
     feature_dims: List[int]
     methods: List[SyntaxMethod]
     target_factors: List[TargetFactor] = field(default_factory=list)
+    source_dictionaries: List[DictionaryRecord] = field(default_factory=list)
 
     @property
     def required_streams(self) -> List[str]:
@@ -276,19 +281,25 @@ class SyntaxTransformerModel(TransformerModel):
         """fairseq's, from the options parsed once (:func:`take_options`), handed to :meth:`build_encoder` and
         :meth:`build_decoder` on the arguments (:data:`OPTIONS_ARG`, taken off again before this returns); the task
         (``syntax_translation``) checks that it delivers the streams the model reads and returns their dictionaries'
-        signature, recorded in the arguments (so in checkpoints)."""
+        records (:class:`~syntax_nmt.data.signatures.DictionaryRecord`), recorded in the arguments (so in checkpoints)
+        as plain dicts; a checkpoint's records (or its signature string, from before they were typed) are read here,
+        once."""
         syntax_base_architecture(args)
         options = take_options(args)
         needed = options.required_streams
-        signature_of = getattr(task, "model_stream_signature", None)
-        if needed and signature_of is None:
+        dictionaries_of = getattr(task, "model_stream_dictionaries", None)
+        if needed and dictionaries_of is None:
             raise ValueError(
                 f"the model needs source streams {needed}: use --task syntax_translation (got {type(task).__name__})"
             )
         options = replace(options, target_factors=read_target_factors(getattr(args, TARGET_FACTORS_ARG, None)))
-        if signature_of is not None:
-            args.source_stream_dicts = signature_of(needed, getattr(args, "source_stream_dicts", None),
-                                                    options.inference_needs(bool(options.target_factors)))
+        if dictionaries_of is not None:
+            recorded = getattr(args, SOURCE_STREAMS_ARG, None)
+            dictionaries = dictionaries_of(needed, None if recorded is None else
+                                           read_dictionaries(recorded, SOURCE_STREAMS_ARG),
+                                           options.inference_needs(bool(options.target_factors)))
+            options = replace(options, source_dictionaries=dictionaries)
+            setattr(args, SOURCE_STREAMS_ARG, [d.to_record() for d in dictionaries])
         args.source_streams = ",".join(needed)
         if "subword" in needed and options.methods and "subword" in getattr(task, "stream_dicts", {}):
             d = task.stream_dicts["subword"]  # (a checkpoint translating without the stream keeps its recorded ids)
@@ -312,7 +323,9 @@ class SyntaxTransformerModel(TransformerModel):
                                           cfg.feature_merge, cfg.feature_combine)
             if word_dim != embed_tokens.embedding_dim:
                 embed_tokens = cls.build_embedding(cfg, src_dict, word_dim, cfg.encoder.embed_path)
-            sizes = {name: size for name, (size, _) in parse_signatures(cfg.source_stream_dicts).items()}
+            dictionaries = options.source_dictionaries or read_dictionaries(getattr(cfg, SOURCE_STREAMS_ARG, None),
+                                                                            SOURCE_STREAMS_ARG)
+            sizes = {d.name: d.size for d in dictionaries}
             embed_tokens = SourceFeatureEmbedding(
                 embed_tokens, {f: sizes[f] for f in options.features}, options.feature_dims,
                 merge=cfg.feature_merge, combine=cfg.feature_combine,

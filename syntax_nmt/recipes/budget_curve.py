@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
 from syntax_nmt.cli_errors import fail
-from syntax_nmt.evaluation import compare
+from syntax_nmt.evaluation import compare, significance
 from syntax_nmt.io_guard import parse_args, reads, updates, writes
 from syntax_nmt.recipes import report as recipe_report
 from syntax_nmt.recipes import training_record
@@ -139,7 +139,7 @@ def records_of(checkpoints: Optional[str], point: Point) -> Dict[str, dict]:
 
 def _p(row: dict, test: str, metric: str) -> str:
     p = (row.get("p") or {}).get(test, {}).get(metric)
-    return "" if p is None else f"{p:.4f}" + ("*" if compare.significant(p) else "")
+    return "" if p is None else f"{p:.4f}" + ("*" if significance.significant(p) else "")
 
 
 def markdown(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits: Sequence[str],

@@ -4,7 +4,7 @@ on the seeds' translations pooled (:mod:`syntax_nmt.evaluation.compare`), a bar 
 parse-noise table (a system trained and tested on corrupted heads against the same system on clean parses).
 
 Inputs are what ``examples/multi30k_en_de/run_all.sh`` writes: ``EVAL/SPLIT/SYSTEM.seedN.{json,detok}``
-(:func:`syntax_nmt.evaluation.evaluate.score`), ``CHECKPOINTS/SYSTEM/seedN/.done`` (wall and CPU seconds), and the
+(:func:`syntax_nmt.evaluation.scoring.score`), ``CHECKPOINTS/SYSTEM/seedN/.done`` (wall and CPU seconds), and the
 references ``REFS/SPLIT.raw.de``. Or the translations alone, as kept in a repository (``--translations``:
 ``DIR/SPLIT/SYSTEM.seedN.{tok,detok}.gz``, written by ``--pack``): they are scored again against the references
 ``REFS/SPLIT.raw.de`` and ``REFS/SPLIT.de`` (the recipe's ``prepare`` stage makes both) into ``--eval``, and
@@ -192,7 +192,7 @@ def unpack(translations: str, eval_dir: str, systems: Sequence[str], seeds: Sequ
     """Score translations kept by :func:`pack` against ``refs/SPLIT.raw.de`` and ``refs/SPLIT.de``, into
     ``eval_dir/SPLIT/SYSTEM.seedN.{tok,detok,json}``: what the recipe's evaluate stage leaves. Every kept file is
     read and checked first (:func:`read_kept`): one that is missing or broken writes nothing."""
-    from syntax_nmt.evaluation.evaluate import score_lines
+    from syntax_nmt.evaluation.scoring import score_lines
 
     for (sp, n, s), lines in read_kept(translations, systems, seeds, splits, refs).items():
         os.makedirs(os.path.join(eval_dir, sp), exist_ok=True)

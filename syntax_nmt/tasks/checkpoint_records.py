@@ -1,6 +1,6 @@
 """What ``syntax_translation`` records in a model's arguments (so in its checkpoints) about the data it was trained
-on, and applies or checks when a checkpoint is loaded: the signatures of its word dictionaries, ``--source-prepend-bos``
-and ``--truncate-source`` (the format of the signatures: :mod:`syntax_nmt.data.signatures`; the stream dictionaries
+on, and applies or checks when a checkpoint is loaded: the records of its word dictionaries, ``--source-prepend-bos``
+and ``--truncate-source`` (the records: :mod:`syntax_nmt.data.signatures`; the stream dictionaries
 are checked where the task settles the streams, :mod:`~syntax_nmt.tasks.source_streams`; the annotation settings in
 :mod:`~syntax_nmt.tasks.raw_inference`; the target factors in :mod:`syntax_nmt.tasks.target_factors`).
 
@@ -13,9 +13,9 @@ fairseq hands as a ``Namespace`` or a ``DictConfig``, of any version.
 
 import logging
 from dataclasses import dataclass, fields
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from syntax_nmt.data.signatures import dictionary_signature, parse_signatures
+from syntax_nmt.data.signatures import WORD_DICTS_ARG, DictionaryRecord, read_dictionaries, records_by_name
 from syntax_nmt.data.streams import StreamConfigError
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,8 @@ class ModelRecords:
     a checkpoint trained before the record existed).
 
     Args:
-        word_dict_signature: the signatures of the source and target dictionaries (:func:`word_dictionaries`).
+        word_dict_signature: the source and target dictionaries, as records (plain dicts; a signature string in a
+            checkpoint trained before the records were typed: :func:`word_dictionaries`).
         source_prepend_bos: ``--source-prepend-bos`` (:func:`source_prepend_bos`).
         truncate_source: ``--truncate-source`` (:func:`source_truncation`).
         target_factor_dicts: the target factors' typed records
@@ -37,7 +38,7 @@ class ModelRecords:
             against its ``--target-factors``).
     """
 
-    word_dict_signature: Optional[str] = None
+    word_dict_signature: Any = None
     source_prepend_bos: Optional[bool] = None
     truncate_source: Optional[bool] = None
     target_factor_dicts: Any = None
@@ -77,28 +78,29 @@ def set_cfg_value(cfg, key: str, value) -> None:
     setattr(cfg, key, value)
 
 
-def word_dictionaries(dictionaries: Dict[str, Tuple[Any, str]], recorded: Optional[str]) -> str:
-    """The signature (size, hash) of the source and target dictionaries, to record when training, checked against the
-    one a loaded checkpoint recorded: a dictionary of the same size in another order (another data directory) loads
+def word_dictionaries(dictionaries: Dict[str, Tuple[Any, str]], recorded=None) -> List[DictionaryRecord]:
+    """The records (size, hash) of the source and target dictionaries, to record when training, checked against the
+    ones a loaded checkpoint recorded: a dictionary of the same size in another order (another data directory) loads
     without a shape error and translates garbage.
 
     Args:
         dictionaries: ``"source"``/``"target"`` -> (the dictionary or None, its file, named in the message).
-        recorded: the checkpoint's signature (None: nothing to check, as when training or for checkpoints that
-            recorded none).
+        recorded: the checkpoint's records, or its signature string if it was trained before they were typed (read
+            here, once: :func:`~syntax_nmt.data.signatures.read_dictionaries`); None: nothing to check, as when
+            training or for checkpoints that recorded none.
 
     Raises:
         StreamConfigError: naming the dictionary that differs.
     """
-    signature = ",".join(dictionary_signature(name, d) for name, (d, _) in dictionaries.items() if d is not None)
-    old, new = parse_signatures(recorded), parse_signatures(signature)
+    current = [DictionaryRecord.of(name, d) for name, (d, _) in dictionaries.items() if d is not None]
+    old, new = records_by_name(read_dictionaries(recorded, WORD_DICTS_ARG)), records_by_name(current)
     for name, (_, path) in dictionaries.items():
         if name in old and name in new and old[name] != new[name]:
             raise StreamConfigError(
                 f"the {name} dictionary {path} differs from the one the checkpoint was trained with "
-                f"({old[name][0]} types, hash {old[name][1]} vs {new[name][0]} types, hash {new[name][1]}): "
+                f"({old[name].describe()} vs {new[name].describe()}): "
                 f"use the training data's dictionaries (binarize with --srcdict/--tgtdict of them)")
-    return signature
+    return current
 
 
 def source_prepend_bos(asked: bool, recorded: Optional[bool], from_checkpoint: bool) -> bool:

@@ -3,7 +3,7 @@ read from binarized data and which ones raw text is annotated with (``--source-p
 
 :class:`SourceStreams` is the contract between the data and the model. The task makes it from its options and data
 directory (the streams and their dictionaries); the model's ``build_model`` hands it what the model reads, in
-training and, by reader, at inference (:meth:`SourceStreams.model_stream_signature`), and gets the signature of the
+training and, by reader, at inference (:meth:`SourceStreams.model_stream_dictionaries`), and gets the records of the
 stream dictionaries to record; from then on the task loads and annotates what the contract says.
 """
 
@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 from fairseq.data import Dictionary
 
-from syntax_nmt.data.signatures import dictionary_signature, parse_signatures
+from syntax_nmt.data.signatures import DictionaryRecord, records_by_name
 from syntax_nmt.data.streams import (
     HEAD_STREAM,
     SPECIAL_HEAD,
@@ -91,9 +91,9 @@ class SourceStreams:
                   "its dict.*.txt and annotation.json will do")
         return remedy if self.auto else f"name them in --source-streams (or leave it at auto) and {remedy}"
 
-    def signature(self, names: List[str]) -> str:
-        """The signature (names, sizes, hashes) of the dictionaries of the tag streams among ``names``."""
-        return ",".join(dictionary_signature(n, self.dicts[n]) for n in names if n in self.dicts)
+    def dictionary_records(self, names: List[str]) -> List[DictionaryRecord]:
+        """The records (names, sizes, hashes) of the dictionaries of the tag streams among ``names``."""
+        return [DictionaryRecord.of(n, self.dicts[n]) for n in names if n in self.dicts]
 
     def pad(self, name: str) -> int:
         """The padding value of stream ``name`` (heads: the special head)."""
@@ -110,11 +110,11 @@ class SourceStreams:
         :attr:`streams`."""
         return list(self.streams if self._raw is None else self._raw)
 
-    def model_stream_signature(self, required: List[str], recorded_signature: Optional[str] = None,
-                               at_inference: Optional[Dict[str, List[str]]] = None, translating: bool = False,
-                               mode: str = "auto") -> str:
+    def model_stream_dictionaries(self, required: List[str], recorded: Optional[List[DictionaryRecord]] = None,
+                                  at_inference: Optional[Dict[str, List[str]]] = None, translating: bool = False,
+                                  mode: str = "auto") -> List[DictionaryRecord]:
         """Check that the task delivers the streams a model reads, settle what it reads from then on, and return the
-        signature of their dictionaries (for the checkpoint).
+        records of their dictionaries (for the checkpoint).
 
         Training: with ``--source-streams auto`` the task narrows itself to ``required``; an explicit list must
         match it. Translation (``translating``: a checkpoint loaded; ``mode``: ``--source-parse``): the streams the
@@ -125,12 +125,13 @@ class SourceStreams:
 
         Args:
             required: the streams the model reads in training.
-            recorded_signature: the checkpoint's stream dictionaries (names, sizes, hashes), if loading one.
+            recorded: the checkpoint's stream dictionaries (names, sizes, hashes), if loading one (read once by the
+                model: :func:`~syntax_nmt.data.signatures.read_dictionaries`).
             at_inference: what its parts read at inference, by reader
                 (:func:`~syntax_nmt.models.modules.inference_needs.inference_needs`); default: ``required``.
 
         Returns:
-            The signature of the stream dictionaries of ``required`` (a checkpoint's own, when translating).
+            The records of the stream dictionaries of ``required`` (a checkpoint's own, when translating).
 
         Raises:
             StreamConfigError: naming what reads a missing stream, and what supplies it.
@@ -173,19 +174,19 @@ class SourceStreams:
                         ", ".join(self.streams) or "none",
                         f"annotated ({', '.join(self._raw)})" if self._raw
                         else "tokenized and segmented as recorded, no parser")
-        signature = self.signature(required)
-        if recorded_signature is not None:
-            recorded, current = parse_signatures(recorded_signature), parse_signatures(signature)
+        current = self.dictionary_records(required)
+        if recorded is not None:
+            old, new = records_by_name(recorded), records_by_name(current)
             for name in required:
-                if name in recorded and name in self.dicts and recorded[name] != current.get(name):
+                if name in old and name in self.dicts and old[name] != new.get(name):
                     raise StreamConfigError(
                         f"dictionary of stream {name!r} differs from the one the checkpoint was trained with "
-                        f"({recorded[name][0]} types, hash {recorded[name][1]} vs {current[name][0]} types, "
-                        f"hash {current[name][1]}): binarize with --streamdict-dir pointing at the training data"
+                        f"({old[name].describe()} vs {new[name].describe()}): binarize with --streamdict-dir "
+                        f"pointing at the training data"
                     )
             if translating:  # the streams it was trained with, whether or not this data directory has them
-                return recorded_signature
-        return signature
+                return list(recorded)
+        return current
 
     def set_source_parse(self, mode: str) -> None:
         """Apply ``--source-parse`` to raw-text translation once the model is loaded (the hub's ``source_parse``).

@@ -21,6 +21,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from syntax_nmt.annotate.textio import InputError
 from syntax_nmt.cli_errors import fairseq_errors_one_line
+from syntax_nmt.data.signatures import DictionaryRecord
 from syntax_nmt.data.streams import STREAMS, StreamConfigError
 from syntax_nmt.models.syntax_transformer import ModelOptionError
 from syntax_nmt.syntax.conllu import CoNLLUError, Sentence
@@ -162,13 +163,13 @@ class SyntaxTranslationTask(TranslationTask):
     inference_needs = property(lambda self: dict(self.source.model_needs or {}),
                                doc="What the loaded model reads at inference, by reader (empty: nothing, or no model).")
 
-    def model_stream_signature(self, required: List[str], recorded_signature: Optional[str] = None,
-                               at_inference: Optional[Dict[str, List[str]]] = None) -> str:
-        """The signature of the dictionaries of the streams a model reads (for its checkpoint), once the task has
-        checked that it delivers them and settled what it reads (:meth:`SourceStreams.model_stream_signature`).
+    def model_stream_dictionaries(self, required: List[str], recorded: Optional[List[DictionaryRecord]] = None,
+                                  at_inference: Optional[Dict[str, List[str]]] = None) -> List[DictionaryRecord]:
+        """The records of the dictionaries of the streams a model reads (for its checkpoint), once the task has
+        checked that it delivers them and settled what it reads (:meth:`SourceStreams.model_stream_dictionaries`).
         Called by the model's ``build_model``."""
-        return self.source.model_stream_signature(required, recorded_signature, at_inference,
-                                                  translating=self._loading, mode=self.source_parse)
+        return self.source.model_stream_dictionaries(required, recorded, at_inference,
+                                                     translating=self._loading, mode=self.source_parse)
 
     @property
     def source_parse(self) -> str:
@@ -201,7 +202,7 @@ class SyntaxTranslationTask(TranslationTask):
         bos = checkpoint_records.source_prepend_bos(self.cfg.source_prepend_bos, recorded.source_prepend_bos,
                                                     from_checkpoint)
         data = utils.split_paths(self.cfg.data)[0]
-        signature = checkpoint_records.word_dictionaries(
+        word_dicts = checkpoint_records.word_dictionaries(
             {"source": (self.src_dict, os.path.join(data, f"dict.{self.cfg.source_lang}.txt")),
              "target": (self.tgt_dict, os.path.join(data, f"dict.{self.cfg.target_lang}.txt"))},
             recorded.word_dict_signature if from_checkpoint else None)
@@ -215,7 +216,7 @@ class SyntaxTranslationTask(TranslationTask):
         if from_checkpoint:
             ModelRecords(source_prepend_bos=bos).write(cfg)
         else:
-            ModelRecords(word_dict_signature=signature, source_prepend_bos=bos,
+            ModelRecords(word_dict_signature=[d.to_record() for d in word_dicts], source_prepend_bos=bos,
                          truncate_source=bool(self.cfg.truncate_source), target_factor_dicts=self.factors.to_record(),
                          annotation_settings=settings).write(cfg)
         self._loading = bool(from_checkpoint)

@@ -49,3 +49,58 @@ def test_old_checkpoint_translates_as_it_did():
             assert float(g[1]) == pytest.approx(float(e[1]), abs=1e-4)
         else:  # P: positional scores, printed with 4 decimals
             assert [float(x) for x in g[1].split()] == pytest.approx([float(x) for x in e[1].split()], abs=2e-4)
+
+
+#: fairseq-generate run with a profiler that counts the reads of the dictionaries' records and of the old strings
+COUNTING_DRIVER = r'''
+import atexit, collections, json, sys, threading
+import fairseq  # noqa: F401
+from syntax_nmt.data import signatures
+
+READ, PARSE = signatures.read_dictionaries.__code__, signatures.parse_signatures.__code__
+counts = collections.Counter()
+
+
+def profile(frame, event, arg):
+    if event == "call":
+        if frame.f_code is READ and frame.f_locals.get("value"):
+            counts["read " + frame.f_locals["arg"]] += 1
+        elif frame.f_code is PARSE and frame.f_locals.get("value"):
+            counts["parse " + frame.f_locals["value"]] += 1
+
+
+atexit.register(lambda: print("COUNTS " + json.dumps(counts), flush=True))
+sys.setprofile(profile)
+threading.setprofile(profile)
+from fairseq_cli.generate import cli_main
+
+sys.argv = ["fairseq-generate", *sys.argv[1:]]
+cli_main()
+'''
+
+
+def test_the_old_checkpoints_dictionary_string_is_parsed_once_in_a_generate():
+    """The checkpoint keeps its source streams' dictionaries as the ``name:size:hash`` string of its time; the model
+    reads it once into typed records (issue 57.4: it was parsed 4 times in one generate, twice by the stream check,
+    once by the encoder, and the word dictionaries' strings twice more), and translates as it did."""
+    import json
+    import subprocess
+    import sys
+
+    import torch
+
+    import syntax_nmt.checkpoint_compat  # noqa: F401
+
+    recorded = torch.load(os.path.join(HERE, "checkpoint.pt"), map_location="cpu",
+                          weights_only=True)["cfg"]["model"].source_stream_dicts
+    assert isinstance(recorded, str) and recorded.count(":") == 6  # pos, case, subword: name:size:hash each
+    args = [a.format(user_dir=USER_DIR) for a in GENERATE]
+    args[args.index("data-bin")] = os.path.join(HERE, "data-bin")
+    args[args.index("checkpoint.pt")] = os.path.join(HERE, "checkpoint.pt")
+    proc = subprocess.run([sys.executable, "-c", COUNTING_DRIVER, *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    counts = json.loads(proc.stdout.split("COUNTS ", 1)[1].splitlines()[0])
+    assert counts == {"read source_stream_dicts": 1, f"parse {recorded}": 1}
+    with open(os.path.join(HERE, "expected.txt"), encoding="utf-8") as f:
+        assert [g[:1] + g[2:] for g in _lines(proc.stdout) if g[0][0] == "H"] == [
+            e[:1] + e[2:] for e in _lines(f.read()) if e[0][0] == "H"]

@@ -277,7 +277,7 @@ def test_evaluate_parse_scores_the_uas(lisa, tmp_path, capsys, spacy_model):
     as its CoNLL-U would give them; a reference of other words is a one-line error."""
     from syntax_nmt.annotate.backends.spacy_backend import SpacyBackend
     from syntax_nmt.evaluation.evaluate import cli_main as evaluate_cli
-    from syntax_nmt.evaluation.evaluate import parse_accuracy
+    from syntax_nmt.evaluation.syntax_accuracy import parse_accuracy
     from syntax_nmt.syntax.conllu import read_conllu, write_conllu
 
     gold = lisa.paths["test"]["en.conllu"]

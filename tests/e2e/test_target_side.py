@@ -13,7 +13,7 @@ from syntax_nmt.annotate.cli import build_parser
 from syntax_nmt.annotate.subwords import word_starts
 from syntax_nmt.annotate.target_tags import interleave, is_tag, strip, strip_generate_line
 from syntax_nmt.evaluation.evaluate import cli_main as evaluate_cli
-from syntax_nmt.evaluation.evaluate import factor_accuracy
+from syntax_nmt.evaluation.syntax_accuracy import factor_accuracy
 
 SOURCE = ["The cat sat on the mat .", "We ran quickly .", "dogs run", "it rains ."]
 TARGET = ["the dogs sat on a mat .", "a cat ran .", "we stay", "The dog rains quickly ."]

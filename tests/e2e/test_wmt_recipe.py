@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import sacrebleu
 
-from syntax_nmt.evaluation import evaluate
+from syntax_nmt.evaluation import generate_log, metrics
 from syntax_nmt import systems as S
 
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
@@ -149,13 +149,13 @@ def test_scores_and_significance(recipe_run):
     lines = {line.split()[0]: line.split() for line in summary.splitlines() if line.split()}
     for config in CONFIGS.split():
         res = json.loads((eval_dir / f"{config}.json").read_text())
-        hyps_tok = evaluate.read_hypotheses(str(eval_dir / f"{config}.gen"))
+        hyps_tok = generate_log.read_hypotheses(str(eval_dir / f"{config}.gen"))
         assert _read(eval_dir / f"{config}.tok") == hyps_tok and len(hyps_tok) == SIZES["test"] == res["sentences"]
         detok[config] = _read(eval_dir / f"{config}.detok")
-        assert detok[config] == evaluate.detokenize(hyps_tok)
+        assert detok[config] == metrics.detokenize(hyps_tok)
         bleu = sacrebleu.corpus_bleu(detok[config], [refs_raw])
-        split = sacrebleu.corpus_bleu([evaluate.compound_split(h) for h in hyps_tok],
-                                      [[evaluate.compound_split(r) for r in refs_tok]], tokenize="none", force=True)
+        split = sacrebleu.corpus_bleu([metrics.compound_split(h) for h in hyps_tok],
+                                      [[metrics.compound_split(r) for r in refs_tok]], tokenize="none", force=True)
         assert (res["sacrebleu"], res["compound_split_bleu"]) == (bleu.score, split.score)
         assert res["signature"] == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
         tok = sacrebleu.corpus_bleu(hyps_tok, [refs_tok], tokenize="none", smooth_method="none", force=True)

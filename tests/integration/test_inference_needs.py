@@ -285,27 +285,27 @@ def test_an_explicit_stream_list(stream_bin):
     assert (source.pad("head"), source.bos("head")) == (SPECIAL_HEAD, SPECIAL_HEAD)
     assert (source.pad("pos"), source.bos("pos")) == (source.dicts["pos"].pad(), source.dicts["pos"].bos())
     assert source.pad("pos") != source.bos("pos")
-    assert source.signature(["head", "subword"]) == source.signature(["subword"]) != ""
-    assert source.signature(["head"]) == ""
+    assert source.dictionary_records(["head", "subword"]) == source.dictionary_records(["subword"]) != []
+    assert source.dictionary_records(["head"]) == []
 
 
 def test_the_contract_called_directly(stream_bin, plain):
-    """SourceStreams.model_stream_signature on its own: by default a model being trained (the task narrows itself to
+    """SourceStreams.model_stream_dictionaries on its own: by default a model being trained (the task narrows itself to
     the model's streams, and a model loaded later to translate is no ensemble member of it); translating with
     ``auto`` by default (a lacking stream is named with what supplies it)."""
     from syntax_nmt.tasks.source_streams import SourceStreams
 
     source = SourceStreams("auto", stream_bin, "en", "de")
-    signature = source.model_stream_signature(["subword", "head"])
-    assert signature == source.signature(["subword"]) and source.streams == ["subword", "head"]
+    records = source.model_stream_dictionaries(["subword", "head"])
+    assert records == source.dictionary_records(["subword"]) and source.streams == ["subword", "head"]
     assert source.annotated == ["subword", "head"] and source.model_needs == {"the model": ["subword", "head"]}
-    source.model_stream_signature(["pos"], translating=True)
+    source.model_stream_dictionaries(["pos"], translating=True)
     assert (source.streams, source.annotated, source.model_streams) == (["pos"], ["pos"], ["pos"])
     source = SourceStreams("auto", stream_bin, "en", "de")
-    assert source.model_stream_signature([]) == "" and (source.streams, source.model_needs) == ([], {})
+    assert source.model_stream_dictionaries([]) == [] and (source.streams, source.model_needs) == ([], {})
     source = SourceStreams("auto", plain, "en", "de", dictionaries_only=True)
     with pytest.raises(StreamConfigError, match=rf"^the data directory {plain} lacks the streams \['subword'\]: the "
                                                 r"model reads at inference what only the annotation gives: the model "
                                                 r"reads the source parse \(streams subword, head\); give the data "
                                                 r"directory the model was trained on"):
-        source.model_stream_signature(["subword", "head"], translating=True)
+        source.model_stream_dictionaries(["subword", "head"], translating=True)

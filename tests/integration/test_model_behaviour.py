@@ -202,15 +202,26 @@ def _swap_two_symbols(path):
     ("de", _swap_two_symbols, r"the target dictionary \S+/dict.de.txt differs .* \((\d+) types, hash (\w+) vs (\d+) "
      r"types, hash (\w+)\)"),
 ])
-def test_checkpoint_refuses_other_stream_dictionaries(stream_bin, tmp_path, stream, edit, message):
+@pytest.mark.parametrize("legacy", [False, True], ids=["records", "old-signature-strings"])
+def test_checkpoint_refuses_other_stream_dictionaries(stream_bin, tmp_path, stream, edit, message, legacy):
+    """The dictionaries a checkpoint records (typed records since issue 57.4, kept as plain dicts; ``legacy``: the
+    ``name:size:hash`` strings of the checkpoints trained before) load, and refuse other dictionaries by name."""
     from fairseq import checkpoint_utils
 
     import syntax_nmt.checkpoint_compat  # noqa: F401
 
+    from syntax_nmt.data.signatures import DictionaryRecord
     from syntax_nmt.tasks.syntax_translation import StreamConfigError
 
     task, model, cfg = build_task_and_model(stream_bin, "--syntax-attention", "sgnet")
-    assert cfg.model.source_stream_dicts.startswith("pos:")
+    assert cfg.model.source_stream_dicts == [DictionaryRecord.of(n, task.stream_dicts[n]).to_record()
+                                             for n in ("pos", "case", "subword")]
+    assert cfg.model.word_dict_signature == [DictionaryRecord.of("source", task.source_dictionary).to_record(),
+                                             DictionaryRecord.of("target", task.target_dictionary).to_record()]
+    if legacy:
+        for key in ("source_stream_dicts", "word_dict_signature"):
+            setattr(cfg.model, key, ",".join(f"{r['name']}:{r['size']}:{r['digest']}" for r in getattr(cfg.model, key)))
+        assert cfg.model.source_stream_dicts.startswith("pos:") and cfg.model.word_dict_signature.startswith("source:")
     path = str(tmp_path / "checkpoint.pt")
     _save_checkpoint(model, cfg, path)
     (loaded,), _ = checkpoint_utils.load_model_ensemble([path], arg_overrides={"data": stream_bin})

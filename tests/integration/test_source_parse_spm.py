@@ -23,7 +23,7 @@ from conftest import USER_DIR
 from syntax_nmt import SyntaxTransformerModel
 from syntax_nmt.annotate.cli import main as annotate
 from syntax_nmt.data import binarize
-from syntax_nmt.evaluation import evaluate
+from syntax_nmt.evaluation import evaluate, syntax_accuracy
 from syntax_nmt.synthetic.generate import generate_corpus
 
 MOSES = "lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
@@ -95,7 +95,7 @@ def test_g_lines_of_invalid_bytes_have_the_s_lines_words_and_evaluate_parse_read
         "".join(f"{i}\t{w}\t_\t_\t_\t_\t{0 if i == 1 else 1}\t_\t_\t_\n" for i, w in enumerate(s_lines[k], 1)) + "\n"
         for k in sorted(s_lines)), encoding="utf-8")
     expected = sum(int(h) == (0 if i == 0 else 1) for k in s_lines for i, h in enumerate(g_lines[k]))
-    result = evaluate.parse_accuracy(str(log), conllu=str(reference))
+    result = syntax_accuracy.parse_accuracy(str(log), conllu=str(reference))
     assert (result["words"], result["correct"], result["sentences"]) == (13, expected, 4)
     capsys.readouterr()
     evaluate.cli_main(["parse", "--gen", str(log), "--conllu", str(reference)])

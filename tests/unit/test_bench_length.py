@@ -299,3 +299,101 @@ def test_out_that_is_a_file_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == (f"python -m syntax_nmt.bench.length: error: --out {out} is a file: give a "
                                        f"folder (the results are written into it)\n")
     assert out.read_text() == "{}"
+
+
+# ----------------------------------------------------------------------------- issue 57.4: the one table writer
+def _bench_rows():
+    """Rows of three systems at three lengths with every key the tables read (one system without top ops)."""
+    out = []
+    for s, k in (("sla", 1.0), ("lisa", 0.5), ("sgnet", 2.0)):
+        for T in (64, 256, 512):
+            out.append({"system": s, "T": T, "time_ratio": 0.8 * k + T / 1000, "memory_ratio": 1.5 * k + T / 2000,
+                        "batch": 4096 // T, "stock_seconds": 0.0123 * T / 64, "stock_saved_mib": 10.26 * T / 64,
+                        "ops_ratio": 1.1 * k + T / 4000, "ops": int(100 * k) + T, "stock_ops": 90 + T,
+                        "bytes_ratio": 1.2 * k + T / 3000, "bytes": int(2 ** 30 * k * T / 256),
+                        "stock_bytes": int(2 ** 29 * T / 256),
+                        "top_ops": [] if s == "sla" else [("aten::mm", 0, 2 ** 30 * k, 0, 2 ** 29),
+                                                           ("aten::softmax", 0, 2 ** 28, 0, 2 ** 27),
+                                                           ("aten::add", 0, 2 ** 20, 0, 2 ** 20),
+                                                           ("aten::mul", 0, 1, 0, 1)]})
+    return out
+
+
+#: the five tables as bench/length.py wrote them by hand before they went through utils.markdown_table (issue 57.4),
+#: on the rows above and the trees of the test below: byte for byte what it writes now
+WRITTEN_BY_HAND = {
+    'table': (
+        'time ratio (stock encoder seconds / system seconds, forward + backward; above 1 = faster):\n'
+        '| system | T=64 | T=256 | T=512 |\n'
+        '|---|---:|---:|---:|\n'
+        '| sla | 0.86 | 1.06 | 1.31 |\n'
+        '| lisa | 0.46 | 0.66 | 0.91 |\n'
+        '| sgnet | 1.66 | 1.86 | 2.11 |\n'
+        '\n'
+        'backward memory ratio (saved activations, system / stock):\n'
+        '| system | T=64 | T=256 | T=512 |\n'
+        '|---|---:|---:|---:|\n'
+        '| sla | 1.53 | 1.63 | 1.76 |\n'
+        '| lisa | 0.78 | 0.88 | 1.01 |\n'
+        '| sgnet | 3.03 | 3.13 | 3.26 |\n'
+        '\n'
+        'stock encoder: T=64 (B=64): 12 ms, 10 MiB, T=256 (B=16): 49 ms, 41 MiB, T=512 (B=8): 98 ms, 82 MiB\n'
+        '\n'
+        'targets (T=256 time, T=512 memory): sla met; lisa MISSED: time 0.66x < 0.9x at T=256; sgnet MISSED: '
+        'memory 3.26x > 2.0x at T=512'
+    ),
+    'ops_table': (
+        'operations dispatched in one forward + backward, accelerator paths (system / stock; below 1.15 = the'
+        " GPU target's proxy):\n"
+        '| system | T=64 | T=256 | T=512 | ops at T=512 |\n'
+        '|---|---:|---:|---:|---:|\n'
+        '| sla | 1.12 | 1.16 | 1.23 | 612 |\n'
+        '| lisa | 0.57 | 0.61 | 0.68 | 562 |\n'
+        '| sgnet | 2.22 | 2.26 | 2.33 | 712 |\n'
+        '\n'
+        'stock encoder: T=64: 154 ops, T=256: 346 ops, T=512: 602 ops\n'
+        '\n'
+        'targets (T=256): sla MISSED: 1.16x > 1.15x; lisa met; sgnet MISSED: 2.26x > 1.15x'
+    ),
+    'bytes_table': (
+        'bytes written by the operations of one forward + backward, accelerator paths (system / stock):\n'
+        "| system | T=64 | T=256 | T=512 | GiB at T=512 | most bytes beyond the stock encoder's at T=512 (op:"
+        ' system / stock GiB) |\n'
+        '|---|---:|---:|---:|---:|---|\n'
+        '| sla | 1.22 | 1.29 | 1.37 | 2.00 |  |\n'
+        '| lisa | 0.62 | 0.69 | 0.77 | 1.00 | aten::mm 0.50 / 0.50, aten::softmax 0.25 / 0.12, aten::add 0.00'
+        ' / 0.00 |\n'
+        '| sgnet | 2.42 | 2.49 | 2.57 | 4.00 | aten::mm 2.00 / 0.50, aten::softmax 0.25 / 0.12, aten::add 0.0'
+        '0 / 0.00 |\n'
+        '\n'
+        'stock encoder: T=64: 0.12 GiB, T=256: 0.50 GiB, T=512: 1.00 GiB'
+    ),
+    'stats_table': (
+        '| words | sentences | max depth | mean depth | dependency distance | adjacent heads | fan-out |\n'
+        '|---|---:|---:|---:|---:|---:|---:|\n'
+        '| 3-9 | 4 | 2.25 | 1.08 | 1.75 | 0.70 | 1.67 |\n'
+        '| 10-19 | 3 | 5.33 | 2.84 | 1.83 | 0.67 | 1.92 |\n'
+        '| 20-29 | 2 | 5.50 | 2.84 | 3.02 | 0.46 | 1.92 |\n'
+        '| 30-44 | 2 | 5.50 | 3.28 | 2.99 | 0.44 | 2.34 |\n'
+        '| 45-69 | 2 | 8.50 | 4.11 | 3.69 | 0.48 | 1.97 |\n'
+        '| 70-999 | 2 | 8.50 | 4.53 | 5.19 | 0.44 | 2.11 |'
+    ),
+}
+
+
+def test_the_five_tables_are_the_ones_written_by_hand_before_byte_for_byte():
+    """ops, bytes, time and memory (one call: two tables) and the tree statistics, now through the one markdown
+    table writer (``align``: the benchmarks' ``|---|---:|`` line), unchanged."""
+    rows = _bench_rows()
+    trees = ([[1, -1, 1, 2], [-1, 0, 1], [1, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]
+             + [list(t) for t in bl.generated_trees(2, 3)])
+    written = {"table": bl.table(rows), "ops_table": bl.ops_table(rows), "bytes_table": bl.bytes_table(rows),
+               "stats_table": bl.stats_table(trees)}
+    for name, text in written.items():
+        assert text.encode("utf-8") == WRITTEN_BY_HAND[name].encode("utf-8"), name
+
+
+def test_a_cell_with_a_bar_no_longer_breaks_a_bench_table():
+    """The one difference from the tables written by hand: a ``|`` in a cell is escaped (it split the cell)."""
+    rows = [dict(r, system=r["system"].replace("lisa", "li|sa")) for r in _bench_rows()]
+    assert "| li\\|sa | 0.46 | 0.66 | 0.91 |" in bl.table(rows).splitlines()

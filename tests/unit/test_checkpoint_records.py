@@ -87,15 +87,23 @@ def test_source_truncation(asked, recorded, model, max_source, expected, caplog)
                        "positions are truncated as in training"] if recorded and not asked else [])
 
 
-def test_word_dictionaries_signature_and_the_dictionary_that_differs():
+def test_word_dictionaries_records_and_the_dictionary_that_differs():
+    """The word dictionaries travel as typed records (issue 57.4); a checkpoint's records, as plain dicts, or its
+    ``name:size:hash`` string from before they were typed, are checked alike."""
+    from syntax_nmt.data.signatures import DictionaryRecord, dictionary_signature
+
     src, tgt = _dictionary("a", "b"), _dictionary("x")
-    signature = word_dictionaries({"source": (src, "d/dict.en.txt"), "target": (tgt, "d/dict.de.txt")}, None)
-    names = [item.split(":")[:2] for item in signature.split(",")]
-    assert names == [["source", str(len(src))], ["target", str(len(tgt))]]
-    assert word_dictionaries({"source": (src, "d/dict.en.txt"), "target": (tgt, "d/dict.de.txt")},
-                             signature) == signature
-    assert word_dictionaries({"source": (src, "p"), "target": (None, "q")}, signature) == signature.split(",")[0]
-    swapped = _dictionary("b", "a")
-    with pytest.raises(StreamConfigError, match=r"^the source dictionary e/dict.en.txt differs from the one the "
-                                                r"checkpoint was trained with \(6 types, hash \w+ vs 6 types"):
-        word_dictionaries({"source": (swapped, "e/dict.en.txt"), "target": (tgt, "e/dict.de.txt")}, signature)
+    records = word_dictionaries({"source": (src, "d/dict.en.txt"), "target": (tgt, "d/dict.de.txt")}, None)
+    assert records == [DictionaryRecord("source", len(src), DictionaryRecord.of("s", src).digest),
+                       DictionaryRecord("target", len(tgt), DictionaryRecord.of("t", tgt).digest)]
+    kept = [r.to_record() for r in records]  # what the checkpoint keeps
+    old = f"{dictionary_signature('source', src)},{dictionary_signature('target', tgt)}"  # an older checkpoint's
+    assert old == ",".join(f"{r.name}:{r.size}:{r.digest}" for r in records)
+    for recorded in (kept, old):
+        assert word_dictionaries({"source": (src, "d/dict.en.txt"), "target": (tgt, "d/dict.de.txt")},
+                                 recorded) == records
+        assert word_dictionaries({"source": (src, "p"), "target": (None, "q")}, recorded) == records[:1]
+        swapped = _dictionary("b", "a")
+        with pytest.raises(StreamConfigError, match=r"^the source dictionary e/dict.en.txt differs from the one the "
+                                                    r"checkpoint was trained with \(6 types, hash \w+ vs 6 types"):
+            word_dictionaries({"source": (swapped, "e/dict.en.txt"), "target": (tgt, "e/dict.de.txt")}, recorded)

@@ -461,7 +461,7 @@ def test_run_hands_every_logged_line_to_on_line(tmp_path):
 def test_a_translation_is_never_reused_for_another_checkpoint(tmp_path, monkeypatch):
     """The test set is translated again whenever the model to score is another checkpoint of the training (a cut
     to 300 or 200 updates of a training that ran to 400, or back to its last model), and only then."""
-    from syntax_nmt.evaluation import evaluate
+    from syntax_nmt.evaluation import scoring
 
     args = cli.get_parser().parse_args(["--out", str(tmp_path)])
     d = pipeline.Demo(args)
@@ -478,7 +478,7 @@ def test_a_translation_is_never_reused_for_another_checkpoint(tmp_path, monkeypa
         return 1.0
 
     d.run = run
-    monkeypatch.setattr(evaluate, "score", lambda gen, *a: {"gen": gen})
+    monkeypatch.setattr(scoring, "score", lambda gen, *a: {"gen": gen})
     for updates in (None, None, 300, 300, 200, 400, None):
         d.generate("sgnet", 1, updates=updates)
     assert translated == ["checkpoint_last.pt", "checkpoint_3_300.pt", "checkpoint_2_200.pt", "checkpoint_last.pt"]

@@ -13,7 +13,7 @@ import pytest
 from syntax_nmt.demo import budget as b
 from syntax_nmt.demo import cli, jobs
 from syntax_nmt.demo.settings import GEN_ARGS, MODEL_ARGS, OPTIM_ARGS, system_command
-from syntax_nmt.evaluation import evaluate
+from syntax_nmt.evaluation import scoring
 from syntax_nmt.systems import get as get_system
 from syntax_nmt.utils import exe, user_dir
 
@@ -69,7 +69,7 @@ def fake(tmp_path, monkeypatch):
         scored.append(args)
         return {"sacrebleu": 12.5}
 
-    monkeypatch.setattr(evaluate, "score", score)
+    monkeypatch.setattr(scoring, "score", score)
     d = runner(tmp_path)
     d.run = Fairseq(clock)
     d.scored = scored

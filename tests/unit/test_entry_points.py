@@ -19,6 +19,16 @@ def test_python_m_the_evaluation_module_is_the_command_line(tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("syntax-nmt-evaluate: error: ") and "none" in bad.stderr
 
 
+def test_the_evaluation_command_loads_no_parser_until_it_scores_syntax():
+    """``syntax-nmt-evaluate`` (issue 57.4: one concern a module) imports the syntax accuracy, the one part that runs a
+    parser, only for ``factors`` and ``parse``: its parser and the metrics' modules import neither it nor spaCy."""
+    code = ("import sys; from syntax_nmt.evaluation import evaluate, scoring; evaluate.get_parser(); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'spacy' or m.startswith("
+            "('syntax_nmt.annotate.backends', 'syntax_nmt.evaluation.syntax_accuracy'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr[-2000:]
+
+
 def test_the_console_script_points_at_the_evaluation_module():
     setup = (Path(__file__).resolve().parents[2] / "setup.py").read_text(encoding="utf-8")
     assert re.search(r'"syntax-nmt-evaluate = syntax_nmt\.evaluation\.evaluate:cli_main"', setup)

@@ -1,4 +1,5 @@
-"""syntax_nmt.evaluation.evaluate (syntax-nmt-evaluate): every function on hypotheses that differ from the
+"""``syntax-nmt-evaluate`` and the modules it runs (:mod:`syntax_nmt.evaluation.metrics`, ``generate_log``, ``scoring``,
+``syntax_accuracy``): every function on hypotheses that differ from the
 references, with expected values computed here straight from sacrebleu (or written out by hand)."""
 
 import json
@@ -12,7 +13,8 @@ import pytest
 import sacrebleu
 from sacrebleu.significance import PairedTest
 
-from syntax_nmt.evaluation import evaluate
+from syntax_nmt.evaluation import evaluate, generate_log, metrics, scoring, syntax_accuracy
+from syntax_nmt.evaluation import significance as sig
 
 # Tokenized (Moses, aggressive dashes) hypotheses and references; the raw references; the
 # hypotheses detokenized, written out by hand; and both compound-split, written out by hand.
@@ -56,45 +58,45 @@ def gen_log(path, hyps, order=None):
     ("x- -y", "x- -y"),
 ])
 def test_compound_split(line, expected):
-    assert evaluate.compound_split(line) == expected
+    assert metrics.compound_split(line) == expected
 
 
 def test_read_hypotheses_orders_by_id_and_keeps_the_best(tmp_path):
     log = gen_log(tmp_path / "gen.out", ["eins", "zwei", "drei"], order=[2, 0, 1])
-    assert evaluate.read_hypotheses(log) == ["eins", "zwei", "drei"]
+    assert generate_log.read_hypotheses(log) == ["eins", "zwei", "drei"]
     log = tmp_path / "gen2.out"
     log.write_text("S-1\tb\nH-1\t-0.5\tzwei\tmit tab\nD-1\t-0.5\tzwei\nH-0\t-0.1\teins X \nH-0\t-0.9\tworse\n"
                    "H-2\t-1\n", encoding="utf-8")
-    assert evaluate.read_hypotheses(str(log)) == ["eins X ", "zwei", ""]  # no text field: empty hypothesis
+    assert generate_log.read_hypotheses(str(log)) == ["eins X ", "zwei", ""]  # no text field: empty hypothesis
     for text, n in (("H-1\t-0.5\tzwei\n", 0), ("H-0\t-1\ta\nH-2\t-1\tb\n", 1)):
         log.write_text(text, encoding="utf-8")
         with pytest.raises(ValueError) as e:
-            evaluate.read_hypotheses(str(log))
+            generate_log.read_hypotheses(str(log))
         assert str(e.value) == f"{log}: hypothesis ids are not 0..{n}"
 
 
 def test_detokenize_undoes_moses_tokenization():
-    assert evaluate.detokenize(HYP_TOK) == HYP_DETOK
-    assert evaluate.detokenize(["l' homme « x »"], lang="fr") == ["l'homme « x »"]
+    assert metrics.detokenize(HYP_TOK) == HYP_DETOK
+    assert metrics.detokenize(["l' homme « x »"], lang="fr") == ["l'homme « x »"]
 
 
 def test_detok_bleu_on_different_hypotheses():
-    score, text, signature = evaluate.detok_bleu(HYP_DETOK, REF_RAW)
+    score, text, signature = metrics.detok_bleu(HYP_DETOK, REF_RAW)
     expected = sacrebleu.corpus_bleu(HYP_DETOK, [REF_RAW])
     assert score == pytest.approx(expected.score, abs=1e-9) and score == pytest.approx(44.59295701277325)
     assert text == str(expected) and text.startswith("BLEU = 44.59 88.9/60.0/41.7/22.2 (BP = 0.946")
     assert signature == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
-    assert evaluate.detok_bleu(REF_RAW, HYP_DETOK)[0] == pytest.approx(sacrebleu.corpus_bleu(REF_RAW, [HYP_DETOK]).score)
+    assert metrics.detok_bleu(REF_RAW, HYP_DETOK)[0] == pytest.approx(sacrebleu.corpus_bleu(REF_RAW, [HYP_DETOK]).score)
 
 
 def test_compound_split_bleu_on_different_hypotheses(caplog):
-    score, text = evaluate.compound_split_bleu(HYP_TOK, REF_TOK)
+    score, text = metrics.compound_split_bleu(HYP_TOK, REF_TOK)
     expected = sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT], tokenize="none", force=True)
     assert score == pytest.approx(expected.score, abs=1e-9) and score == pytest.approx(53.14718531127631)
     assert text == str(expected) and "hyp_len = 22 ref_len = 23" in text
     # hypotheses and references do not commute (brevity penalty, precisions)
     swapped = sacrebleu.corpus_bleu(REF_SPLIT, [HYP_SPLIT], tokenize="none", force=True).score
-    assert evaluate.compound_split_bleu(REF_TOK, HYP_TOK)[0] == pytest.approx(swapped)
+    assert metrics.compound_split_bleu(REF_TOK, HYP_TOK)[0] == pytest.approx(swapped)
     assert swapped == pytest.approx(52.5045734246133)
     # tokenize="none": 13a would split "##AT##-##AT##" and "@" differently; and no "forgot to detokenize" warning
     assert score != pytest.approx(sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT]).score)
@@ -104,7 +106,7 @@ def test_compound_split_bleu_on_different_hypotheses(caplog):
 # ------------------------------------------------------------------------------------- score
 def test_score_writes_and_reports_exact_values(tmp_path):
     log = gen_log(tmp_path / "sys.gen", HYP_TOK, order=[1, 2, 0])
-    res = evaluate.score(log, write(tmp_path / "ref.raw", REF_RAW), write(tmp_path / "ref.tok", REF_TOK),
+    res = scoring.score(log, write(tmp_path / "ref.raw", REF_RAW), write(tmp_path / "ref.tok", REF_TOK),
                          str(tmp_path / "sys"))
     detok = sacrebleu.corpus_bleu(HYP_DETOK, [REF_RAW])
     split = sacrebleu.corpus_bleu(HYP_SPLIT, [REF_SPLIT], tokenize="none", force=True)
@@ -120,7 +122,7 @@ def test_score_writes_and_reports_exact_values(tmp_path):
                 "compound_split_bleu": split.score, "compound_split_bleu_str": str(split)}
     # lowercasing: an upper-cased system scores the same lowercased BLEU, and nothing cased
     shouted = [h.upper() for h in HYP_TOK]
-    assert evaluate.lc_tokenized_bleu(shouted, REF_TOK)[0] == lc.score and evaluate.tokenized_bleu(shouted, REF_TOK)[0] < 5
+    assert metrics.lc_tokenized_bleu(shouted, REF_TOK)[0] == lc.score and metrics.tokenized_bleu(shouted, REF_TOK)[0] < 5
     assert res == expected
     assert (tmp_path / "sys.json").read_text() == json.dumps(expected, indent=2)
     assert read(tmp_path / "sys.tok") == HYP_TOK
@@ -130,7 +132,7 @@ def test_score_writes_and_reports_exact_values(tmp_path):
 def test_score_detokenizes_in_the_given_language(tmp_path):
     log = gen_log(tmp_path / "fr.gen", ["l' homme est là .", "c' est vrai ."])
     refs = ["l'homme est là.", "c'est vrai."]
-    res = evaluate.score(log, write(tmp_path / "r", refs), write(tmp_path / "t", ["x", "y"]), str(tmp_path / "fr"),
+    res = scoring.score(log, write(tmp_path / "r", refs), write(tmp_path / "t", ["x", "y"]), str(tmp_path / "fr"),
                          lang="fr")
     assert read(tmp_path / "fr.detok") == refs and res["sacrebleu"] == pytest.approx(100.0)
 
@@ -143,7 +145,7 @@ def test_score_refuses_mismatched_line_counts(tmp_path, n_raw, n_tok):
     with pytest.raises(ValueError, match=re.escape(f"3 tokenized and 3 detokenized hypotheses, {n_raw} raw references "
                                                    f"({raw}) and {n_tok} tokenized ones ({tok}): the line counts "
                                                    f"must agree")):
-        evaluate.score(log, raw, tok, str(tmp_path / "sys"))
+        scoring.score(log, raw, tok, str(tmp_path / "sys"))
     assert not (tmp_path / "sys.json").exists()
 
 
@@ -188,7 +190,7 @@ def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, 
     ref, base, sys_ = systems
     rows = {}
     for seed in (1, 999):
-        rows[seed] = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], test_type, 200, seed=seed)
+        rows[seed] = scoring.significance(ref, ("baseline", base), [("syntax", sys_)], test_type, 200, seed=seed)
         assert "SACREBLEU_SEED" not in os.environ  # nothing leaks into the environment
         assert [r["name"] for r in rows[seed]] == ["baseline", "syntax"]
         got = [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in rows[seed]]
@@ -202,7 +204,7 @@ def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, 
     else:
         assert rows[1][0]["mean"] is None  # no confidence estimation for ar
         assert rows[1][1]["p_value"] != rows[999][1]["p_value"]
-    again = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], test_type, 200, seed=1)
+    again = scoring.significance(ref, ("baseline", base), [("syntax", sys_)], test_type, 200, seed=1)
     assert again == rows[1]
 
 
@@ -210,7 +212,6 @@ def test_significance_equals_sacrebleu_for_the_given_seed(systems, monkeypatch, 
 def test_significance_of_several_seeds_is_the_reports_test(systems, tmp_path, test_type):
     """``--baseline b1,b2 s1,s2``: one file per seed, the test sentence the unit, the very test of the recipes'
     and the demo's tables (compare.significance); two identical seeds give the one seed's p-value."""
-    from syntax_nmt.evaluation import significance as sig
 
     ref, base, sys_ = systems
     base2 = write(tmp_path / "base2.detok", SYS12[:6] + BASE12[6:])
@@ -225,32 +226,31 @@ def test_significance_of_several_seeds_is_the_reports_test(systems, tmp_path, te
     assert (rows[0]["bleu"], rows[1]["bleu"], rows[1]["p_value"]) == expected[:3]
     assert rows[1]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12 + BASE12[:3] + SYS12[3:],
                                                                   [REFS12 * 2]).score)
-    twice = evaluate.significance(ref, ("b", [base, base]), [("s", [sys_, sys_])], test_type, 300, seed=5)
-    once = evaluate.significance(ref, ("b", base), [("s", sys_)], test_type, 300, seed=5)
+    twice = scoring.significance(ref, ("b", [base, base]), [("s", [sys_, sys_])], test_type, 300, seed=5)
+    once = scoring.significance(ref, ("b", base), [("s", sys_)], test_type, 300, seed=5)
     assert twice[1]["p_value"] == once[1]["p_value"] == sacrebleu_paired(test_type, 5, 300)[1][3]
     with pytest.raises(ValueError, match=r"^s has 1 hypothesis files, the baseline b 2: give each system one file "
                                          r"per seed, in the same order$"):
-        evaluate.significance(ref, ("b", [base, base2]), [("s", sys_)])
+        scoring.significance(ref, ("b", [base, base2]), [("s", sys_)])
 
 
 def test_significance_seed_none_follows_the_environment_and_restores_it(systems, monkeypatch):
     ref, base, sys_ = systems
     monkeypatch.setenv("SACREBLEU_SEED", "7")
-    from_env = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100)
+    from_env = scoring.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100)
     assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in from_env] == sacrebleu_paired("bs", 7, 100)
-    explicit = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100, seed=8)
+    explicit = scoring.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100, seed=8)
     assert os.environ["SACREBLEU_SEED"] == "7"
     assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in explicit] == sacrebleu_paired("bs", 8, 100)
     monkeypatch.delenv("SACREBLEU_SEED")
-    default = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100)
+    default = scoring.significance(ref, ("baseline", base), [("syntax", sys_)], "bs-sacrebleu", 100)
     assert [(r["bleu"], r["mean"], r["ci"], r["p_value"]) for r in default] == sacrebleu_paired("bs", 12345, 100)
     with pytest.raises(ValueError, match=r"^significance seed 0 is not reproducible in sacrebleu \(it means "
                                          r"unseeded\); use another$"):
-        evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100, seed=0)
+        scoring.significance(ref, ("baseline", base), [("syntax", sys_)], "bs", 100, seed=0)
     # the defaults: the two-sided paired bootstrap on sacrebleu's 1000 resamples (its scores, means and intervals)
-    from syntax_nmt.evaluation import significance as sig
 
-    rows = evaluate.significance(ref, ("baseline", base), [("syntax", sys_)], seed=2)
+    rows = scoring.significance(ref, ("baseline", base), [("syntax", sys_)], seed=2)
     assert [(r["bleu"], r["mean"], r["ci"]) for r in rows] == [x[:3] for x in sacrebleu_paired("bs", 2, 1000)]
     stats = [sig.sentence_statistics("BLEU", [x], REFS12) for x in (BASE12, SYS12)]
     assert rows[1]["p_value"] == sig.paired_test("BLEU", *stats, "bs", 1000, 2).p_value == 4 / 1001
@@ -260,13 +260,13 @@ def test_format_significance_exact_text():
     rows = [{"name": "baseline", "bleu": 20.123, "mean": 20.0, "ci": 1.234, "p_value": None},
             {"name": "syntax", "bleu": 22.5, "mean": 22.456, "ci": 1.0, "p_value": 0.0123},
             {"name": "sgnet", "bleu": 20.2, "mean": 20.25, "ci": 0.5, "p_value": 0.05}]
-    assert evaluate.format_significance(rows, "bs").splitlines() == [
+    assert scoring.format_significance(rows, "bs").splitlines() == [
         "baseline         BLEU = 20.12 (mu = 20.00 +- 1.23)  [baseline]",
         "syntax           BLEU = 22.50 (mu = 22.46 +- 1.00)  p = 0.0123* (two-sided bootstrap vs baseline)",
         "sgnet            BLEU = 20.20 (mu = 20.25 +- 0.50)  p = 0.0500  (two-sided bootstrap vs baseline)",
     ]
     ar = [dict(r, mean=None, ci=None) for r in rows[:2]]
-    assert evaluate.format_significance(ar, "ar").splitlines() == [
+    assert scoring.format_significance(ar, "ar").splitlines() == [
         "baseline         BLEU = 20.12  [baseline]",
         "syntax           BLEU = 22.50  p = 0.0123* (two-sided randomization vs baseline)",
     ]
@@ -286,7 +286,7 @@ def scored(tmp_path):
     ref_raw, ref_tok = write(tmp_path / "ref.raw", REFS12), write(tmp_path / "ref.tok", _tok(REFS12))
     prefixes = {}
     for name, hyps in (("baseline", BASE12), ("syntax", SYS12), ("close", CLOSE12)):
-        evaluate.score(gen_log(tmp_path / f"{name}.gen", _tok(hyps)), ref_raw, ref_tok, str(tmp_path / name))
+        scoring.score(gen_log(tmp_path / f"{name}.gen", _tok(hyps)), ref_raw, ref_tok, str(tmp_path / name))
         prefixes[name] = str(tmp_path / name)
     return ref_raw, prefixes
 
@@ -301,7 +301,6 @@ def test_summary_table_exact(scored, monkeypatch):
     ref_raw, prefixes = scored
     res = {n: json.loads(Path(p + ".json").read_text()) for n, p in prefixes.items()}
     assert res["syntax"]["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(SYS12, [REFS12]).score)
-    from syntax_nmt.evaluation import significance as sig
 
     def two_sided(system, seed):
         stats = [sig.sentence_statistics("BLEU", [x], REFS12) for x in (BASE12, system)]
@@ -309,7 +308,7 @@ def test_summary_table_exact(scored, monkeypatch):
 
     p_syntax, p_close = two_sided(SYS12, 5), two_sided(CLOSE12, 5)
     assert p_syntax < 0.05 < p_close and p_close != two_sided(CLOSE12, 12345)
-    text = evaluate.summary(ref_raw, [prefixes["syntax"], prefixes["close"]], baseline=prefixes["baseline"],
+    text = scoring.summary(ref_raw, [prefixes["syntax"], prefixes["close"]], baseline=prefixes["baseline"],
                             title="WMT14", seed=5)
     b = res["baseline"]
 
@@ -330,22 +329,18 @@ def test_summary_table_exact(scored, monkeypatch):
         f"sacreBLEU signature: {b['signature']}",
     ]
     # a baseline alone: nothing to test
-    alone = evaluate.summary(ref_raw, [], baseline=prefixes["baseline"])
+    alone = scoring.summary(ref_raw, [], baseline=prefixes["baseline"])
     assert alone.splitlines()[:2] == [f"{'system':<16} {'sacreBLEU':>9} {'p':>9} {'tok.BLEU':>9} {'p':>9} "
                                        f"{'split BLEU':>11}", row(b, "baseline")]
     assert not any(line.startswith("p: ") for line in alone.splitlines())
     # without a baseline: no test; the baseline given among the prefixes is listed once, first
-    plain = evaluate.summary(ref_raw, [prefixes["syntax"], prefixes["baseline"]])
+    plain = scoring.summary(ref_raw, [prefixes["syntax"], prefixes["baseline"]])
     assert [line.split()[0] for line in plain.splitlines()[1:3]] == ["syntax", "baseline"]
     assert not any(line.startswith("p: ") for line in plain.splitlines())
-    both = evaluate.summary(ref_raw, [prefixes["baseline"], prefixes["syntax"]], baseline=prefixes["baseline"],
+    both = scoring.summary(ref_raw, [prefixes["baseline"], prefixes["syntax"]], baseline=prefixes["baseline"],
                             test_type="ar", n_samples=100, seed=5)
     assert [line.split()[0] for line in both.splitlines()[1:3]] == ["baseline", "syntax"]
     assert "p: two-sided approximate randomization against the baseline (100 trials, unit: the test sentence" in both
-
-
-def test_significant():
-    assert [evaluate.significant(p) for p in (0.0, 0.0499, 0.05, 0.5)] == [True, True, False, False]
 
 
 def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
@@ -366,15 +361,15 @@ def test_main_runs_each_command(scored, tmp_path, capsys, monkeypatch):
     rows = evaluate.main(parse(["significance", "--ref-raw", ref_raw, "--baseline", f"base={prefixes['baseline']}.detok",
                                 prefixes["syntax"] + ".detok", "--n-samples", "100", "--seed", "1",
                                 "--output", str(tmp_path / "rows.json")]))
-    expected = evaluate.significance(ref_raw, ("base", prefixes["baseline"] + ".detok"),
+    expected = scoring.significance(ref_raw, ("base", prefixes["baseline"] + ".detok"),
                                      [("syntax", prefixes["syntax"] + ".detok")], "bs", 100, seed=1)
     assert rows == expected and [r["name"] for r in rows] == ["base", "syntax"]  # NAME=path and path -> stem
-    assert capsys.readouterr().out == evaluate.format_significance(expected, "bs") + "\n"
+    assert capsys.readouterr().out == scoring.format_significance(expected, "bs") + "\n"
     assert (tmp_path / "rows.json").read_text() == json.dumps(expected, indent=2)
     text = evaluate.main(parse(["summary", "--ref-raw", ref_raw, "--baseline", prefixes["baseline"],
                                 prefixes["syntax"], "--test", "ar", "--n-samples", "100", "--seed", "3",
                                 "--title", "T"]))
-    assert text == evaluate.summary(ref_raw, [prefixes["syntax"]], prefixes["baseline"], "ar", 100, "T", seed=3)
+    assert text == scoring.summary(ref_raw, [prefixes["syntax"]], prefixes["baseline"], "ar", 100, "T", seed=3)
     assert capsys.readouterr().out == text + "\n"
     assert "SACREBLEU_SEED" not in os.environ
 
@@ -478,42 +473,42 @@ def test_parse_uas_counts_the_words_whose_head_is_the_references(tmp_path):
     gold = GOLD.replace("1\tthe\t_\tDET\t_\t_\t2", "1\tthe\t_\tDET\t_\t_\t3")  # the -> sleeps: 2 of 3 right
     log = write(tmp_path / "gen.out", GEN_PARSE)
     (tmp_path / "gold.conllu").write_text(gold, encoding="utf-8")
-    result = evaluate.parse_accuracy(log, conllu=str(tmp_path / "gold.conllu"))
+    result = syntax_accuracy.parse_accuracy(log, conllu=str(tmp_path / "gold.conllu"))
     assert result == {"uas": pytest.approx(100 * 6 / 7), "words": 7, "correct": 6, "sentences": 2, "skipped": 1,
                       "reference": str(tmp_path / "gold.conllu")}
     (tmp_path / "other.conllu").write_text(gold.replace("\tdog\t", "\tcat\t"), encoding="utf-8")
     with pytest.raises(ValueError, match=r"^sentence 1: the reference .* parses other words \(the cat sleeps "):
-        evaluate.parse_accuracy(log, conllu=str(tmp_path / "other.conllu"))
+        syntax_accuracy.parse_accuracy(log, conllu=str(tmp_path / "other.conllu"))
     with pytest.raises(ValueError, match="one block per sentence"):
-        evaluate.parse_accuracy(log, conllu=write(tmp_path / "short.conllu", GOLD.split("\n\n")[0].split("\n")))
+        syntax_accuracy.parse_accuracy(log, conllu=write(tmp_path / "short.conllu", GOLD.split("\n\n")[0].split("\n")))
     bad = write(tmp_path / "bad.out", ["S-0\tA cat runs .", "G-0\t2 3 0"])
     with pytest.raises(ValueError) as e:
-        evaluate.parse_accuracy(bad, conllu=str(tmp_path / "gold.conllu"))
+        syntax_accuracy.parse_accuracy(bad, conllu=str(tmp_path / "gold.conllu"))
     assert str(e.value) == (  # issue 56: it advised --remove-bpe for an S- line of words
         f"{bad}:2: sentence 0: 3 heads for the 4 words of its S- line (the S- line holds words: the G- line is not of "
         f"this S- line, from another run or from a plugin before issue 56, which gave a head to a word that "
         f"sentencepiece normalizes to nothing, such as U+FFFD alone, and --remove-bpe drops: translate again)")
     pieces = write(tmp_path / "pieces.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3", "S-1\t\u2581A \u2581ca t", "G-1\t2 0"])
     with pytest.raises(ValueError) as e:
-        evaluate.parse_accuracy(pieces, conllu=str(tmp_path / "gold.conllu"))
+        syntax_accuracy.parse_accuracy(pieces, conllu=str(tmp_path / "gold.conllu"))
     assert str(e.value) == (f"{pieces}:4: sentence 1: 2 heads for the 3 words of its S- line (the S- line holds "
                             f"subword pieces, e.g. '\u2581A': generate with --remove-bpe, --remove-bpe sentencepiece "
                             f"for a sentencepiece model, so that it holds words)")
     no_g = write(tmp_path / "no-g.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3", "S-1\tA dog ."])
     with pytest.raises(ValueError) as e:
-        evaluate.parse_accuracy(no_g, conllu=str(tmp_path / "gold.conllu"))
+        syntax_accuracy.parse_accuracy(no_g, conllu=str(tmp_path / "gold.conllu"))
     assert str(e.value) == (f"{no_g}: sentence 1: an S- line of 3 words but no G- line (--print-source-parse heads "
                             f"prints one for every sentence: a log cut short, or the lines of two runs?)")
     with pytest.raises(ValueError, match="no G- line"):
-        evaluate.parse_accuracy(write(tmp_path / "none.out", GEN_PARSE[:2]), conllu=str(tmp_path / "gold.conllu"))
+        syntax_accuracy.parse_accuracy(write(tmp_path / "none.out", GEN_PARSE[:2]), conllu=str(tmp_path / "gold.conllu"))
 
 
 def test_the_signature_alone_is_the_scores_one():
     """bleu_signature() without a score first (the analyses' length and noise tables; sacreBLEU refuses a signature
     before it knows the number of references) equals the one detok_bleu returns, and an empty bucket's."""
     signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
-    assert evaluate.bleu_signature() == signature == evaluate.detok_bleu(["a b"], ["a b"])[2]
-    assert evaluate.detok_bleu([], [])[2] == signature
+    assert metrics.bleu_signature() == signature == metrics.detok_bleu(["a b"], ["a b"])[2]
+    assert metrics.detok_bleu([], [])[2] == signature
 
 
 # --- issue 56.5 / 56.7: evaluate parse ---
@@ -527,10 +522,10 @@ def test_parse_refuses_a_head_beyond_the_sentence(tmp_path, heads, word, head):
                                             "3\truns\t_\tVERB\t_\t_\t0\troot\t_\t_",
                                             "4\t.\t_\tPUNCT\t_\t_\t3\tpunct\t_\t_", ""])
     with pytest.raises(ValueError) as e:
-        evaluate.parse_accuracy(log, conllu=gold)
+        syntax_accuracy.parse_accuracy(log, conllu=gold)
     assert str(e.value) == (f"{log}: sentence 0: word {word}'s head is {head}, beyond its 4 words (heads are 1-based "
                             f"word numbers, 0 the root): not a parse of --print-source-parse")
-    assert evaluate.parse_accuracy(write(tmp_path / "ok.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3"]),
+    assert syntax_accuracy.parse_accuracy(write(tmp_path / "ok.out", ["S-0\tA cat runs .", "G-0\t2 3 0 3"]),
                                    conllu=gold)["uas"] == 100.0
 
 
@@ -538,11 +533,11 @@ def test_parse_names_the_file_and_the_line_of_invalid_utf8(tmp_path):
     """``'utf-8' codec can't decode byte 0xff in position 9: invalid start byte``: neither file nor line."""
     log = tmp_path / "gen.out"
     log.write_bytes(b"S-0\tA cat runs .\nG-0\t2 3 0 3\nS-1\tA \xff dog\nG-1\t0 1 1\n")
-    for run in (lambda: evaluate.parse_accuracy(str(log), parser="x"), lambda: evaluate.read_sources(str(log))):
+    for run in (lambda: syntax_accuracy.parse_accuracy(str(log), parser="x"), lambda: generate_log.read_sources(str(log))):
         with pytest.raises(ValueError) as e:
             run()
         assert str(e.value) == f"{log}:3: invalid UTF-8 (invalid start byte at byte 6)"
     bad = write(tmp_path / "bad.out", ["S-0\tA cat", "G-0\tx y"])
     with pytest.raises(ValueError) as e:
-        evaluate.parse_accuracy(bad, parser="x")
+        syntax_accuracy.parse_accuracy(bad, parser="x")
     assert str(e.value) == f"{bad}: line 2: not a parse line of --print-source-parse (heads or conllu): 'G-0\\tx y'"

@@ -11,7 +11,7 @@ import pytest
 import spacy
 from spacy.language import Language
 
-from syntax_nmt.evaluation import evaluate
+from syntax_nmt.evaluation import evaluate, scoring, syntax_accuracy
 from syntax_nmt.evaluation import significance as sig
 from support.annotate import LEXICON, save_rule_pipeline  # noqa: F401  (registers the rule parser)
 
@@ -40,7 +40,7 @@ def run_cli(capsys, argv):
 def test_factors_of_an_empty_hypothesis_without_an_f_line(tmp_path, spacy_model):
     """fairseq-generate prints no F- line for an empty hypothesis: a KeyError (evaluate.py:143)."""
     gen = write(tmp_path / "gen.out", ["F-0\tpos\tDET NOUN", "H-0\t-1.0\tthe cat", "H-1\t-1.0\t"])
-    assert evaluate.factor_accuracy(gen, spacy_model) == {"pos": {"accuracy": 100.0, "words": 2, "correct": 2}}
+    assert syntax_accuracy.factor_accuracy(gen, spacy_model) == {"pos": {"accuracy": 100.0, "words": 2, "correct": 2}}
 
 
 def test_significance_with_an_empty_reference_is_refused(tmp_path, capsys):
@@ -61,11 +61,11 @@ def test_score_writes_its_json_atomically(tmp_path, monkeypatch):
 
     monkeypatch.setattr(json, "dump", full)
     with pytest.raises(OSError, match="No space left"):
-        evaluate.score_lines(SYS, SYS, ref_raw, ref_tok, str(tmp_path / "sys"))
+        scoring.score_lines(SYS, SYS, ref_raw, ref_tok, str(tmp_path / "sys"))
     assert not (tmp_path / "sys.json").exists()
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
     monkeypatch.setattr(json, "dump", real_dump)
-    evaluate.score_lines(SYS, SYS, ref_raw, ref_tok, str(tmp_path / "sys"))
+    scoring.score_lines(SYS, SYS, ref_raw, ref_tok, str(tmp_path / "sys"))
     assert json.loads((tmp_path / "sys.json").read_text())["sentences"] == 6
 
 
@@ -75,7 +75,7 @@ def test_factor_accuracy_after_sentencepiece(tmp_path, spacy_model):
     ``▁``): the tag was read as part of that word (33 % where every tag is right)."""
     hyp = f"{OPEN}DET{CLOSE} the{OPEN}NOUN{CLOSE} cat{OPEN}VERB{CLOSE} sat"
     gen = write(tmp_path / "gen.out", [f"H-0\t-1.0\t{hyp}"])
-    assert evaluate.factor_accuracy(gen, spacy_model, strip_target_tags=True) == {
+    assert syntax_accuracy.factor_accuracy(gen, spacy_model, strip_target_tags=True) == {
         "pos": {"accuracy": 100.0, "words": 3, "correct": 3}}
 
 
@@ -100,7 +100,7 @@ def test_factor_accuracy_refuses_a_parser_that_changes_the_words(tmp_path):
         lines += [f"F-{i}\tpos\t{' '.join(LEXICON[w] for w in h.split())}", f"H-{i}\t-1.0\t{h}"]
     gen = write(tmp_path / "gen.out", lines)
     with pytest.raises(ValueError) as e:
-        evaluate.factor_accuracy(gen, str(tmp_path / "merging"))
+        syntax_accuracy.factor_accuracy(gen, str(tmp_path / "merging"))
     assert str(e.value) == (f"{gen}: sentence 0: the spaCy pipeline changed the number of pre-tokenized words "
                             f"(7 -> 6)")
 
@@ -108,7 +108,7 @@ def test_factor_accuracy_refuses_a_parser_that_changes_the_words(tmp_path):
 def _scored(tmp_path, name, hyps, ref_raw, ref_tok):
     os.makedirs(tmp_path / os.path.dirname(name), exist_ok=True)
     log = write(tmp_path / f"{name}.gen", [f"H-{i}\t-1\t{h}" for i, h in enumerate(hyps)])
-    evaluate.score(log, ref_raw, ref_tok, str(tmp_path / name), lang="de")
+    scoring.score(log, ref_raw, ref_tok, str(tmp_path / name), lang="de")
     return str(tmp_path / name)
 
 
@@ -118,8 +118,8 @@ def test_summary_keys_the_p_values_by_the_full_prefix(tmp_path):
     base = _scored(tmp_path, "base", BASE, ref_raw, ref_tok)
     good = _scored(tmp_path, "seed1/s", SYS, ref_raw, ref_tok)
     close = _scored(tmp_path, "seed2/s", BASE[:-1] + ["Das Haus ist sehr alt."], ref_raw, ref_tok)
-    alone = {p: evaluate.summary(ref_raw, [p], baseline=base, seed=5).splitlines()[2] for p in (good, close)}
-    both = evaluate.summary(ref_raw, [good, close], baseline=base, seed=5).splitlines()
+    alone = {p: scoring.summary(ref_raw, [p], baseline=base, seed=5).splitlines()[2] for p in (good, close)}
+    both = scoring.summary(ref_raw, [good, close], baseline=base, seed=5).splitlines()
     # two systems of one name: each is shown by its prefix
     p_of = {line.split()[0]: line.split()[2] for line in both[2:4]}
     assert p_of == {good: alone[good].split()[2], close: alone[close].split()[2]}
@@ -151,8 +151,8 @@ def test_significance_refuses_subword_pieces_and_score_refuses_tags(tmp_path, ca
 def test_a_system_against_itself_is_not_significant(tmp_path, test):
     """Δ 0.00 gave p = 1/(n+1) (0.0010* bootstrap, 0.0001* AR), inherited from sacreBLEU's _compute_p_value."""
     ref, base = write(tmp_path / "ref", REFS), write(tmp_path / "base", BASE)
-    rows = evaluate.significance(ref, ("base", base), [("self", base)], test, seed=1)
-    assert rows[1]["p_value"] == 1.0 and not evaluate.significant(rows[1]["p_value"])
+    rows = scoring.significance(ref, ("base", base), [("self", base)], test, seed=1)
+    assert rows[1]["p_value"] == 1.0 and not sig.significant(rows[1]["p_value"])
     stats = sig.sentence_statistics("BLEU", [BASE], REFS)
     assert sig.paired_test("BLEU", stats, stats.copy(), test).p_value == 1.0
     assert sig.compare_systems({"a": [BASE], "b": [list(BASE)]}, REFS, "a", tests=(test,))["b"][test]["BLEU"] == 1.0
@@ -213,7 +213,7 @@ def test_parse_of_the_standard_output_of_a_results_path_run_says_to_give_both(tm
                                f"after the other: cat RESULTS/generate-SPLIT.txt stdout.log > gen.out)"])
     both = tmp_path / "gen.out"
     both.write_text(open(results).read() + open(stdout).read())
-    assert evaluate.parse_accuracy(str(both), conllu=gold)["uas"] == 100.0
+    assert syntax_accuracy.parse_accuracy(str(both), conllu=gold)["uas"] == 100.0
 
 
 def test_summary_takes_one_prefix_per_seed(tmp_path):
@@ -221,10 +221,10 @@ def test_summary_takes_one_prefix_per_seed(tmp_path):
     ref_raw, ref_tok = write(tmp_path / "ref.raw", REFS), write(tmp_path / "ref.tok", REFS)
     bases = [_scored(tmp_path, f"s{k}/base", BASE, ref_raw, ref_tok) for k in (1, 2)]
     systems = [_scored(tmp_path, f"s{k}/sys", SYS if k == 1 else BASE, ref_raw, ref_tok) for k in (1, 2)]
-    text = evaluate.summary(ref_raw, [",".join(systems)], baseline=",".join(bases), ref_tok=ref_tok, seed=3)
-    rows = evaluate.significance(ref_raw, ("b", [p + ".detok" for p in bases]),
+    text = scoring.summary(ref_raw, [",".join(systems)], baseline=",".join(bases), ref_tok=ref_tok, seed=3)
+    rows = scoring.significance(ref_raw, ("b", [p + ".detok" for p in bases]),
                                  [("s", [p + ".detok" for p in systems])], seed=3)
-    tok_rows = evaluate.significance(ref_tok, ("b", [p + ".tok" for p in bases]),
+    tok_rows = scoring.significance(ref_tok, ("b", [p + ".tok" for p in bases]),
                                      [("s", [p + ".tok" for p in systems])], seed=3, metric="tokenized")
     scores = [json.loads(Path(p + ".json").read_text()) for p in systems]
     lines = text.splitlines()
@@ -234,7 +234,7 @@ def test_summary_takes_one_prefix_per_seed(tmp_path):
     assert cells[4] == f"{tok_rows[1]['p_value']:.4f}" + ("*" if tok_rows[1]["p_value"] < 0.05 else "")
     assert "scores: mean over 2 seeds" in text
     with pytest.raises(ValueError, match="has 1 seed"):
-        evaluate.summary(ref_raw, [systems[0]], baseline=",".join(bases))
+        scoring.summary(ref_raw, [systems[0]], baseline=",".join(bases))
 
 
 def test_the_annotator_refuses_a_pipeline_that_changes_pretokenized_words(tmp_path):

@@ -35,6 +35,20 @@ FLOORS: List[Set[str]] = [
     {"analyze", "demo", "bench", "recipes", "cli_docs", "export"},
 ]
 
+#: the modules of ``evaluation/``, bottom to top (issue 57.4: one concern a module, as sacreBLEU keeps one metric a
+#: module): the metrics, the readers of fairseq-generate's output and the tests on sacreBLEU's sentence statistics;
+#: what uses them (translation files scored, systems over seeds, the syntax of translations against a parser); the
+#: command line (``syntax-nmt-evaluate``)
+EVALUATION_FLOORS: List[Set[str]] = [
+    {"", "metrics", "generate_log", "significance"},
+    {"scoring", "compare", "syntax_accuracy"},
+    {"evaluate"},
+]
+#: what of ``annotate/`` the evaluation reads outside :mod:`syntax_nmt.evaluation.syntax_accuracy`: the format of
+#: interleaved target tags (a hypothesis holding tags is refused, or stripped before scoring); the parser (its
+#: backends, spaCy) only the syntax accuracy runs
+TAG_FORMAT = "syntax_nmt.annotate.target_tags"
+
 
 def _module(path: str) -> str:
     rel = os.path.relpath(path, os.path.dirname(PACKAGE))[:-3].replace(os.sep, ".")
@@ -168,3 +182,52 @@ def test_the_checks_see_an_upward_import_and_a_circle():
     graph[compare] = {**graph[compare], evaluate: ["x"]}
     graph[evaluate] = {**graph[evaluate], compare: ["y"]}
     assert circles(graph) == [["syntax_nmt.evaluation.compare", "syntax_nmt.evaluation.evaluate"]]
+
+
+def evaluation_floor(module: str) -> int:
+    """The floor of a module of ``evaluation/`` in :data:`EVALUATION_FLOORS` (the package itself: ``""``)."""
+    name = module[len("syntax_nmt.evaluation"):].lstrip(".")
+    for i, names in enumerate(EVALUATION_FLOORS):
+        if name in names:
+            return i
+    raise KeyError(name)
+
+
+def evaluation_upward_imports(graph) -> List[Tuple[str, str, str]]:
+    return [(where[0], a, b) for a, targets in graph.items() if unit(a) == "evaluation"
+            for b, where in targets.items() if unit(b) == "evaluation" and evaluation_floor(b) > evaluation_floor(a)]
+
+
+def parser_readers(graph) -> List[str]:
+    """The modules of ``evaluation/`` that import anything of ``annotate/`` but the target tags' format."""
+    return sorted(a for a, targets in graph.items() if unit(a) == "evaluation"
+                  and any(unit(b) == "annotate" and b != TAG_FORMAT for b in targets))
+
+
+def test_every_evaluation_module_has_a_floor():
+    graph = import_graph()
+    missing = []
+    for module in graph:
+        if unit(module) == "evaluation":
+            try:
+                evaluation_floor(module)
+            except KeyError:
+                missing.append(module)
+    assert not missing, f"give these a floor in EVALUATION_FLOORS of {__file__}: {missing}"
+    named = {n for names in EVALUATION_FLOORS for n in names}
+    assert named == {m[len("syntax_nmt.evaluation"):].lstrip(".") for m in graph if unit(m) == "evaluation"}
+
+
+def test_the_evaluation_modules_import_downwards_and_only_the_syntax_accuracy_runs_a_parser():
+    graph = import_graph()
+    assert evaluation_upward_imports(graph) == []
+    assert parser_readers(graph) == ["syntax_nmt.evaluation.syntax_accuracy"]
+
+
+def test_the_evaluation_checks_see_an_upward_import_and_a_parser_elsewhere():
+    graph = import_graph()
+    metrics, scoring = "syntax_nmt.evaluation.metrics", "syntax_nmt.evaluation.scoring"
+    graph[metrics] = {**graph[metrics], scoring: ["syntax_nmt/evaluation/metrics.py:1"]}
+    graph[scoring] = {**graph[scoring], "syntax_nmt.annotate.backends.spacy_backend": ["x"]}
+    assert evaluation_upward_imports(graph) == [("syntax_nmt/evaluation/metrics.py:1", metrics, scoring)]
+    assert parser_readers(graph) == [scoring, "syntax_nmt.evaluation.syntax_accuracy"]

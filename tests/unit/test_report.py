@@ -1,6 +1,6 @@
 """The recipes' multi-seed report (syntax_nmt/recipes/report.py), in-process on a tiny hand-written evaluation
 directory: two systems (transformer, sgnet), two seeds, two splits of 4 and 3 German sentences, scored by
-:func:`syntax_nmt.evaluation.evaluate.score_lines` as the recipe's evaluate stage scores them, with hand-made
+:func:`syntax_nmt.evaluation.scoring.score_lines` as the recipe's evaluate stage scores them, with hand-made
 training records. What is checked, with exact values: the error texts of the files it reads, where a training's
 record is found, the trainings' records lines, pack/unpack (file names, the same gzip bytes, the scores again),
 results.json and every line of results.md, the target tags' table, the best system on valid, the noise table, and
@@ -18,7 +18,7 @@ import sacrebleu
 
 from syntax_nmt.evaluation import compare
 from syntax_nmt.evaluation import significance as sig
-from syntax_nmt.evaluation.evaluate import score_lines
+from syntax_nmt.evaluation.scoring import score_lines
 from syntax_nmt.recipes import report as R
 from syntax_nmt.utils import markdown_table
 

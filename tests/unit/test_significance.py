@@ -309,3 +309,50 @@ def test_compare_systems_names_an_unknown_baseline_and_a_flat_list():
         sig.compare_systems({"base": base, "sys": system}, refs, "transformer")
     assert str(e.value) == "the baseline 'transformer' is not one of the systems ('base', 'sys')"
     assert set(sig.compare_systems({"base": [base[0]], "sys": [system[0]]}, refs, "base", n_samples=50)) == {"sys"}
+
+
+# ----------------------------------------------------------------------------- issue 57.4: sacreBLEU's private API
+def _pinned_sacrebleu():
+    """The sacreBLEU range of setup.py, ``(lowest, first excluded)`` as tuples of ints."""
+    import re
+    from pathlib import Path
+
+    setup = (Path(__file__).resolve().parents[2] / "setup.py").read_text(encoding="utf-8")
+    low, high = re.search(r'"sacrebleu>=([\d.]+),<([\d.]+)"', setup).groups()
+    return tuple(map(int, low.split("."))), tuple(map(int, high.split(".")))
+
+
+def test_the_installed_sacrebleu_has_the_private_methods_the_tests_read_and_is_in_the_pinned_range():
+    """significance.py reaches sacreBLEU's sentence statistics through two private methods (its public API gives
+    none: the comment above :func:`sacrebleu_statistics`); setup.py pins the versions they were checked with."""
+    import sacrebleu
+
+    low, high = _pinned_sacrebleu()
+    version = tuple(int(x) for x in sacrebleu.__version__.split(".")[:3])
+    assert low <= version < high, (sacrebleu.__version__, low, high)
+    for metric in (BLEU(), CHRF()):
+        assert callable(metric._extract_corpus_statistics) and callable(metric._compute_score_from_stats)
+
+
+@pytest.mark.parametrize("metric", [BLEU(), CHRF(), BLEU(tokenize="none", smooth_method="none", force=True)])
+def test_the_sentence_statistics_are_sacrebleus_and_sum_to_its_corpus_score(metric):
+    """The two private methods read as the comment says: a row per line (BLEU: 2 lengths and 4 + 4 n-gram counts;
+    chrF2: 3 counts for each of its 6 character n-gram orders, no word n-gram), and the score of their sum is
+    ``corpus_score``'s."""
+    refs, base, _ = _corpus(n=30)
+    stats = np.array(sig.sacrebleu_statistics(metric, base[0], refs))
+    assert stats.shape == (30, 10 if isinstance(metric, BLEU) else 18)
+    assert sig.score_of_statistics(metric, stats.sum(0)) == metric.corpus_score(base[0], [refs]).score
+    assert [sig.score_of_statistics(metric, row) for row in stats[:3]] == [
+        metric.corpus_score([h], [[r]]).score for h, r in zip(base[0][:3], refs[:3])]
+
+
+def test_the_p_value_counts_the_statistics_above_the_difference_as_sacrebleu_does():
+    """:func:`p_value` writes out sacreBLEU's ``_compute_p_value`` (no longer imported): ``(c + 1) / (n + 1)``,
+    ``c`` the statistics strictly above the difference; 1 for no difference."""
+    from sacrebleu.significance import _compute_p_value
+
+    sample = np.array([0.5, 1.0, 1.0, 2.0, 3.0, -1.0])
+    for difference in (0.9, 1.0, 2.5, 4.0):
+        assert sig.p_value(sample, difference) == _compute_p_value(sample, difference)
+    assert sig.p_value(sample, 1.0) == 3 / 7 and sig.p_value(sample, 0.0) == 1.0

@@ -18,7 +18,7 @@ from support.annotate import write as write_lines
 from syntax_nmt import systems as S
 from syntax_nmt.annotate.target_tags import strip, tag_token
 from syntax_nmt.data.streams import TAG_STREAMS
-from syntax_nmt.evaluation.evaluate import factor_accuracy
+from syntax_nmt.evaluation.syntax_accuracy import factor_accuracy
 from syntax_nmt.targets import registered_schemes
 from syntax_nmt.targets.__main__ import main, own_data_schemes, write_data
 from syntax_nmt.targets import base as targets_base

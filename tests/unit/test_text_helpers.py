@@ -50,3 +50,18 @@ def test_markdown_table_writes_cells_for_a_reader():
     assert lines[2:] == ["| base | 35.21 | - |", "| long system name | - | x\\|y |", "| n | 3 |  |"]
     assert markdown_table(["a"], [], floatfmt=".1f").splitlines()[0] == "| a |"
     assert markdown_table(["x"], [[0.25]], floatfmt=".1f").splitlines()[2] == "| 0.2 |"
+
+
+def test_markdown_table_aligns_columns_as_the_benchmarks_write_them():
+    """``align`` (issue 57.4: the length bench's tables through the one writer): the line under the header says
+    each column's alignment, ``---`` or ``---:``, whatever the widths; the rows are as without it."""
+    rows = [["a long name", 1.5, 2], ["b", None, 10]]
+    text = markdown_table(["system", "T=8", "ops"], rows, align="lrr")
+    lines, plain = text.splitlines(), markdown_table(["system", "T=8", "ops"], rows).splitlines()
+    assert lines[1] == "|---|---:|---:|" and plain[1] != lines[1]
+    assert lines[:1] + lines[2:] == plain[:1] + plain[2:] == ["| system | T=8 | ops |", "| a long name | 1.50 | 2 |",
+                                                              "| b | - | 10 |"]
+    assert markdown_table(["words"], [], align="l") == "| words |\n|---|"
+    for bad in ("lr", "lrx", "lrrr"):
+        with pytest.raises(ValueError, match="one letter, l or r, per column"):
+            markdown_table(["system", "T=8", "ops"], rows, align=bad)

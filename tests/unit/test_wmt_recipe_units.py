@@ -348,9 +348,9 @@ def test_prepare_filtered_test_and_sentencepiece(mirror, tmp_path):
 
 
 # ----------------------------------------------------------------------------- evaluate
-# syntax_nmt.evaluation.evaluate itself is tested in test_evaluate.py; here: the recipe's tokenization and
-# evaluate.py's detokenization and compound splitting fit together.
-from syntax_nmt.evaluation import evaluate  # noqa: E402  (the recipe's evaluate.py wraps it)
+# syntax_nmt.evaluation's metrics and scoring are tested in test_evaluate.py; here: the recipe's tokenization and
+# the metrics' detokenization and compound splitting fit together.
+from syntax_nmt.evaluation import metrics, scoring  # noqa: E402  (the recipe's evaluate.py runs their command)
 
 
 def test_prepare_tokenization_round_trips_through_evaluate():
@@ -359,13 +359,13 @@ def test_prepare_tokenization_round_trips_through_evaluate():
     refs_tok = [prepare.tokenize(r, "de") for r in refs_raw]
     assert refs_tok == ["Die E @-@ Mail kam um 10 Uhr an .", "Wir mögen grüne Äpfel .",
                         "Ein langfristiger Plan & mehr ."]
-    assert evaluate.detokenize(refs_tok) == refs_raw
-    assert evaluate.compound_split(refs_tok[0]) == "Die E @ ##AT##-##AT## @ Mail kam um 10 Uhr an ."
+    assert metrics.detokenize(refs_tok) == refs_raw
+    assert metrics.compound_split(refs_tok[0]) == "Die E @ ##AT##-##AT## @ Mail kam um 10 Uhr an ."
 
 
 def multi_bleu_perl(hyps, refs):
     """Moses scripts/generic/multi-bleu.perl (single reference, case-sensitive), transcribed
-    statement by statement: the reference for :func:`evaluate.tokenized_bleu`."""
+    statement by statement: the reference for :func:`metrics.tokenized_bleu`."""
     import math
     from collections import Counter
 
@@ -401,19 +401,19 @@ def test_tokenized_bleu_is_multi_bleu_perl(seed):
     for ref in refs:
         words = [w if rng.random() < rng.random() else rng.choice(vocab) for w in ref.split()]
         hyps.append(" ".join(words[: rng.randint(1, len(words) + 2)] + [rng.choice(vocab)] * rng.randint(0, 2)))
-    score = evaluate.tokenized_bleu(hyps, refs)[0]
+    score = metrics.tokenized_bleu(hyps, refs)[0]
     assert score == pytest.approx(multi_bleu_perl(hyps, refs), rel=1e-12, abs=1e-12)
 
 
 def test_tokenized_bleu_edge_cases():
     # no 4-gram match: multi-bleu.perl gives 0 (no smoothing), sacrebleu's default 'exp' smoothing would not
     hyps, refs = ["a b c d", "e f"], ["a b c x", "e f"]
-    assert evaluate.tokenized_bleu(hyps, refs)[0] == multi_bleu_perl(hyps, refs) == pytest.approx(0.0, abs=1e-9)
-    assert evaluate.BLEU(tokenize="none", force=True).corpus_score(hyps, [refs]).score > 1
+    assert metrics.tokenized_bleu(hyps, refs)[0] == multi_bleu_perl(hyps, refs) == pytest.approx(0.0, abs=1e-9)
+    assert metrics.BLEU(tokenize="none", force=True).corpus_score(hyps, [refs]).score > 1
     # case-sensitive, tokens as given (no 13a splitting of "Haus.")
-    assert evaluate.tokenized_bleu(["Das Haus. ist"], ["das Haus . ist"])[0] == multi_bleu_perl(
+    assert metrics.tokenized_bleu(["Das Haus. ist"], ["das Haus . ist"])[0] == multi_bleu_perl(
         ["Das Haus. ist"], ["das Haus . ist"]) == 0.0
-    assert evaluate.tokenized_bleu(["x y z w v"], ["x y z w v"])[0] == pytest.approx(100.0)
+    assert metrics.tokenized_bleu(["x y z w v"], ["x y z w v"])[0] == pytest.approx(100.0)
 
 
 def write(path, lines_):
@@ -431,9 +431,9 @@ def test_summary_reports_both_bleus_with_significance(tmp_path):
         gen = tmp_path / f"{name}.gen"
         gen.write_text("".join(f"H-{i}\t-0.1\t{h}\n" for i, h in enumerate(hyps)), encoding="utf-8")
         prefixes[name] = str(tmp_path / name)
-        res = evaluate.score(str(gen), ref_raw, ref_tok, prefixes[name])
+        res = scoring.score(str(gen), ref_raw, ref_tok, prefixes[name])
         assert res["tokenized_bleu"] == pytest.approx(multi_bleu_perl(hyps, refs_tok), rel=1e-12)
-    text = evaluate.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100,
+    text = scoring.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100,
                             ref_tok=ref_tok)
     rows = {line.split()[0]: line.split() for line in text.splitlines()}
     assert rows["system"] == ["system", "sacreBLEU", "p", "tok.BLEU", "p", "split", "BLEU"]
@@ -442,11 +442,11 @@ def test_summary_reports_both_bleus_with_significance(tmp_path):
     assert float(syntax[1]) == pytest.approx(100.0) and float(syntax[3]) == pytest.approx(100.0)
     assert syntax[2].endswith("*") and syntax[4].endswith("*")  # p < 0.05 on both metrics
     assert "paired bootstrap" in text and "multi-bleu.perl" in text
-    tok_rows = evaluate.significance(ref_tok, ("baseline", prefixes["baseline"] + ".tok"),
+    tok_rows = scoring.significance(ref_tok, ("baseline", prefixes["baseline"] + ".tok"),
                                      [("syntax", prefixes["syntax"] + ".tok")], n_samples=100, metric="tokenized")
     assert tok_rows[1]["bleu"] == pytest.approx(100.0)
     assert tok_rows[0]["bleu"] == pytest.approx(multi_bleu_perl(systems["baseline"], refs_tok), rel=1e-12)
-    without_tok = evaluate.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100)
+    without_tok = scoring.summary(ref_raw, [prefixes["syntax"]], baseline=prefixes["baseline"], n_samples=100)
     assert {line.split()[0]: line.split() for line in without_tok.splitlines()}["syntax"][4] == "-"
 
 
