@@ -216,14 +216,24 @@ def plot(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], splits
             for xi, m in zip(x, means):
                 ax.annotate(f"{m:.2f}", (xi, m), xytext=(4, -10 if which == 0 else 4), textcoords="offset points",
                             fontsize=7, color=color)
-        ax.set_xscale("log")
-        ax.set_xticks(x)
-        ax.set_xticklabels([f"{pt.label}\n{xi:.1f}M" for pt, xi in zip(points, x)], fontsize=7)
-        ax.minorticks_off()
-        ax.set_title(sp, fontsize=9)
-        ax.set_xlabel("updates run × tokens (million target-side batch tokens)", fontsize=7)
-    axes[0][0].set_ylabel(f"{compare.LABELS.get(key, key)} (mean ± sd; dots: seeds)", fontsize=8)
-    axes[0][0].legend(fontsize=8)
+        _x_axis(ax, sp, x, [f"{pt.label}\n{xi:.1f}M" for pt, xi in zip(points, x)])
+    _finish(plt, fig, axes, f"{compare.LABELS.get(key, key)} (mean ± sd; dots: seeds)", 8, title, path)
+
+
+def _x_axis(ax, split: str, ticks: Sequence[float], labels: Sequence[str]) -> None:
+    """A panel's x-axis: the training done, log scale, ticked at ``ticks``; the split its title."""
+    ax.set_xscale("log")
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.minorticks_off()
+    ax.set_title(split, fontsize=9)
+    ax.set_xlabel("updates run × tokens (million target-side batch tokens)", fontsize=7)
+
+
+def _finish(plt, fig, axes, ylabel: str, legend_size: int, title: str, path: str) -> None:
+    """The first panel's y label and legend, the title; the figure written to ``path`` and closed."""
+    axes[0][0].set_ylabel(ylabel, fontsize=8)
+    axes[0][0].legend(fontsize=legend_size)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -271,22 +281,12 @@ def plot_delta(points: Sequence[Point], rows: Dict[str, Dict[str, List[dict]]], 
                 ax.scatter([xi] * len(d), d, color=color, s=8, alpha=0.5)
             for i, xi, m in zip(members, xs, means):
                 p = next(iter((rows[points[i].label][sp][1].get("p") or {}).values()), {}).get(key)
-                star = "*" if p is not None and compare.significant(p) else ""
+                star = "*" if significance.significant(p) else ""
                 ax.annotate(f"{m:+.2f}{star}", (xi, m), xytext=(4, 4 - 9 * n), textcoords="offset points",
                             fontsize=7, color=color)
         ticks = spread_ticks(x)
-        ax.set_xscale("log")
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([f"{t:.1f}M" for t in ticks], fontsize=7)
-        ax.minorticks_off()
-        ax.set_title(sp, fontsize=9)
-        ax.set_xlabel("updates run × tokens (million target-side batch tokens)", fontsize=7)
-    axes[0][0].set_ylabel(f"Δ {compare.LABELS.get(key, key)} against the baseline (dots: seeds)", fontsize=8)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        _x_axis(ax, sp, ticks, [f"{t:.1f}M" for t in ticks])
+    _finish(plt, fig, axes, f"Δ {compare.LABELS.get(key, key)} against the baseline (dots: seeds)", 7, title, path)
 
 
 CHARTS = ("bleu", "delta")  # --chart: plot, plot_delta
