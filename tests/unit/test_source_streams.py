@@ -85,6 +85,7 @@ def test_pad_bos_and_signature(tmp_path):
 def test_heads_join_a_directory_of_dictionaries_only_with_auto(tmp_path, caplog):
     path = data_dir(tmp_path / "d", streams=("pos",), heads=False)
     assert streams_of(path).streams == ["pos"]
+    assert SourceStreams("auto", path, "en", "de").streams == ["pos"]  # by default the directory has binarized data
     assert streams_of(path, dictionaries_only=True).streams == ["pos", "head"]
     assert streams_of(path, "pos", dictionaries_only=True).streams == ["pos"]  # an explicit list is kept
     assert streams_of(data_dir(tmp_path / "h", streams=()), dictionaries_only=True).streams == ["head"]
@@ -147,6 +148,18 @@ def test_training_needs_every_stream_and_an_explicit_list_must_match(tmp_path):
     s = streams_of(path, "head,pos")
     assert s.model_stream_signature(["pos", "head"]) == s.signature(["pos"])
     assert state(s) == (["pos", "head"], ["pos", "head"], ["pos", "head"], {"the model": ["pos", "head"]})
+
+
+def test_once_narrowed_training_reads_only_the_models_streams(tmp_path):
+    """The task loads what the contract settled: a second model built for training may not need a stream the first
+    one narrowed the task away from (the directory still has it)."""
+    s = streams_of(data_dir(tmp_path / "d"))
+    s.model_stream_signature(["pos"])
+    with pytest.raises(StreamConfigError) as e:
+        s.model_stream_signature(["pos", "case"])
+    assert str(e.value) == "missing streams ['case'] (the model needs ['pos', 'case']; the data directory has ['pos'])"
+    assert s.model_stream_signature(["pos"]) == s.signature(["pos"])
+    assert s.available == ["pos", "case", "subword", "head", "dep"]
 
 
 def test_a_recorded_dictionary_that_differs_is_refused(tmp_path):
