@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import shutil
+import warnings
 from types import SimpleNamespace
 
 import pytest
@@ -533,3 +534,29 @@ def test_the_defaults_of_sample_and_translate(tiny, caplog, monkeypatch):
     for method, default in ((m.sample, greedy), (m.translate, beam5)):
         short = method(tiny.lines, max_len_b=1)
         assert all(len(t.split()) <= 1 for t in short) and short != default, method
+
+
+def test_generate_of_one_annotated_sentence(tiny, monkeypatch):
+    """hub.generate of one annotated sentence (a 1-D tensor, as encode gives) keeps its streams (SG-Net reads them)
+    and returns that sentence's hypotheses, as in a batch; a beam given by position reaches the search. fairseq's
+    pin_memory warning (its batch iterator on a CPU) is silenced, other warnings of the generation are not."""
+    m = hub(tiny, "sgnet")
+    tokens = m._annotate(tiny.lines[:2], conllu=_gold_blocks(tiny))
+    assert set(tokens[0].syntax_streams) == {"subword", "head"}
+    inference_step = m.task.inference_step
+
+    def warn_then_step(*args, **kwargs):
+        warnings.warn("a warning of the generation", UserWarning)
+        return inference_step(*args, **kwargs)
+
+    monkeypatch.setattr(m.task, "inference_step", warn_then_step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        one = m.generate(tokens[0], 2)
+        batch = m.generate(tokens, 2)
+    assert len(one) == 2 and [len(hs) for hs in batch] == [2, 2]
+    assert [m.string(h["tokens"]) for h in one] == [m.string(h["tokens"]) for h in batch[0]]
+    assert [float(h["score"]) for h in one] == pytest.approx([float(h["score"]) for h in batch[0]], abs=1e-5)
+    messages = [str(w.message) for w in caught]
+    assert messages.count("a warning of the generation") == 2
+    assert not [w for w in messages if "pin_memory" in w], messages

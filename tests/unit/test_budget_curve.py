@@ -126,8 +126,12 @@ def test_the_command_writes_the_table_json_and_chart(scored, tmp_path, monkeypat
     calls = []
     real = syntax_nmt.utils.pyplot
     monkeypatch.setattr(bc, "plot", lambda *a, **k: calls.append((a, k)))
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     bc.main(["--translations", POOL, "--refs", REFS, "--eval", str(tmp_path / "eval"), "--out",
              str(tmp_path / "out" / "budget"), "--splits", "test2016", *[f"--point={s}" for s in SPECS]])
+    # each point scored in a folder of its own under --eval, named by its label; nothing in the working directory
+    assert sorted(os.listdir(tmp_path / "eval")) == ["1x", "4x", "converged"] and os.listdir(tmp_path / "cwd") == []
     md = (tmp_path / "out" / "budget.md").read_text(encoding="utf-8")
     assert md == bc.markdown(points, rows, ["test2016"], TESTS, records,
                              "Syntax against the baseline by training budget")

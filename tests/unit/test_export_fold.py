@@ -69,6 +69,10 @@ def test_no_query_bias_is_a_zero_bias():
     assert torch.equal(w, w0) and torch.equal(b, b0)
     torch.testing.assert_close(b[D:2 * D], u / 0.5)
     assert b[:D].eq(0).all() and b[2 * D:].eq(0).all()
+    # the zero bias takes the weight's dtype: a float64 projection gets a float64 bias, u / s not rounded to float32
+    w, b = fold_biaffine_head(w_q.double(), None, U.double(), u.double(), 1, 0.3)
+    assert w.dtype == b.dtype == torch.float64
+    assert torch.equal(b[D:2 * D], u.double() / 0.3) and b[:D].eq(0).all() and b[2 * D:].eq(0).all()
 
 
 @pytest.mark.parametrize("args,message", [
@@ -78,7 +82,7 @@ def test_no_query_bias_is_a_zero_bias():
     (dict(u=torch.zeros(D + 1)), r"U \(4, 4\) and u \(5,\) are not"),
     (dict(w_q=torch.zeros(H * D + 1, C)), "does not fit a query projection of shape"),
     (dict(b_q=torch.zeros(H * D + 1)), r"query bias of shape \(13,\)"),
-    (dict(scaling=0.0), "the query scaling is 0"),
+    (dict(scaling=0.0), "^the query scaling is 0$"),
 ])
 def test_bad_shapes_are_refused(args, message):
     kw = dict(w_q=torch.zeros(H * D, C), b_q=torch.zeros(H * D), U=torch.eye(D), u=torch.zeros(D), head=0,

@@ -358,3 +358,37 @@ def test_a_pipeline_whose_language_starts_like_the_separator(tmp_path):
     model.mkdir()
     (model / "meta.json").write_text(json.dumps({"lang": "Xx", "name": "core", "version": "3"}))
     assert tr.model_version(str(model)) == "Xx_core 3"
+
+
+def test_a_part_names_the_parser_of_its_data_in_one_json_line_with_sorted_keys(tmp_path):
+    """The part records the parser of the data directory it trained on (None without one), and parts.jsonl holds
+    each part as one JSON line with its keys sorted at every level."""
+    data, save = tmp_path / "data", tmp_path / "save"
+    data.mkdir(), save.mkdir()
+    (data / "annotation.json").write_text(json.dumps({"backend": "conllu", "spacy_model": None}))
+    part = tr.add_part(str(save), 2.0, 1.5, 0, RESUMED_LOG, 3, "cpu", data=str(data))
+    assert part["environment"]["parser"] == "conllu"
+    assert tr.add_part(str(save), 2.0, 1.5, 0, RESUMED_LOG, 3, "cpu")["environment"]["parser"] is None
+    lines = (save / "parts.jsonl").read_text().split("\n")
+    assert len(lines) == 3 and lines[2] == ""
+    assert lines[0] == json.dumps(part, sort_keys=True) and lines[0] != json.dumps(part)
+    assert list(json.loads(lines[0])) == sorted(part) and list(json.loads(lines[0])["environment"]) == sorted(
+        part["environment"])
+
+
+def test_done_counts_each_gap_each_resumption_and_the_updates_each_part_ran(tmp_path):
+    """Three parts, each starting after updates no part recorded (the first at update 1): every gap is named,
+    including the last part's, every start above 0 is a resumption, a part's own updates_run counts over its end less
+    its start (an older part without it: end less start), and .done keeps the last part's settings."""
+    parts = [{"start_update": 1, "end_update": 100, "updates_run": 99, "settings": {"MAX_UPDATE": "100"}},
+             {"start_update": 150, "end_update": 200, "updates_run": 30, "settings": {"MAX_UPDATE": "200"}},
+             {"start_update": 250, "end_update": 300, "settings": {"MAX_UPDATE": "300"}}]
+    with open(tmp_path / "parts.jsonl", "w") as f:
+        for p in parts:
+            f.write(json.dumps({"wall_seconds": 1.0, "cpu_seconds": 1.0, "status": 0, "environment": {}, **p}) + "\n")
+    record = tr.finish(str(tmp_path))
+    assert record["unrecorded_before_updates"] == [1, 150, 250]
+    assert record["resumed_from"] == [1, 150, 250]
+    assert record["updates_run"] == 99 + 30 + 50 and record["updates"] == 300 and record["parts"] == 3
+    assert record["settings"] == {"MAX_UPDATE": "300"}
+    assert json.loads((tmp_path / ".done").read_text()) == record
