@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+from syntax_nmt.data.signatures import read_dictionaries
+
 from syntax_nmt.data.streams import StreamConfigError
 from syntax_nmt.tasks.source_streams import SOURCE_PARSE, SourceStreams, needs_parse_message
 
@@ -19,10 +21,31 @@ FEATURE_NEEDS = {"--source-features pos,case": ["pos", "case"]}
 DEFAULT_REMEDY = ("leave --source-parse at auto (hub: source_parse='auto'): raw text is then annotated with the "
                   "recorded parser (or --input-conllu FILE, hub: translate_conllu), and fairseq-generate reads the "
                   "data directory's stream files (syntax-nmt-binarize)")
-BINARIZE_REMEDY = ("binarize the data with syntax-nmt-binarize from syntax-nmt-annotate's output, or translate raw "
-                   "text with fairseq-interactive, which annotates it")
+
+
+def binarize_remedy(dicts, auto=True):
+    """What supplies missing streams (issue 56.7: one advice for fairseq-generate and raw text)."""
+    remedy = ("give the data directory the model was trained on (syntax-nmt-binarize of syntax-nmt-annotate's output): "
+              "fairseq-generate reads the streams from its files, and raw text (fairseq-interactive, the hub) is "
+              f"annotated with them against their dictionaries ({dicts}), for which a folder with only its dict.*.txt "
+              "and annotation.json will do")
+    return remedy if auto else f"name them in --source-streams (or leave it at auto) and {remedy}"
 SGNET_READS = "--syntax-attention sgnet reads the source parse (streams subword, head)"
 ANNOTATION_ONLY = "the model reads at inference what only the annotation gives: "
+
+
+def _signature(streams, names):
+    """The records of ``names``' dictionaries as the checkpoint string of before issue 57.4 (name:size:digest,...):
+    the form these tests compare."""
+    return ",".join(f"{r.name}:{r.size}:{r.digest}" for r in streams.dictionary_records(names))
+
+
+def _mss(streams, required, recorded=None, **kwargs):
+    """``model_stream_dictionaries`` with a recorded string read as a checkpoint's (read_dictionaries), its records
+    given back as that string."""
+    records = read_dictionaries(recorded, "source_stream_dicts") if isinstance(recorded, str) else recorded
+    return ",".join(f"{r.name}:{r.size}:{r.digest}"
+                    for r in streams.model_stream_dictionaries(required, records, **kwargs))
 
 
 def data_dir(root, streams=("pos", "case", "subword", "dep"), heads=True, symbols=None):
@@ -78,8 +101,8 @@ def test_pad_bos_and_signature(tmp_path):
     specials = ["<s>", "<pad>", "</s>", "<unk>"]
     pos = hashlib.md5("\n".join(specials + ["NOUN", "VERB"]).encode()).hexdigest()[:10]
     case = hashlib.md5("\n".join(specials + ["CASE0", "CASE1", "CASE2"]).encode()).hexdigest()[:10]
-    assert s.signature(["pos", "head", "case"]) == f"pos:6:{pos},case:7:{case}"
-    assert s.signature(["head"]) == "" and s.signature([]) == ""
+    assert _signature(s, ["pos", "head", "case"]) == f"pos:6:{pos},case:7:{case}"
+    assert _signature(s, ["head"]) == "" and _signature(s, []) == ""
 
 
 def test_heads_join_a_directory_of_dictionaries_only_with_auto(tmp_path, caplog):
@@ -117,36 +140,36 @@ def test_training_narrows_auto_to_the_model_and_returns_its_signature(tmp_path, 
     s = streams_of(data_dir(tmp_path / "d"))
     with caplog.at_level(logging.INFO, logger="syntax_nmt.tasks.source_streams"):
         caplog.clear()
-        sig = s.model_stream_signature(("case", "head"))
-    assert sig == s.signature(["case"]) and sig.startswith("case:7:")
+        sig = _mss(s, ("case", "head"))
+    assert sig == _signature(s, ["case"]) and sig.startswith("case:7:")
     assert state(s) == (["case", "head"], ["case", "head"], ["case", "head"], {"the model": ["case", "head"]})
     assert s._translating_model is False
     assert caplog.records == []  # training logs nothing here
     assert s.available == ["pos", "case", "subword", "head", "dep"]
     s = streams_of(data_dir(tmp_path / "d"))
-    assert s.model_stream_signature([]) == ""
+    assert _mss(s, []) == ""
     assert state(s) == ([], [], [], {})
     s = streams_of(data_dir(tmp_path / "d"))
-    s.model_stream_signature(["subword", "head"], at_inference={})
+    _mss(s, ["subword", "head"], at_inference={})
     assert state(s) == (["subword", "head"], ["subword", "head"], ["subword", "head"], {})
 
 
 def test_training_needs_every_stream_and_an_explicit_list_must_match(tmp_path):
     path = data_dir(tmp_path / "d", streams=("pos",), heads=False)
     with pytest.raises(StreamConfigError) as e:
-        streams_of(path).model_stream_signature(["pos", "subword", "head"], at_inference={})
+        _mss(streams_of(path), ["pos", "subword", "head"], at_inference={})
     assert str(e.value) == ("missing streams ['subword', 'head'] (the model needs ['pos', 'subword', 'head']; the "
                             "data directory has ['pos'])")
     with pytest.raises(StreamConfigError) as e:
-        streams_of(path, "pos,head").model_stream_signature(["pos", "subword"])
+        _mss(streams_of(path, "pos,head"), ["pos", "subword"])
     assert str(e.value) == ("missing streams ['subword'] (the model needs ['pos', 'subword']; --source-streams gives "
                             "['pos', 'head']); extra streams ['head'] the model was not trained with (it uses ['pos', "
                             "'subword'])")
     with pytest.raises(StreamConfigError) as e:
-        streams_of(path, "pos,head").model_stream_signature(["head"])
+        _mss(streams_of(path, "pos,head"), ["head"])
     assert str(e.value) == "extra streams ['pos'] the model was not trained with (it uses ['head'])"
     s = streams_of(path, "head,pos")
-    assert s.model_stream_signature(["pos", "head"]) == s.signature(["pos"])
+    assert _mss(s, ["pos", "head"]) == _signature(s, ["pos"])
     assert state(s) == (["pos", "head"], ["pos", "head"], ["pos", "head"], {"the model": ["pos", "head"]})
 
 
@@ -154,11 +177,11 @@ def test_once_narrowed_training_reads_only_the_models_streams(tmp_path):
     """The task loads what the contract settled: a second model built for training may not need a stream the first
     one narrowed the task away from (the directory still has it)."""
     s = streams_of(data_dir(tmp_path / "d"))
-    s.model_stream_signature(["pos"])
+    _mss(s, ["pos"])
     with pytest.raises(StreamConfigError) as e:
-        s.model_stream_signature(["pos", "case"])
+        _mss(s, ["pos", "case"])
     assert str(e.value) == "missing streams ['case'] (the model needs ['pos', 'case']; the data directory has ['pos'])"
-    assert s.model_stream_signature(["pos"]) == s.signature(["pos"])
+    assert _mss(s, ["pos"]) == _signature(s, ["pos"])
     assert s.available == ["pos", "case", "subword", "head", "dep"]
 
 
@@ -167,20 +190,20 @@ def test_a_recorded_dictionary_that_differs_is_refused(tmp_path):
     s = streams_of(path)
     recorded = "pos:7:0123456789,head:0:x,dep:9:abcdefabcd"
     with pytest.raises(StreamConfigError) as e:
-        s.model_stream_signature(["pos", "case"], recorded)
-    current = s.signature(["pos"]).split(":")[2]
+        _mss(s, ["pos", "case"], recorded)
+    current = _signature(s, ["pos"]).split(":")[2]
     assert str(e.value) == (f"dictionary of stream 'pos' differs from the one the checkpoint was trained with (7 types, "
                             f"hash 0123456789 vs 7 types, hash {current}): binarize with --streamdict-dir pointing at "
                             f"the training data")
-    same = s.signature(["pos", "case"])
-    assert streams_of(path).model_stream_signature(["pos", "case"], same) == same
+    same = _signature(s, ["pos", "case"])
+    assert _mss(streams_of(path), ["pos", "case"], same) == same
     # a stream the checkpoint did not record, or one without a dictionary, is not compared; training returns the
     # data's signature, translation the checkpoint's
-    assert streams_of(path).model_stream_signature(["pos", "head"], "dep:1:a") == s.signature(["pos"])
-    assert streams_of(path).model_stream_signature(["pos", "head"], "dep:1:a", translating=True) == "dep:1:a"
+    assert _mss(streams_of(path), ["pos", "head"], "dep:1:a") == _signature(s, ["pos"])
+    assert _mss(streams_of(path), ["pos", "head"], "dep:1:a", translating=True) == "dep:1:a"
     size_only = f"pos:8:{current}"
     with pytest.raises(StreamConfigError, match=r"\(8 types, hash [0-9a-f]{10} vs 7 types"):
-        streams_of(path).model_stream_signature(["pos"], size_only, translating=True)
+        _mss(streams_of(path), ["pos"], size_only, translating=True)
 
 
 # -- translation: what the model reads at inference -----------------------------------------------------------------
@@ -190,8 +213,8 @@ def test_translating_reads_what_the_data_has_and_annotates_what_inference_reads(
     s = streams_of(path)
     with caplog.at_level(logging.INFO, logger="syntax_nmt.tasks.source_streams"):
         caplog.clear()
-        recorded = s.signature(["subword"]) + ",dep:9:0123456789"
-        sig = s.model_stream_signature(["subword", "head"], recorded, at_inference={}, translating=True)
+        recorded = _signature(s, ["subword"]) + ",dep:9:0123456789"
+        sig = _mss(s, ["subword", "head"], recorded, at_inference={}, translating=True)
     assert sig == recorded
     assert state(s) == (["subword", "head"], [], ["subword", "head"], {})
     assert s._translating_model is True
@@ -201,8 +224,8 @@ def test_translating_reads_what_the_data_has_and_annotates_what_inference_reads(
     s = streams_of(path)
     with caplog.at_level(logging.INFO, logger="syntax_nmt.tasks.source_streams"):
         caplog.clear()
-        assert s.model_stream_signature(["subword", "head"], at_inference=PARSE_NEEDS, translating=True) == \
-            s.signature(["subword"])
+        assert _mss(s, ["subword", "head"], at_inference=PARSE_NEEDS, translating=True) == \
+            _signature(s, ["subword"])
     assert state(s) == (["subword", "head"], ["subword", "head"], ["subword", "head"], PARSE_NEEDS)
     assert [r.getMessage() for r in caplog.records] == [
         f"translating (--source-parse auto): {SGNET_READS}; streams read from binarized data: subword, head; raw "
@@ -215,20 +238,20 @@ def test_translating_without_the_stream_files(tmp_path, caplog):
     s = streams_of(path)
     with caplog.at_level(logging.INFO, logger="syntax_nmt.tasks.source_streams"):
         caplog.clear()
-        assert s.model_stream_signature(["subword", "head"], at_inference={}, translating=True) == ""
+        assert _mss(s, ["subword", "head"], at_inference={}, translating=True) == ""
     assert state(s) == ([], [], ["subword", "head"], {})
     assert caplog.records[-1].getMessage().endswith("streams read from binarized data: none; raw text: tokenized "
                                                     "and segmented as recorded, no parser")
     with pytest.raises(StreamConfigError) as e:
-        streams_of(path).model_stream_signature(["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
+        _mss(streams_of(path), ["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
     assert str(e.value) == (f"the data directory {path} lacks the streams ['subword', 'head']: {ANNOTATION_ONLY}"
-                            f"{SGNET_READS}; {BINARIZE_REMEDY}")
+                            f"{SGNET_READS}; {binarize_remedy('dict.subword.txt')}")
     with pytest.raises(StreamConfigError) as e:
-        streams_of(path, "").model_stream_signature(["pos"], translating=True)
+        _mss(streams_of(path, ""), ["pos"], translating=True)
     assert str(e.value) == (f"--source-streams lacks the streams ['pos']: {ANNOTATION_ONLY}the model reads the streams "
-                            f"(streams pos); {BINARIZE_REMEDY}")
+                            f"(streams pos); {binarize_remedy('dict.pos.txt', auto=False)}")
     with pytest.raises(StreamConfigError) as e:  # always: every stream it was trained with
-        streams_of(path).model_stream_signature(["subword", "head"], at_inference={}, translating=True, mode="always")
+        _mss(streams_of(path), ["subword", "head"], at_inference={}, translating=True, mode="always")
     assert str(e.value) == "missing streams ['subword', 'head'] (the model needs ['subword', 'head']; the data " \
                            "directory has [])"
 
@@ -236,26 +259,26 @@ def test_translating_without_the_stream_files(tmp_path, caplog):
 def test_source_parse_always_and_never(tmp_path, caplog):
     path = data_dir(tmp_path / "d")
     s = streams_of(path)
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True, mode="always")
+    _mss(s, ["subword", "head"], at_inference={}, translating=True, mode="always")
     assert state(s) == (["subword", "head"], ["subword", "head"], ["subword", "head"], {})
     s = streams_of(path)
     with caplog.at_level(logging.INFO, logger="syntax_nmt.tasks.source_streams"):
         caplog.clear()
-        s.model_stream_signature(["subword", "head"], at_inference={}, translating=True, mode="never")
+        _mss(s, ["subword", "head"], at_inference={}, translating=True, mode="never")
     assert state(s) == ([], [], ["subword", "head"], {})
     assert [r.getMessage() for r in caplog.records] == [
         "translating (--source-parse never): the model reads no source stream at inference; streams read from "
         "binarized data: none; raw text: tokenized and segmented as recorded, no parser"]
     with pytest.raises(StreamConfigError) as e:
-        streams_of(path).model_stream_signature(["subword", "head"], at_inference=PARSE_NEEDS, translating=True,
+        _mss(streams_of(path), ["subword", "head"], at_inference=PARSE_NEEDS, translating=True,
                                                 mode="never")
     assert str(e.value) == f"--source-parse never: {ANNOTATION_ONLY}{SGNET_READS}; {DEFAULT_REMEDY}"
     with pytest.raises(StreamConfigError, match=r"^--source-parse never: .*the model reads the streams \(streams "
                                                 r"pos\)"):
-        streams_of(path).model_stream_signature(["pos"], translating=True, mode="never")
+        _mss(streams_of(path), ["pos"], translating=True, mode="never")
     # never is about translation: training reads what the model needs
     s = streams_of(path)
-    s.model_stream_signature(["pos"], at_inference=FEATURE_NEEDS, mode="never")
+    _mss(s, ["pos"], at_inference=FEATURE_NEEDS, mode="never")
     assert state(s) == (["pos"], ["pos"], ["pos"], FEATURE_NEEDS)
 
 
@@ -265,40 +288,40 @@ def test_an_ensemble_reads_what_any_member_reads(tmp_path):
     for first, second, annotated in ((features, parse, ["pos", "case", "subword", "head"]),
                                      (parse, features, ["subword", "head", "pos", "case"])):
         s = streams_of(path)
-        s.model_stream_signature(first[0], at_inference=first[1], translating=True)
-        sig = s.model_stream_signature(second[0], at_inference=second[1], translating=True)
+        _mss(s, first[0], at_inference=first[1], translating=True)
+        sig = _mss(s, second[0], at_inference=second[1], translating=True)
         union = first[0] + second[0]
         assert state(s) == (union, annotated, union, {**first[1], **second[1]})
-        assert sig == s.signature(union) and sig.count(":") == 4
+        assert sig == _signature(s, union) and sig.count(":") == 4
     s = streams_of(path)  # a parse-free member after one that reads the parse, and the other way round
-    s.model_stream_signature(["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True)
+    _mss(s, ["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
+    _mss(s, ["subword", "head"], at_inference={}, translating=True)
     assert state(s) == (["subword", "head"], ["subword", "head"], ["subword", "head"], PARSE_NEEDS)
     s = streams_of(path)
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True)
-    s.model_stream_signature(["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
+    _mss(s, ["subword", "head"], at_inference={}, translating=True)
+    _mss(s, ["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
     assert state(s) == (["subword", "head"], ["subword", "head"], ["subword", "head"], PARSE_NEEDS)
     s = streams_of(path)  # a model trained first is not a member of the ensemble
-    s.model_stream_signature(["pos"], at_inference=FEATURE_NEEDS)
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True)
+    _mss(s, ["pos"], at_inference=FEATURE_NEEDS)
+    _mss(s, ["subword", "head"], at_inference={}, translating=True)
     assert state(s) == (["subword", "head"], [], ["subword", "head"], {})
 
 
 def test_an_ensemble_member_that_reads_the_parse_without_the_stream_files(tmp_path):
     path = data_dir(tmp_path / "d", streams=(), heads=False)
     s = streams_of(path)
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True)
+    _mss(s, ["subword", "head"], at_inference={}, translating=True)
     with pytest.raises(StreamConfigError) as e:
-        s.model_stream_signature(["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
+        _mss(s, ["subword", "head"], at_inference=PARSE_NEEDS, translating=True)
     assert str(e.value).startswith(f"the data directory {path} lacks the streams ['subword', 'head']: "
                                    f"{ANNOTATION_ONLY}{SGNET_READS};")
     s = streams_of(path)  # never: refused whichever member reads the parse
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True, mode="never")
+    _mss(s, ["subword", "head"], at_inference={}, translating=True, mode="never")
     with pytest.raises(StreamConfigError, match=r"^--source-parse never: "):
-        s.model_stream_signature(["subword", "head"], at_inference=PARSE_NEEDS, translating=True, mode="never")
+        _mss(s, ["subword", "head"], at_inference=PARSE_NEEDS, translating=True, mode="never")
     s = streams_of(path)
-    s.model_stream_signature([], at_inference={}, translating=True, mode="never")
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True, mode="never")
+    _mss(s, [], at_inference={}, translating=True, mode="never")
+    _mss(s, ["subword", "head"], at_inference={}, translating=True, mode="never")
     assert s.model_needs == {} and s.model_streams == ["subword", "head"]
 
 
@@ -309,7 +332,7 @@ def test_set_source_parse(tmp_path):
     s = streams_of(path)
     s.set_source_parse("always")  # no model yet: nothing to apply
     assert s.annotated == ["pos", "case", "subword", "head", "dep"]
-    s.model_stream_signature(["pos", "subword", "head"], at_inference={**FEATURE_NEEDS, **PARSE_NEEDS},
+    _mss(s, ["pos", "subword", "head"], at_inference={**FEATURE_NEEDS, **PARSE_NEEDS},
                              translating=True)
     s.set_source_parse("always")
     assert s.annotated == ["pos", "subword", "head"]
@@ -324,7 +347,7 @@ def test_set_source_parse(tmp_path):
         s.set_source_parse("sometimes")
     assert str(e.value) == "source_parse must be one of auto, always, never, got 'sometimes'"
     s = streams_of(path)
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True)
+    _mss(s, ["subword", "head"], at_inference={}, translating=True)
     s.set_source_parse("always")
     assert s.annotated == ["subword", "head"]
     s.set_source_parse("never")
@@ -335,7 +358,7 @@ def test_set_source_parse(tmp_path):
 
 def test_set_source_parse_always_needs_the_tag_dictionaries(tmp_path):
     s = streams_of(data_dir(tmp_path / "d", streams=(), heads=False))
-    s.model_stream_signature(["pos", "subword", "head"], at_inference={}, translating=True)
+    _mss(s, ["pos", "subword", "head"], at_inference={}, translating=True)
     with pytest.raises(StreamConfigError) as e:
         s.set_source_parse("always")
     assert str(e.value) == ("source_parse='always': the data directory has no dictionary of the streams ['pos', "
@@ -344,6 +367,6 @@ def test_set_source_parse_always_needs_the_tag_dictionaries(tmp_path):
     s.set_source_parse("auto")
     assert s.annotated == []
     s = streams_of(data_dir(tmp_path / "h", streams=("subword",), heads=False))
-    s.model_stream_signature(["subword", "head"], at_inference={}, translating=True)
+    _mss(s, ["subword", "head"], at_inference={}, translating=True)
     s.set_source_parse("always")  # heads need no dictionary
     assert s.annotated == ["subword", "head"]
