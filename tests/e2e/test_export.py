@@ -7,8 +7,8 @@ one line; CTranslate2 converts the export and translates as stock fairseq does; 
 
 The fixture: the synthetic corpus annotated from its gold trees with the recorded Moses step, binarized; a LISA model
 and a stock ``transformer`` (``--task translation`` through ``--user-dir``, as the recipes train it) trained a few
-updates in this process (tests/support/tiny_annotated.py: the corpus and the LISA model are tests/e2e/
-test_parse_free.py's, built once per process).
+updates in this process (tests/support/tiny_annotated.py: the corpus is tests/e2e/test_parse_free.py's, built once
+per process; with 60 updates, as there, too few of the LISA model's translations differ).
 """
 
 import argparse
@@ -26,7 +26,7 @@ pytest.importorskip("syntax_nmt.synthetic.generate")
 from conftest import USER_DIR  # noqa: E402
 from support.console import console_argv
 from support.no_plugin import run_without_plugin  # noqa: E402
-from support.tiny_annotated import COMMON, LISA_TRAIN, annotated_corpus, trained_model  # noqa: E402
+from support.tiny_annotated import COMMON, LISA, annotated_corpus, trained_model  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -73,7 +73,7 @@ def export(*argv):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     corpus = annotated_corpus(tmp_path_factory, test=N_TEST)  # shared with tests/e2e/test_parse_free.py
-    lisa = trained_model(corpus, "lisa", *LISA_TRAIN)
+    lisa = trained_model(corpus, "lisa", *COMMON, *LISA, "--lisa-loss-weight", "0.1", "--max-update", "200")
     transformer = trained_model(corpus, "transformer", *COMMON, *TRANSFORMER)
     out = tmp_path_factory.mktemp("exported")
     argv = ["--ctranslate2", out / "lisa-ct2", "--data", corpus.data] if HAS_CT2 else []

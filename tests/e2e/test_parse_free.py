@@ -4,8 +4,8 @@ head predicts; a model that reads the parse at inference says so in one line.
 
 The fixture: the synthetic corpus annotated from its gold trees (``--backend conllu``, pre-tokenized, with the
 recorded Moses settings that turn its raw ``en`` lines into its tokens), binarized, and a LISA model trained a few
-updates in this process (tests/support/tiny_annotated.py: the same corpus and model as tests/e2e/test_export.py's,
-built once per process). "The annotated path" is the same model given the parse: fairseq-generate on the
+updates in this process (tests/support/tiny_annotated.py: the corpus is tests/e2e/test_export.py's, built once per
+process). "The annotated path" is the same model given the parse: fairseq-generate on the
 binarized split with its stream files, fairseq-interactive and the hub with the gold CoNLL-U (``--input-conllu``,
 ``translate_conllu``), so no parser needs training here.
 """
@@ -24,7 +24,7 @@ pytest.importorskip("syntax_nmt.synthetic.generate")
 
 from conftest import USER_DIR  # noqa: E402
 from support.console import console_argv  # noqa: E402
-from support.tiny_annotated import LISA_TRAIN, annotated_corpus, trained_model  # noqa: E402
+from support.tiny_annotated import COMMON, LISA, annotated_corpus, trained_model  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -36,7 +36,7 @@ DECODE = ["--beam", "4", "--batch-size", "8", "--max-len-b", "30", "--num-worker
 def lisa(tmp_path_factory):
     corpus = annotated_corpus(tmp_path_factory, test=N_TEST)  # shared with tests/e2e/test_export.py
     return SimpleNamespace(data=corpus.data, plain=corpus.plain, paths=corpus.paths,
-                           ckpt=trained_model(corpus, "lisa", *LISA_TRAIN))
+                           ckpt=trained_model(corpus, "lisa-60", *COMMON, *LISA, "--max-update", "60"))
 
 
 _GENERATED = {}

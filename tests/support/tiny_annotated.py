@@ -23,10 +23,11 @@ COMMON = ["--user-dir", USER_DIR, "--optimizer", "adam", "--lr", "0.01", "--lr-s
           "--warmup-updates", "20", "--max-tokens", "2000", "--seed", "1", "--no-epoch-checkpoints",
           "--disable-validation", "--save-interval", "1000", "--num-workers", "0", "--log-format", "simple",
           "--no-progress-bar"]
-#: the LISA model of tests/e2e/test_parse_free.py and tests/e2e/test_export.py (one training serves both)
-LISA_TRAIN = [*COMMON, "--task", "syntax_translation", "--arch", "syntax_transformer_tiny", "--source-features=",
-              "--syntax-attention", "lisa", "--criterion", "label_smoothed_cross_entropy_with_syntax",
-              "--label-smoothing", "0.1", "--lisa-loss-weight", "0.1", "--max-update", "200"]
+#: a LISA model (with COMMON and the number of updates; tests/e2e/test_export.py's: 200 updates and
+#: --lisa-loss-weight 0.1, which its check that the translations differ needs; tests/e2e/test_parse_free.py's: 60)
+LISA = ["--task", "syntax_translation", "--arch", "syntax_transformer_tiny", "--source-features=",
+        "--syntax-attention", "lisa", "--criterion", "label_smoothed_cross_entropy_with_syntax", "--label-smoothing",
+        "0.1"]
 
 _BUILT = {}
 
