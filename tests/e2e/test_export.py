@@ -5,9 +5,10 @@ stock Transformer trained through the plugin, and LISA with target factors) into
 one line; CTranslate2 converts the export and translates as stock fairseq does; the plugin-free raw-text path
 (examples/deploy/translate_ct2.py) gives the hub's subwords.
 
-The fixture: the synthetic corpus annotated from its gold trees with the recorded Moses step (as
-tests/e2e/test_parse_free.py), binarized; a LISA model and a stock ``transformer`` (``--task translation`` through
-``--user-dir``, as the recipes train it) trained a few updates in this process.
+The fixture: the synthetic corpus annotated from its gold trees with the recorded Moses step, binarized; a LISA model
+and a stock ``transformer`` (``--task translation`` through ``--user-dir``, as the recipes train it) trained a few
+updates in this process (tests/support/tiny_annotated.py: the corpus is tests/e2e/test_parse_free.py's, built once
+per process; with 60 updates, as there, too few of the LISA model's translations differ).
 """
 
 import argparse
@@ -20,25 +21,18 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-generate = pytest.importorskip("syntax_nmt.synthetic.generate")
+pytest.importorskip("syntax_nmt.synthetic.generate")
 
 from conftest import USER_DIR  # noqa: E402
 from support.console import console_argv
 from support.no_plugin import run_without_plugin  # noqa: E402
-from syntax_nmt.annotate.cli import main as annotate  # noqa: E402
+from support.tiny_annotated import COMMON, LISA, annotated_corpus, trained_model  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
 N_TEST = 30
-MOSES = "lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
 DECODE = ["--beam", "4", "--batch-size", "8", "--num-workers", "0", "--required-batch-size-multiple", "1",
           "--gen-subset", "test", "--remove-bpe"]
-COMMON = ["--optimizer", "adam", "--lr", "0.01", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "20",
-          "--max-tokens", "2000", "--seed", "1", "--no-epoch-checkpoints", "--disable-validation",
-          "--save-interval", "1000", "--num-workers", "0", "--log-format", "simple", "--no-progress-bar"]
-LISA = ["--task", "syntax_translation", "--arch", "syntax_transformer_tiny", "--source-features=",
-        "--syntax-attention", "lisa", "--criterion", "label_smoothed_cross_entropy_with_syntax",
-        "--label-smoothing", "0.1", "--lisa-loss-weight", "0.1", "--max-update", "200"]
 TRANSFORMER = ["--task", "translation", "--arch", "transformer_tiny", "--share-all-embeddings", "--criterion",
                "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-update", "40"]
 RAW_EXTRA = ["A  «quoted»   line with <unk> and x@@y inside .", "\ufeffWhat's this -- a dash-split?", ""]
@@ -57,7 +51,7 @@ _argv = console_argv  # tests/support/console.py
 def _train(data, save, *args):
     from fairseq_cli import train
 
-    with _argv("fairseq-train", data, "--user-dir", USER_DIR, *COMMON, *args, "--save-dir", save):
+    with _argv("fairseq-train", data, *COMMON, *args, "--save-dir", save):
         train.cli_main()
     return os.path.join(save, "checkpoint_last.pt")
 
@@ -78,32 +72,18 @@ def export(*argv):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from syntax_nmt.data import binarize
-
-    root = tmp_path_factory.mktemp("export")
-    paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 20, "test": N_TEST}, seed=5)
-    for split in ("train", "valid", "test"):
-        sub = (["--learn-subword", "300", "--subword-model-out", str(root / "bpe.codes")] if split == "train"
-               else ["--subword-model", str(root / "bpe.codes")])
-        annotate(["--backend", "conllu", "--conllu", paths[split]["en.conllu"], "--source", paths[split]["tok.en"],
-                  "--pretokenized", "--moses-settings", MOSES, "--target", paths[split]["tok.de"], "--src-lang", "en",
-                  "--tgt-lang", "de", "-o", str(root / "text" / split), "--subword", "bpe", *sub, "--quiet"])
-    data = str(root / "data-bin")
-    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--joined-dictionary", "--workers", "1",
-                       "--trainpref", str(root / "text/train"), "--validpref", str(root / "text/valid"),
-                       "--testpref", str(root / "text/test"), "--destdir", data])
-    lisa = _train(data, str(root / "lisa"), *LISA)
-    transformer = _train(data, str(root / "transformer"), *TRANSFORMER)
-    out = root / "exported"
-    out.mkdir()
-    argv = ["--ctranslate2", out / "lisa-ct2", "--data", data] if HAS_CT2 else []
+    corpus = annotated_corpus(tmp_path_factory, test=N_TEST)  # shared with tests/e2e/test_parse_free.py
+    lisa = trained_model(corpus, "lisa", *COMMON, *LISA, "--lisa-loss-weight", "0.1", "--max-update", "200")
+    transformer = trained_model(corpus, "transformer", *COMMON, *TRANSFORMER)
+    out = tmp_path_factory.mktemp("exported")
+    argv = ["--ctranslate2", out / "lisa-ct2", "--data", corpus.data] if HAS_CT2 else []
     status, err = export(lisa, out / "lisa.pt", "-s", "en", "-t", "de", *argv)
     assert status == 0, err
     status, err = export(transformer, out / "transformer.pt")
     assert status == 0, err
-    return SimpleNamespace(root=root, data=data, paths=paths, lisa=lisa, transformer=transformer,
+    return SimpleNamespace(data=corpus.data, paths=corpus.paths, lisa=lisa, transformer=transformer,
                            lisa_export=str(out / "lisa.pt"), transformer_export=str(out / "transformer.pt"),
-                           ct2=str(out / "lisa-ct2"), codes=str(root / "bpe.codes"), text=str(root / "text"))
+                           ct2=str(out / "lisa-ct2"), codes=corpus.codes, text=corpus.text)
 
 
 _GENERATED = {}

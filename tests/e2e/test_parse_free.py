@@ -4,7 +4,8 @@ head predicts; a model that reads the parse at inference says so in one line.
 
 The fixture: the synthetic corpus annotated from its gold trees (``--backend conllu``, pre-tokenized, with the
 recorded Moses settings that turn its raw ``en`` lines into its tokens), binarized, and a LISA model trained a few
-updates in this process. "The annotated path" is the same model given the parse: fairseq-generate on the
+updates in this process (tests/support/tiny_annotated.py: the corpus is tests/e2e/test_export.py's, built once per
+process). "The annotated path" is the same model given the parse: fairseq-generate on the
 binarized split with its stream files, fairseq-interactive and the hub with the gold CoNLL-U (``--input-conllu``,
 ``translate_conllu``), so no parser needs training here.
 """
@@ -13,61 +14,29 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 from types import SimpleNamespace
 
 import pytest
 
-generate = pytest.importorskip("syntax_nmt.synthetic.generate")
+pytest.importorskip("syntax_nmt.synthetic.generate")
 
 from conftest import USER_DIR  # noqa: E402
 from support.console import console_argv  # noqa: E402
-from syntax_nmt.annotate.cli import main as annotate  # noqa: E402
+from support.tiny_annotated import COMMON, LISA, annotated_corpus, trained_model  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
 N_TEST = 30
 DECODE = ["--beam", "4", "--batch-size", "8", "--max-len-b", "30", "--num-workers", "0"]
-MOSES = "lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
-TRAIN = ["--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", "syntax_transformer_tiny",
-         "--source-features=", "--syntax-attention", "lisa", "--criterion", "label_smoothed_cross_entropy_with_syntax",
-         "--label-smoothing", "0.1", "--optimizer", "adam", "--lr", "0.01", "--lr-scheduler", "inverse_sqrt",
-         "--warmup-updates", "20", "--max-tokens", "2000", "--max-update", "60", "--seed", "1",
-         "--no-epoch-checkpoints", "--disable-validation", "--save-interval", "1000", "--num-workers", "0",
-         "--log-format", "simple", "--no-progress-bar"]
 
 
 @pytest.fixture(scope="module")
 def lisa(tmp_path_factory):
-    from fairseq_cli import train
-
-    from syntax_nmt.data import binarize
-
-    root = tmp_path_factory.mktemp("parse-free")
-    paths = generate.generate_corpus(str(root / "corpus"), {"train": 300, "valid": 20, "test": N_TEST}, seed=5)
-    for split in ("train", "valid", "test"):
-        sub = (["--learn-subword", "300", "--subword-model-out", str(root / "bpe.codes")] if split == "train"
-               else ["--subword-model", str(root / "bpe.codes")])
-        annotate(["--backend", "conllu", "--conllu", paths[split]["en.conllu"], "--source", paths[split]["tok.en"],
-                  "--pretokenized", "--moses-settings", MOSES, "--target", paths[split]["tok.de"], "--src-lang", "en",
-                  "--tgt-lang", "de", "-o", str(root / "text" / split), "--subword", "bpe", *sub, "--quiet"])
-    data = root / "data-bin"
-    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--joined-dictionary", "--workers", "1",
-                       "--trainpref", str(root / "text/train"), "--validpref", str(root / "text/valid"),
-                       "--testpref", str(root / "text/test"), "--destdir", str(data)])
-    # the same data without a stream file: the words, their dictionaries and the annotation settings
-    plain = root / "plain"
-    plain.mkdir()
-    for f in os.listdir(data):
-        if f.endswith((".en.bin", ".en.idx", ".de.bin", ".de.idx")) or f in ("dict.en.txt", "dict.de.txt",
-                                                                            "annotation.json"):
-            shutil.copy(data / f, plain / f)
-    with console_argv("fairseq-train", data, *TRAIN, "--save-dir", root / "ckpt"):
-        train.cli_main()
-    return SimpleNamespace(root=root, data=str(data), plain=str(plain), paths=paths,
-                           ckpt=str(root / "ckpt" / "checkpoint_last.pt"))
+    corpus = annotated_corpus(tmp_path_factory, test=N_TEST)  # shared with tests/e2e/test_export.py
+    return SimpleNamespace(data=corpus.data, plain=corpus.plain, paths=corpus.paths,
+                           ckpt=trained_model(corpus, "lisa-60", *COMMON, *LISA, "--max-update", "60"))
 
 
 _GENERATED = {}

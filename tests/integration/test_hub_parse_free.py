@@ -8,8 +8,8 @@ fairseq-generate with no stream file, G- lines against a naive loop over LISA's 
 fairseq-generate, fairseq-interactive across buffers, the hub's arguments.
 
 The fixture: the synthetic corpus annotated from its gold trees (``--backend conllu``, pre-tokenized, with the
-recorded Moses settings that turn its raw ``en`` lines into its tokens), binarized, and one update of fairseq-train
-per model (LISA, LISA with ``--source-prepend-bos``, SG-Net): the weights are nearly the initial ones, which is all
+recorded Moses settings that turn its raw ``en`` lines into its tokens), binarized (tests/support/tiny_annotated.py,
+the builder of tests/e2e/test_parse_free.py's corpus, here smaller), and one update of fairseq-train per model (LISA, LISA with ``--source-prepend-bos``, SG-Net): the weights are nearly the initial ones, which is all
 these checks need (the same model gives the same output whichever way its input arrives). Each test loads the hub
 or runs fairseq's entry point itself, so that mutation testing maps it to the code it runs.
 """
@@ -29,20 +29,19 @@ from support.console import console_argv
 import torch
 from fairseq_cli import generate as fairseq_generate_cli
 from fairseq_cli import interactive as fairseq_interactive_cli
-from fairseq_cli import train as fairseq_train_cli
 
 from conftest import USER_DIR
+from support.tiny_annotated import annotated_corpus, trained_model
 from syntax_nmt import SyntaxTransformerModel
-from syntax_nmt.annotate.cli import main as annotate
-from syntax_nmt.data import binarize
 from syntax_nmt.hub import raw_sentences
 from syntax_nmt.models.modules.methods.lisa import LISA_SCORES
-from syntax_nmt.synthetic.generate import generate_corpus
 from syntax_nmt.syntax.conllu import read_conllu
 from syntax_nmt.tasks.syntax_translation import StreamConfigError
 
 N_TEST = 12
-MOSES = "lang=en,normalize=1,aggressive_dash_splits=0,escape=0"
+#: a smaller corpus than tests/e2e/test_parse_free.py's (tests/support/tiny_annotated.py; with that one, no word of
+#: the one-update LISA model with --source-prepend-bos has its argmax on BOS, which a check here needs)
+CORPUS = {"train": 150, "valid": 8, "test": N_TEST, "merges": 200}
 DECODE = ["--beam", "3", "--batch-size", "5", "--max-len-b", "6", "--num-workers", "0"]
 TRAIN = ["--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", "syntax_transformer_tiny",
          "--source-features=", "--criterion", "label_smoothed_cross_entropy_with_syntax", "--label-smoothing", "0.1",
@@ -60,37 +59,19 @@ _argv = console_argv  # tests/support/console.py
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hub-parse-free")
-    paths = generate_corpus(str(root / "corpus"), {"train": 150, "valid": 8, "test": N_TEST}, seed=5)
-    for split in ("train", "valid", "test"):
-        sub = (["--learn-subword", "200", "--subword-model-out", str(root / "bpe.codes")] if split == "train"
-               else ["--subword-model", str(root / "bpe.codes")])
-        annotate(["--backend", "conllu", "--conllu", paths[split]["en.conllu"], "--source", paths[split]["tok.en"],
-                  "--pretokenized", "--moses-settings", MOSES, "--target", paths[split]["tok.de"], "--src-lang", "en",
-                  "--tgt-lang", "de", "-o", str(root / "text" / split), "--subword", "bpe", *sub, "--quiet"])
-    data = root / "data-bin"
-    binarize.cli_main(["--source-lang", "en", "--target-lang", "de", "--joined-dictionary", "--workers", "1",
-                       "--trainpref", str(root / "text/train"), "--validpref", str(root / "text/valid"),
-                       "--testpref", str(root / "text/test"), "--destdir", str(data)])
-    plain = root / "plain"  # the same data without a stream file
-    plain.mkdir()
-    for f in os.listdir(data):
-        if f.endswith((".en.bin", ".en.idx", ".de.bin", ".de.idx")) or f in ("dict.en.txt", "dict.de.txt",
-                                                                            "annotation.json"):
-            shutil.copy(data / f, plain / f)
-    models = root / "models"
+    corpus = annotated_corpus(tmp_path_factory, **CORPUS)
     for name, extra in MODELS.items():
-        with _argv("fairseq-train", data, *TRAIN, *extra, "--save-dir", models / name):
-            fairseq_train_cli.cli_main()
-    with open(paths["test"]["en"], encoding="utf-8") as f:
+        trained_model(corpus, f"hub/{name}", *TRAIN, *extra)
+    with open(corpus.paths["test"]["en"], encoding="utf-8") as f:
         lines = f.read().split("\n")[:-1]
-    with open(paths["test"]["en.conllu"], encoding="utf-8") as f:
+    with open(corpus.paths["test"]["en.conllu"], encoding="utf-8") as f:
         gold = f.read()
-    with open(root / "text" / "test.en", encoding="utf-8") as f:  # the annotated source: BPE pieces
+    with open(os.path.join(corpus.text, "test.en"), encoding="utf-8") as f:  # the annotated source: BPE pieces
         pieces = f.read().split("\n")[:-1]
     assert len(lines) == len(pieces) == N_TEST
-    return SimpleNamespace(root=root, data=str(data), plain=str(plain), models=str(models), lines=lines, gold=gold,
-                           paths=paths, words=[(p + " ").replace("@@ ", "").split() for p in pieces])
+    return SimpleNamespace(data=corpus.data, plain=corpus.plain, models=os.path.join(corpus.models, "hub"),
+                           lines=lines, gold=gold, paths=corpus.paths,
+                           words=[(p + " ").replace("@@ ", "").split() for p in pieces])
 
 
 def ckpt(name):
