@@ -737,7 +737,7 @@ def test_results_path_gets_the_g_and_f_lines_beside_fairseqs(factored, tmp_path)
     from fairseq_cli import generate, train
 
     from support.console import console_argv
-    from syntax_nmt.evaluation.evaluate import parse_accuracy
+    from syntax_nmt.evaluation.syntax_accuracy import parse_accuracy
 
     with console_argv("fairseq-train", factored.data, "--user-dir", USER_DIR, "--task", "syntax_translation",
                       "--arch", "syntax_transformer_tiny", *CRITERION, *FACTORS, "--syntax-attention", "lisa",
