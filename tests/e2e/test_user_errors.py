@@ -9,18 +9,9 @@ import os
 from types import SimpleNamespace
 
 import pytest
+from support.files import snapshot
 
 BAD_UTF8 = b"The cat sat .\nA dog \xff runs .\n"
-
-
-def snapshot(folder):
-    """Every file under ``folder`` and its bytes (links as their targets)."""
-    out = {}
-    for d, _, files in os.walk(folder):
-        for f in files:
-            p = os.path.join(d, f)
-            out[p] = os.readlink(p) if os.path.islink(p) else open(p, "rb").read()
-    return out
 
 
 @pytest.fixture

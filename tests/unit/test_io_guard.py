@@ -11,17 +11,9 @@ import sys
 import pytest
 
 from syntax_nmt import io_guard
+from support.files import snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def snapshot(folder):
-    out = {}
-    for d, _, files in os.walk(folder):
-        for f in files:
-            p = os.path.join(d, f)
-            out[p] = os.readlink(p) if os.path.islink(p) else open(p, "rb").read()
-    return out
 
 
 def write(path, data="The cat sat .\n"):

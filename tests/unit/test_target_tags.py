@@ -7,6 +7,7 @@ import os
 import pytest
 
 from syntax_nmt.annotate.target_tags import cli_main, interleave, separate_tags, strip, strip_generate_line
+from support.files import snapshot
 
 TARGET = ["la fem@@ me", "un chat"]
 FILES = {"fr": TARGET, "tgt.fr": TARGET, "tgt.pos": ["DET NOUN NOUN", "DET NOUN"],
@@ -18,16 +19,6 @@ def prefix(tmp_path):
     for ext, lines in FILES.items():
         (tmp_path / f"P.{ext}").write_bytes("".join(line + "\n" for line in lines).encode("utf-8"))
     return tmp_path / "P"
-
-
-def snapshot(folder):
-    """Every file under ``folder`` (links as links) and its bytes."""
-    out = {}
-    for d, _, files in os.walk(folder):
-        for f in files:
-            path = os.path.join(d, f)
-            out[path] = os.readlink(path) if os.path.islink(path) else open(path, "rb").read()
-    return out
 
 
 def run(capsys, argv):

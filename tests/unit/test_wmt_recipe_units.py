@@ -16,20 +16,9 @@ from pathlib import Path
 import pytest
 
 from syntax_nmt import systems as S
+from support.files import load_recipe_module
 
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
-
-
-def load_recipe_module(name: str):
-    """Import examples/wmt14_en_de/NAME.py as module ``wmt14_NAME`` (registered in
-    sys.modules so that multiprocessing workers can unpickle its functions)."""
-    mod_name = f"wmt14_{name}"
-    if mod_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(mod_name, RECIPE / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[mod_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[mod_name]
 
 
 download = load_recipe_module("download")

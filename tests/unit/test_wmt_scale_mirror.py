@@ -12,18 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.files import load_recipe_module as _module
 
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "wmt14_en_de"
-
-
-def _module(name):
-    mod_name = f"wmt14_{name}"
-    if mod_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(mod_name, RECIPE / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[mod_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[mod_name]
 
 
 fake_mirror = _module("fake_mirror")
